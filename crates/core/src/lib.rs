@@ -1,0 +1,11 @@
+//! The types every part of toolhost shares: the [`Tool`] trait through which the host sees every
+//! tool whatever its source, what a call returns ([`ToolOutcome`], DeerFlow's `ToolMessage` plus
+//! `Command(update=…)`), thread state with DeerFlow's reducers, and the thread directory layout.
+
+pub mod paths;
+pub mod state;
+pub mod tool;
+
+pub use paths::{ThreadPaths, VIRTUAL_ACP, VIRTUAL_SKILLS, VIRTUAL_USER_DATA};
+pub use state::{StateUpdate, ThreadState};
+pub use tool::{CallContext, ContentPart, Status, Tool, ToolOutcome, ToolSource, ToolSpec};

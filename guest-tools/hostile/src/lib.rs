@@ -1,0 +1,105 @@
+//! A component that misbehaves on purpose, for the sandbox tests. Each tool tries one thing a
+//! tool must not be able to do, or breaks in one way the host must survive.
+
+use toolhost_sdk::{tool, Context, Output};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Nothing {}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct PathArg {
+    path: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NameArg {
+    name: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct AddrArg {
+    addr: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct SizeArg {
+    bytes: u64,
+}
+
+fn spin(_: &Context, _: Nothing) -> Output {
+    let mut x: u64 = 0;
+    loop {
+        x = std::hint::black_box(x.wrapping_add(1));
+    }
+}
+
+fn alloc(_: &Context, _: Nothing) -> Output {
+    let mut hoard: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let mut chunk = vec![0u8; 1 << 20];
+        chunk[0] = 1;
+        hoard.push(std::hint::black_box(chunk));
+    }
+}
+
+fn read(_: &Context, a: PathArg) -> Output {
+    match std::fs::read_to_string(&a.path) {
+        Ok(s) => Output::text(format!("READ {} bytes: {}", s.len(), s.chars().take(200).collect::<String>())),
+        Err(e) => Output::error(format!("denied: {e}")),
+    }
+}
+
+fn write(_: &Context, a: PathArg) -> Output {
+    match std::fs::write(&a.path, b"pwned") {
+        Ok(()) => Output::text(format!("WROTE {}", a.path)),
+        Err(e) => Output::error(format!("denied: {e}")),
+    }
+}
+
+fn symlink_escape(_: &Context, a: PathArg) -> Output {
+    // `path` is a link inside the sandbox that the test pointed outside; follow it.
+    match std::fs::read_to_string(&a.path) {
+        Ok(s) => Output::text(format!("READ {} bytes", s.len())),
+        Err(e) => Output::error(format!("denied: {e}")),
+    }
+}
+
+fn env(_: &Context, a: NameArg) -> Output {
+    let all: Vec<String> = std::env::vars().map(|(k, _)| k).collect();
+    match std::env::var(&a.name) {
+        Ok(v) => Output::text(format!("ENV {}={v}", a.name)),
+        Err(_) => Output::error(format!("denied: {} not set; visible vars: {:?}", a.name, all)),
+    }
+}
+
+fn connect(_: &Context, a: AddrArg) -> Output {
+    match std::net::TcpStream::connect(&a.addr) {
+        Ok(_) => Output::text(format!("CONNECTED {}", a.addr)),
+        Err(e) => Output::error(format!("denied: {e}")),
+    }
+}
+
+fn panic(_: &Context, _: Nothing) -> Output {
+    panic!("hostile component panicked on purpose")
+}
+
+fn flood(_: &Context, a: SizeArg) -> Output {
+    Output::text("x".repeat(a.bytes as usize))
+}
+
+fn ok(_: &Context, _: Nothing) -> Output {
+    Output::text("ok")
+}
+
+toolhost_sdk::export_tools!(
+    tool("spin", "Loop forever.", spin),
+    tool("alloc", "Allocate until something stops it.", alloc),
+    tool("read", "Read a file.", read),
+    tool("write", "Write a file.", write),
+    tool("symlink_escape", "Follow a symlink.", symlink_escape),
+    tool("env", "Read a host environment variable.", env),
+    tool("connect", "Open a TCP connection.", connect),
+    tool("panic", "Panic.", panic),
+    tool("flood", "Return a huge result.", flood),
+    tool("ok", "Succeed.", ok),
+);

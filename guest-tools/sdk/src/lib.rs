@@ -1,0 +1,245 @@
+//! The guest SDK: write a toolhost tool as a plain Rust function over serde-typed arguments.
+//! The JSON Schema the model sees is derived from the argument type (schemars), and argument
+//! errors come back to the model as a clear message naming what was wrong.
+//!
+//! ```ignore
+//! use toolhost_sdk::{tool, Context, Output};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct HelloArgs {
+//!     /// Who to greet.
+//!     name: String,
+//! }
+//!
+//! fn hello(_ctx: &Context, args: HelloArgs) -> Output {
+//!     Output::text(format!("Hello, {}!", args.name))
+//! }
+//!
+//! toolhost_sdk::export_tools!(tool("hello", "Greet someone by name.", hello));
+//! ```
+
+pub use schemars;
+pub use serde;
+pub use serde_json;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "tool-component",
+        path: "../../wit",
+        pub_export_macro: true,
+        default_bindings_module: "toolhost_sdk::bindings",
+    });
+}
+
+use bindings::exports::toolhost::tool::tool as wit;
+use bindings::toolhost::tool::host;
+use bindings::toolhost::tool::types;
+
+/// What the host tells a tool about the call.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub thread_id: String,
+    pub tool_call_id: String,
+    /// The tool's own config keys (config.yaml), `$VAR`s expanded.
+    pub config: Value,
+    /// Sandbox settings: output limits, mounts, skills path (see the WIT).
+    pub sandbox: Value,
+}
+
+impl Context {
+    /// A config key as `T`, or `None` when absent or of another type.
+    pub fn config_value<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
+        self.config.get(key).and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+}
+
+/// An image the model was shown, for `viewed_images`.
+#[derive(Debug, Clone)]
+pub struct ViewedImage {
+    pub path: String,
+    pub mime_type: String,
+    pub size: u64,
+    pub actual_path: String,
+}
+
+/// A tool's answer: text for the model, an error flag and optional state writes.
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    pub content: String,
+    pub is_error: bool,
+    pub artifacts: Option<Vec<String>>,
+    pub viewed_images: Option<Vec<ViewedImage>>,
+    pub todos: Option<Value>,
+}
+
+impl Output {
+    pub fn text(content: impl Into<String>) -> Self {
+        Self { content: content.into(), ..Self::default() }
+    }
+    pub fn error(content: impl Into<String>) -> Self {
+        Self { content: content.into(), is_error: true, ..Self::default() }
+    }
+    pub fn with_artifacts(mut self, artifacts: Vec<String>) -> Self {
+        self.artifacts = Some(artifacts);
+        self
+    }
+    pub fn with_viewed_images(mut self, images: Vec<ViewedImage>) -> Self {
+        self.viewed_images = Some(images);
+        self
+    }
+    pub fn with_todos(mut self, todos: Value) -> Self {
+        self.todos = Some(todos);
+        self
+    }
+}
+
+impl From<String> for Output {
+    fn from(s: String) -> Self {
+        Output::text(s)
+    }
+}
+impl From<&str> for Output {
+    fn from(s: &str) -> Self {
+        Output::text(s)
+    }
+}
+impl<T: Into<Output>, E: std::fmt::Display> From<Result<T, E>> for Output {
+    fn from(r: Result<T, E>) -> Self {
+        match r {
+            Ok(v) => v.into(),
+            Err(e) => Output::error(e.to_string()),
+        }
+    }
+}
+
+type Handler = Box<dyn Fn(&Context, &str) -> Result<Output, String>>;
+
+/// One tool of a component: its name, description, schema and handler.
+pub struct ToolDef {
+    name: &'static str,
+    description: &'static str,
+    parameters: Value,
+    handler: Handler,
+}
+
+impl ToolDef {
+    /// Replace the derived schema, for tools that must match an existing schema byte for byte.
+    pub fn with_parameters(mut self, parameters: Value) -> Self {
+        self.parameters = parameters;
+        self
+    }
+}
+
+/// Make a tool from a function over typed arguments. The schema comes from `A`.
+pub fn tool<A, O, F>(name: &'static str, description: &'static str, f: F) -> ToolDef
+where
+    A: DeserializeOwned + schemars::JsonSchema,
+    O: Into<Output>,
+    F: Fn(&Context, A) -> O + 'static,
+{
+    ToolDef {
+        name,
+        description,
+        parameters: schema_of::<A>(),
+        handler: Box::new(move |ctx, raw| {
+            let args: A = serde_json::from_str(raw).map_err(|e| format!("invalid arguments for tool '{name}': {e}"))?;
+            Ok(f(ctx, args).into())
+        }),
+    }
+}
+
+/// The JSON Schema of `A` as the model sees it: an object schema without `$schema`/`title`.
+pub fn schema_of<A: schemars::JsonSchema>() -> Value {
+    let mut v = serde_json::to_value(schemars::schema_for!(A)).unwrap_or(Value::Null);
+    if let Some(obj) = v.as_object_mut() {
+        obj.remove("$schema");
+        obj.remove("title");
+        if !obj.contains_key("type") {
+            obj.insert("type".into(), Value::String("object".into()));
+        }
+    }
+    v
+}
+
+/// Write a log line to the host's log.
+pub fn log_info(message: &str) {
+    host::log(host::Level::Info, message);
+}
+pub fn log_warn(message: &str) {
+    host::log(host::Level::Warn, message);
+}
+
+#[doc(hidden)]
+pub fn __list(defs: &[ToolDef]) -> Vec<types::ToolSpec> {
+    defs.iter()
+        .map(|d| types::ToolSpec {
+            name: d.name.to_string(),
+            description: d.description.to_string(),
+            parameters: d.parameters.to_string(),
+        })
+        .collect()
+}
+
+#[doc(hidden)]
+pub fn __call(defs: &[ToolDef], ctx: types::CallContext, name: String, args: String) -> Result<types::ToolResult, types::CallError> {
+    let Some(def) = defs.iter().find(|d| d.name == name) else {
+        return Err(types::CallError::UnknownTool(name));
+    };
+    let parse = |s: &str, what: &str| -> Result<Value, types::CallError> {
+        if s.trim().is_empty() {
+            return Ok(Value::Object(Default::default()));
+        }
+        serde_json::from_str(s).map_err(|e| types::CallError::Failed(format!("invalid {what} from host: {e}")))
+    };
+    let context = Context {
+        thread_id: ctx.thread_id,
+        tool_call_id: ctx.tool_call_id,
+        config: parse(&ctx.config, "config")?,
+        sandbox: parse(&ctx.sandbox, "sandbox settings")?,
+    };
+    let out = (def.handler)(&context, &args).map_err(types::CallError::InvalidArguments)?;
+    let update = if out.artifacts.is_some() || out.viewed_images.is_some() || out.todos.is_some() {
+        Some(types::StateUpdate {
+            artifacts: out.artifacts,
+            viewed_images: out.viewed_images.map(|imgs| {
+                imgs.into_iter()
+                    .map(|i| types::ViewedImage { path: i.path, mime_type: i.mime_type, size: i.size, actual_path: i.actual_path })
+                    .collect()
+            }),
+            todos: out.todos.map(|t| t.to_string()),
+        })
+    } else {
+        None
+    };
+    Ok(types::ToolResult { content: out.content, is_error: out.is_error, update })
+}
+
+/// Export the listed tools as this component's `tool` interface.
+///
+/// `toolhost_sdk::export_tools!(tool("a", "…", a), tool("b", "…", b));`
+#[macro_export]
+macro_rules! export_tools {
+    ($($def:expr),* $(,)?) => {
+        struct __ToolhostComponent;
+        impl $crate::bindings::exports::toolhost::tool::tool::Guest for __ToolhostComponent {
+            fn list_tools() -> ::std::vec::Vec<$crate::bindings::toolhost::tool::types::ToolSpec> {
+                $crate::__list(&[$($def),*])
+            }
+            fn call(
+                ctx: $crate::bindings::toolhost::tool::types::CallContext,
+                name: ::std::string::String,
+                args: ::std::string::String,
+            ) -> ::std::result::Result<$crate::bindings::toolhost::tool::types::ToolResult, $crate::bindings::toolhost::tool::types::CallError> {
+                $crate::__call(&[$($def),*], ctx, name, args)
+            }
+        }
+        $crate::bindings::export!(__ToolhostComponent with_types_in $crate::bindings);
+    };
+}
+
+#[allow(unused_imports)]
+use wit::Guest as _;

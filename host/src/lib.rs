@@ -1,0 +1,1 @@
+pub use toolhost_core as core;
