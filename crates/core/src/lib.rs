@@ -8,4 +8,4 @@ pub mod tool;
 
 pub use paths::{ThreadPaths, VIRTUAL_ACP, VIRTUAL_SKILLS, VIRTUAL_USER_DATA};
 pub use state::{StateUpdate, ThreadState};
-pub use tool::{CallContext, ContentPart, Status, Tool, ToolOutcome, ToolSource, ToolSpec};
+pub use tool::{CallContext, ContentPart, Status, Tool, ToolException, ToolOutcome, ToolSource, ToolSpec};

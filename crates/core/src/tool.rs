@@ -79,6 +79,19 @@ pub struct ToolOutcome {
     /// MCP `structuredContent`, kept as the server sent it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
+    /// Set when the tool did not answer but failed the way a Python tool raises an exception
+    /// (a trap, a crash, a lost server). The error-handling middleware turns it into DeerFlow's
+    /// `Error: Tool '{name}' failed with {class}: {detail}. …` text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exception: Option<ToolException>,
+}
+
+/// A failure that DeerFlow would see as a raised exception.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolException {
+    /// The exception class name DeerFlow would print (`RuntimeError`, `TimeoutError`, …).
+    pub class: String,
+    pub detail: String,
 }
 
 impl ToolOutcome {
@@ -90,6 +103,13 @@ impl ToolOutcome {
     /// An error result: the text as the model sees it (DeerFlow's strings start `Error:`).
     pub fn error(text: impl Into<String>) -> Self {
         Self { status: Status::Error, ..Self::text(text) }
+    }
+
+    /// A failure DeerFlow would see as a raised exception; content is the bare detail until the
+    /// error-handling middleware formats it.
+    pub fn raised(class: impl Into<String>, detail: impl Into<String>) -> Self {
+        let detail = detail.into();
+        Self { exception: Some(ToolException { class: class.into(), detail: detail.clone() }), ..Self::error(detail) }
     }
 
     pub fn with_update(mut self, update: StateUpdate) -> Self {

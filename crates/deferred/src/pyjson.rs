@@ -1,0 +1,541 @@
+//! A JSON value as Python's `json` module holds it, and Python's `json.dumps` output for it.
+//! Owns number fidelity (integers of any size kept as their digits, floats printed as Python's
+//! `repr`) so that `catalog_hash` and `tool_search` content match DeerFlow byte for byte.
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use crate::error::JsonError;
+
+/// A decoded JSON value. Objects keep insertion order (Python dicts do); a repeated key keeps its
+/// first position and its last value, as `json.loads` into a dict does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PyValue {
+    Null,
+    Bool(bool),
+    /// A JSON integer, as the decimal digits of Python's `int` (no size limit, `-0` is `0`).
+    Int(String),
+    Float(f64),
+    Str(String),
+    List(Vec<PyValue>),
+    Dict(IndexMap<String, PyValue>),
+}
+
+/// Nesting deeper than this is rejected; Python's own recursion limit is 1 000 frames.
+const MAX_DEPTH: usize = 512;
+
+impl PyValue {
+    /// Parse JSON text, keeping every number exactly as Python would decode it.
+    pub fn parse(text: &str) -> Result<PyValue, JsonError> {
+        let mut p = Parser { s: text.as_bytes(), text, pos: 0 };
+        p.ws();
+        let v = p.value(0)?;
+        p.ws();
+        if p.pos != p.s.len() {
+            return Err(p.err("trailing characters after the JSON value"));
+        }
+        Ok(v)
+    }
+
+    /// Convert from a `serde_json::Value`. Integers that fit i64/u64 stay integers; any other
+    /// number was already decoded to f64 by serde_json (the workspace has no
+    /// `arbitrary_precision`), so an integer beyond u64 arrives here as a float. Callers that
+    /// need exact big integers hand the schema text to [`PyValue::parse`] instead.
+    pub fn from_json(v: &Value) -> PyValue {
+        match v {
+            Value::Null => PyValue::Null,
+            Value::Bool(b) => PyValue::Bool(*b),
+            Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    PyValue::Int(i.to_string())
+                } else if let Some(u) = n.as_u64() {
+                    PyValue::Int(u.to_string())
+                } else {
+                    PyValue::Float(n.as_f64().unwrap_or(f64::NAN))
+                }
+            }
+            Value::String(s) => PyValue::Str(s.clone()),
+            Value::Array(a) => PyValue::List(a.iter().map(PyValue::from_json).collect()),
+            Value::Object(m) => PyValue::Dict(m.iter().map(|(k, v)| (k.clone(), PyValue::from_json(v))).collect()),
+        }
+    }
+
+    /// Convert to a `serde_json::Value` (lossy for integers beyond u64 and non-finite floats,
+    /// which become a float and `null`).
+    pub fn to_json(&self) -> Value {
+        match self {
+            PyValue::Null => Value::Null,
+            PyValue::Bool(b) => Value::Bool(*b),
+            PyValue::Int(digits) => {
+                if let Ok(i) = digits.parse::<i64>() {
+                    Value::from(i)
+                } else if let Ok(u) = digits.parse::<u64>() {
+                    Value::from(u)
+                } else {
+                    digits.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number)
+                }
+            }
+            PyValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+            PyValue::Str(s) => Value::String(s.clone()),
+            PyValue::List(l) => Value::Array(l.iter().map(PyValue::to_json).collect()),
+            PyValue::Dict(d) => Value::Object(d.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+        }
+    }
+
+    pub fn as_dict(&self) -> Option<&IndexMap<String, PyValue>> {
+        match self {
+            PyValue::Dict(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Python truthiness.
+    pub fn is_truthy(&self) -> bool {
+        match self {
+            PyValue::Null => false,
+            PyValue::Bool(b) => *b,
+            PyValue::Int(d) => d != "0",
+            PyValue::Float(f) => *f != 0.0,
+            PyValue::Str(s) => !s.is_empty(),
+            PyValue::List(l) => !l.is_empty(),
+            PyValue::Dict(d) => !d.is_empty(),
+        }
+    }
+
+    /// `json.dumps(v, sort_keys=True, ensure_ascii=False)` appended to `out`.
+    pub fn write_sorted(&self, out: &mut String) {
+        match self {
+            PyValue::List(l) => {
+                out.push('[');
+                for (i, v) in l.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    v.write_sorted(out);
+                }
+                out.push(']');
+            }
+            PyValue::Dict(d) => {
+                let mut keys: Vec<&String> = d.keys().collect();
+                // Rust orders strings by UTF-8 bytes, which is Python's code-point order.
+                keys.sort_unstable();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    write_py_str(k, out);
+                    out.push_str(": ");
+                    d[k.as_str()].write_sorted(out);
+                }
+                out.push('}');
+            }
+            scalar => scalar.write_scalar(out),
+        }
+    }
+
+    /// `json.dumps(v, indent=2, ensure_ascii=False)` appended to `out`, at nesting `level`.
+    pub fn write_indented(&self, out: &mut String, level: usize) {
+        match self {
+            PyValue::List(l) if !l.is_empty() => {
+                out.push('[');
+                for (i, v) in l.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    newline_indent(out, level + 1);
+                    v.write_indented(out, level + 1);
+                }
+                newline_indent(out, level);
+                out.push(']');
+            }
+            PyValue::Dict(d) if !d.is_empty() => {
+                out.push('{');
+                for (i, (k, v)) in d.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    newline_indent(out, level + 1);
+                    write_py_str(k, out);
+                    out.push_str(": ");
+                    v.write_indented(out, level + 1);
+                }
+                newline_indent(out, level);
+                out.push('}');
+            }
+            PyValue::List(_) => out.push_str("[]"),
+            PyValue::Dict(_) => out.push_str("{}"),
+            scalar => scalar.write_scalar(out),
+        }
+    }
+
+    fn write_scalar(&self, out: &mut String) {
+        match self {
+            PyValue::Null => out.push_str("null"),
+            PyValue::Bool(true) => out.push_str("true"),
+            PyValue::Bool(false) => out.push_str("false"),
+            PyValue::Int(d) => out.push_str(d),
+            PyValue::Float(f) => write_py_float(*f, out),
+            PyValue::Str(s) => write_py_str(s, out),
+            PyValue::List(_) | PyValue::Dict(_) => {}
+        }
+    }
+}
+
+fn newline_indent(out: &mut String, level: usize) {
+    out.push('\n');
+    for _ in 0..level {
+        out.push_str("  ");
+    }
+}
+
+/// A string as `json.dumps(..., ensure_ascii=False)` writes it: only `"`, `\` and the C0
+/// controls are escaped; everything else, DEL and U+2028 included, is written as is.
+pub fn write_py_str(s: &str, out: &mut String) {
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc: Option<&str> = match b {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            0x08 => Some("\\b"),
+            0x0c => Some("\\f"),
+            0..=0x1f => None,
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        match esc {
+            Some(e) => out.push_str(e),
+            None => out.push_str(&format!("\\u{b:04x}")),
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+/// A float as Python's `float.__repr__` (what `json.dumps` uses): the shortest round-trip
+/// digits, positional when the decimal exponent is in -4..16, else `d.ddde±XX`.
+pub fn write_py_float(f: f64, out: &mut String) {
+    if f.is_nan() {
+        out.push_str("NaN");
+        return;
+    }
+    if f.is_infinite() {
+        out.push_str(if f > 0.0 { "Infinity" } else { "-Infinity" });
+        return;
+    }
+    if f.is_sign_negative() {
+        out.push('-');
+    }
+    // `{:e}` prints the shortest round-trip digits, e.g. "1.5e-7", "1e16", "0e0".
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let n = digits.len() as i32;
+    // Value = 0.DIGITS × 10^decpt.
+    let decpt = exp + 1;
+    if !(-4 < decpt && decpt <= 16) {
+        out.push_str(&digits[..1]);
+        if n > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let e = decpt - 1;
+        out.push('e');
+        out.push(if e < 0 { '-' } else { '+' });
+        out.push_str(&format!("{:02}", e.abs()));
+    } else if decpt <= 0 {
+        out.push_str("0.");
+        for _ in 0..(-decpt) {
+            out.push('0');
+        }
+        out.push_str(&digits);
+    } else if decpt >= n {
+        out.push_str(&digits);
+        for _ in 0..(decpt - n) {
+            out.push('0');
+        }
+        out.push_str(".0");
+    } else {
+        out.push_str(&digits[..decpt as usize]);
+        out.push('.');
+        out.push_str(&digits[decpt as usize..]);
+    }
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    text: &'a str,
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn err(&self, what: &str) -> JsonError {
+        JsonError { offset: self.pos, message: what.to_string() }
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.s.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<PyValue, JsonError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err("JSON nested too deeply"));
+        }
+        match self.s.get(self.pos) {
+            None => Err(self.err("unexpected end of JSON")),
+            Some(b'{') => self.object(depth),
+            Some(b'[') => self.array(depth),
+            Some(b'"') => Ok(PyValue::Str(self.string()?)),
+            Some(b't') => self.keyword("true", PyValue::Bool(true)),
+            Some(b'f') => self.keyword("false", PyValue::Bool(false)),
+            Some(b'n') => self.keyword("null", PyValue::Null),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => Err(self.err("expected a JSON value")),
+        }
+    }
+
+    fn keyword(&mut self, word: &str, v: PyValue) -> Result<PyValue, JsonError> {
+        if self.s[self.pos..].starts_with(word.as_bytes()) {
+            self.pos += word.len();
+            Ok(v)
+        } else {
+            Err(self.err("invalid literal"))
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<PyValue, JsonError> {
+        self.pos += 1;
+        let mut map = IndexMap::new();
+        self.ws();
+        if self.s.get(self.pos) == Some(&b'}') {
+            self.pos += 1;
+            return Ok(PyValue::Dict(map));
+        }
+        loop {
+            self.ws();
+            if self.s.get(self.pos) != Some(&b'"') {
+                return Err(self.err("expected a string key"));
+            }
+            let k = self.string()?;
+            self.ws();
+            if self.s.get(self.pos) != Some(&b':') {
+                return Err(self.err("expected ':'"));
+            }
+            self.pos += 1;
+            self.ws();
+            let v = self.value(depth + 1)?;
+            map.insert(k, v);
+            self.ws();
+            match self.s.get(self.pos) {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(PyValue::Dict(map));
+                }
+                _ => return Err(self.err("expected ',' or '}'")),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<PyValue, JsonError> {
+        self.pos += 1;
+        let mut items = Vec::new();
+        self.ws();
+        if self.s.get(self.pos) == Some(&b']') {
+            self.pos += 1;
+            return Ok(PyValue::List(items));
+        }
+        loop {
+            self.ws();
+            items.push(self.value(depth + 1)?);
+            self.ws();
+            match self.s.get(self.pos) {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(PyValue::List(items));
+                }
+                _ => return Err(self.err("expected ',' or ']'")),
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, JsonError> {
+        let h = self.s.get(self.pos..self.pos + 4).ok_or_else(|| self.err("truncated \\u escape"))?;
+        let h = std::str::from_utf8(h).map_err(|_| self.err("invalid \\u escape"))?;
+        let v = u32::from_str_radix(h, 16).map_err(|_| self.err("invalid \\u escape"))?;
+        self.pos += 4;
+        Ok(v)
+    }
+
+    fn string(&mut self) -> Result<String, JsonError> {
+        self.pos += 1;
+        let mut out = String::new();
+        let mut start = self.pos;
+        loop {
+            match self.s.get(self.pos) {
+                None => return Err(self.err("unterminated string")),
+                Some(b'"') => {
+                    out.push_str(&self.text[start..self.pos]);
+                    self.pos += 1;
+                    return Ok(out);
+                }
+                Some(0..=0x1f) => return Err(self.err("control character in string")),
+                Some(b'\\') => {
+                    out.push_str(&self.text[start..self.pos]);
+                    self.pos += 1;
+                    let c = *self.s.get(self.pos).ok_or_else(|| self.err("unterminated string"))?;
+                    self.pos += 1;
+                    match c {
+                        b'"' => out.push('"'),
+                        b'\\' => out.push('\\'),
+                        b'/' => out.push('/'),
+                        b'b' => out.push('\u{8}'),
+                        b'f' => out.push('\u{c}'),
+                        b'n' => out.push('\n'),
+                        b'r' => out.push('\r'),
+                        b't' => out.push('\t'),
+                        b'u' => {
+                            let hi = self.hex4()?;
+                            let cp = if (0xD800..0xDC00).contains(&hi) {
+                                if self.s.get(self.pos..self.pos + 2) != Some(b"\\u") {
+                                    return Err(self.err("lone surrogate in \\u escape"));
+                                }
+                                self.pos += 2;
+                                let lo = self.hex4()?;
+                                if !(0xDC00..0xE000).contains(&lo) {
+                                    return Err(self.err("lone surrogate in \\u escape"));
+                                }
+                                0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                            } else {
+                                hi
+                            };
+                            out.push(char::from_u32(cp).ok_or_else(|| self.err("lone surrogate in \\u escape"))?);
+                        }
+                        _ => return Err(self.err("invalid escape")),
+                    }
+                    start = self.pos;
+                }
+                Some(_) => self.pos += 1,
+            }
+        }
+    }
+
+    fn number(&mut self) -> Result<PyValue, JsonError> {
+        let start = self.pos;
+        let digits = |p: &mut Self| {
+            let s = p.pos;
+            while let Some(b'0'..=b'9') = p.s.get(p.pos) {
+                p.pos += 1;
+            }
+            p.pos - s
+        };
+        if self.s.get(self.pos) == Some(&b'-') {
+            self.pos += 1;
+        }
+        let int_start = self.pos;
+        let n = digits(self);
+        if n == 0 || (n > 1 && self.s[int_start] == b'0') {
+            return Err(self.err("invalid number"));
+        }
+        let mut is_float = false;
+        if self.s.get(self.pos) == Some(&b'.') {
+            self.pos += 1;
+            is_float = true;
+            if digits(self) == 0 {
+                return Err(self.err("invalid number"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.s.get(self.pos) {
+            self.pos += 1;
+            is_float = true;
+            if let Some(b'+' | b'-') = self.s.get(self.pos) {
+                self.pos += 1;
+            }
+            if digits(self) == 0 {
+                return Err(self.err("invalid number"));
+            }
+        }
+        let text = &self.text[start..self.pos];
+        if is_float {
+            // Rust's float parsing is correctly rounded, like Python's.
+            text.parse::<f64>().map(PyValue::Float).map_err(|_| self.err("invalid number"))
+        } else if text.trim_start_matches('-').bytes().all(|b| b == b'0') {
+            Ok(PyValue::Int("0".to_string()))
+        } else {
+            Ok(PyValue::Int(text.to_string()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repr(f: f64) -> String {
+        let mut s = String::new();
+        write_py_float(f, &mut s);
+        s
+    }
+
+    #[test]
+    fn float_repr_follows_python() {
+        assert_eq!(repr(1e-7), "1e-07");
+        assert_eq!(repr(1e16), "1e+16");
+        assert_eq!(repr(1e15), "1000000000000000.0");
+        assert_eq!(repr(-0.0), "-0.0");
+        assert_eq!(repr(0.0), "0.0");
+        assert_eq!(repr(0.0001), "0.0001");
+        assert_eq!(repr(0.00001), "1e-05");
+        assert_eq!(repr(1.5), "1.5");
+        assert_eq!(repr(123.456), "123.456");
+        assert_eq!(repr(1.5e300), "1.5e+300");
+        assert_eq!(repr(2.5e-300), "2.5e-300");
+        assert_eq!(repr(0.1), "0.1");
+        assert_eq!(repr(1e22), "1e+22");
+        assert_eq!(repr(12345678901234567.0), "1.2345678901234568e+16");
+        assert_eq!(repr(f64::INFINITY), "Infinity");
+    }
+
+    #[test]
+    fn numbers_keep_python_identity() {
+        let v = PyValue::parse(r#"[18446744073709551616123, -0, 1.0, 1e5, -0.0, 1E-7, 3]"#).unwrap();
+        let mut s = String::new();
+        v.write_sorted(&mut s);
+        assert_eq!(s, "[18446744073709551616123, 0, 1.0, 100000.0, -0.0, 1e-07, 3]");
+    }
+
+    #[test]
+    fn strings_escape_like_ensure_ascii_false() {
+        let v = PyValue::parse(r#""a\"b\\c\n\u0001\u007f é 🚀 \ud83d\ude80 \/""#).unwrap();
+        let mut s = String::new();
+        v.write_sorted(&mut s);
+        assert_eq!(s, "\"a\\\"b\\\\c\\n\\u0001\u{7f} é 🚀 🚀 /\"");
+    }
+
+    #[test]
+    fn duplicate_keys_keep_first_position_last_value() {
+        let v = PyValue::parse(r#"{"b": 1, "a": 2, "b": 3}"#).unwrap();
+        let mut s = String::new();
+        v.write_indented(&mut s, 0);
+        assert_eq!(s, "{\n  \"b\": 3,\n  \"a\": 2\n}");
+    }
+
+    #[test]
+    fn bad_json_is_an_error_naming_the_offset() {
+        for bad in ["", "{", "[1,]", "01", "\"\\ud800\"", "{\"a\" 1}", "1 2", "\"a\u{1}\""] {
+            let e = PyValue::parse(bad).unwrap_err();
+            assert!(!e.message.is_empty(), "{bad}");
+        }
+        let deep = "[".repeat(2000);
+        assert!(PyValue::parse(&deep).unwrap_err().message.contains("deeply"));
+    }
+}

@@ -1,0 +1,422 @@
+//! DeerFlow's `_compile_catalog_regex`: a model-supplied query compiled as a Python `re`
+//! pattern with `re.IGNORECASE`, or, when Python would reject it, matched as an escaped literal.
+//! Python syntax is rewritten to fancy-regex syntax here, so that a pattern means what it means
+//! in Python (`\Z`, `{` as a literal, `$` before a final newline, `[` inside a class, …).
+
+use fancy_regex::{Regex, RegexBuilder};
+
+/// A compiled catalog query.
+#[derive(Debug, Clone)]
+pub struct CatalogRegex {
+    /// `None` only for a query beyond the engine's size limit, which then matches nothing.
+    re: Option<Regex>,
+    /// True when the query was taken literally (Python's `re.error` fallback).
+    literal: bool,
+}
+
+impl CatalogRegex {
+    /// `re.compile(pattern, re.IGNORECASE)`, falling back to `re.escape(pattern)`.
+    pub fn compile(pattern: &str) -> CatalogRegex {
+        if let Some(translated) = translate(pattern) {
+            if let Ok(re) = build(&translated) {
+                return CatalogRegex { re: Some(re), literal: false };
+            }
+        }
+        let escaped = fancy_regex::escape(pattern);
+        match build(&escaped) {
+            Ok(re) => CatalogRegex { re: Some(re), literal: true },
+            Err(e) => {
+                // Only a pattern beyond the engine's size limit gets here.
+                tracing::warn!(error = %e, "tool_search query too large to compile; it matches nothing");
+                CatalogRegex { re: None, literal: true }
+            }
+        }
+    }
+
+    pub fn is_literal(&self) -> bool {
+        self.literal
+    }
+
+    /// `regex.search(text) is not None`. A match aborted by the backtracking limit counts as
+    /// no match.
+    pub fn is_match(&self, text: &str) -> bool {
+        self.re.as_ref().is_some_and(|re| re.is_match(text).unwrap_or(false))
+    }
+
+    /// `len(regex.findall(text))`: non-overlapping matches, an empty match advancing by one
+    /// character.
+    pub fn count(&self, text: &str) -> usize {
+        let Some(re) = &self.re else { return 0 };
+        let mut n = 0;
+        let mut pos = 0;
+        while pos <= text.len() {
+            let Ok(Some(m)) = re.find_from_pos(text, pos) else { break };
+            n += 1;
+            if m.end() > m.start() {
+                pos = m.end();
+            } else {
+                match text[m.end()..].chars().next() {
+                    Some(c) => pos = m.end() + c.len_utf8(),
+                    None => break,
+                }
+            }
+        }
+        n
+    }
+}
+
+fn build(pattern: &str) -> Result<Regex, fancy_regex::Error> {
+    RegexBuilder::new(pattern).case_insensitive(true).build()
+}
+
+/// Characters that must be escaped to be literal in fancy-regex syntax.
+fn is_meta(c: char) -> bool {
+    matches!(
+        c,
+        '\\' | '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$' | '#' | '&' | '-' | '~'
+    )
+}
+
+fn push_literal(out: &mut String, c: char) {
+    if is_meta(c) {
+        out.push('\\');
+    }
+    out.push(c);
+}
+
+fn hex_digits(chars: &[char], i: usize, n: usize) -> Option<u32> {
+    if i + n > chars.len() {
+        return None;
+    }
+    let s: String = chars[i..i + n].iter().collect();
+    if !s.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(&s, 16).ok()
+}
+
+/// Rewrite a Python `re` pattern into fancy-regex syntax; `None` when Python's parser would
+/// raise `re.error` (the caller then matches the query literally, as DeerFlow does).
+pub fn translate(pattern: &str) -> Option<String> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut i = 0;
+    let mut multiline = false;
+    // Python only accepts global flag groups at the very start of the pattern.
+    let mut at_start = true;
+    let mut prev_atom = false;
+    while i < chars.len() {
+        let c = chars[i];
+        let was_start = at_start;
+        at_start = false;
+        match c {
+            '\\' => {
+                let (consumed, emitted) = escape(&chars, i, false)?;
+                out.push_str(&emitted);
+                i += consumed;
+                prev_atom = true;
+                continue;
+            }
+            '[' => {
+                i = class(&chars, i, &mut out)?;
+                prev_atom = true;
+                continue;
+            }
+            '{' => {
+                if let Some((len, lo, hi)) = quantifier(&chars, i) {
+                    if !prev_atom {
+                        return None; // "nothing to repeat"
+                    }
+                    match hi {
+                        Some(h) if lo.unwrap_or(0) > h => return None,
+                        Some(h) => out.push_str(&format!("{{{},{}}}", lo.unwrap_or(0), h)),
+                        None => out.push_str(&format!("{{{},}}", lo.unwrap_or(0))),
+                    }
+                    i += len;
+                    continue;
+                }
+                out.push_str("\\{");
+                prev_atom = true;
+            }
+            '}' => {
+                out.push_str("\\}");
+                prev_atom = true;
+            }
+            '$' => {
+                // Without MULTILINE Python's `$` also matches before a final newline.
+                out.push_str(if multiline { "$" } else { "(?=\\n?\\z)" });
+                prev_atom = false;
+            }
+            '(' if chars.get(i + 1) == Some(&'?') => {
+                let rest: String = chars[i + 2..].iter().take(3).collect();
+                if rest.starts_with('#') {
+                    let close = chars[i..].iter().position(|&x| x == ')')?;
+                    i += close + 1;
+                    at_start = was_start;
+                    continue;
+                }
+                if rest.starts_with('<') && !rest[1..].starts_with(['=', '!']) {
+                    return None; // Python has no `(?<name>…)`
+                }
+                if rest.starts_with("P=") {
+                    let close = chars[i..].iter().position(|&x| x == ')')?;
+                    let name: String = chars[i + 4..i + close].iter().collect();
+                    out.push_str(&format!("\\k<{name}>"));
+                    i += close + 1;
+                    prev_atom = true;
+                    continue;
+                }
+                if rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '-') && !rest.starts_with('P') {
+                    // A flag group: `(?imsx)` (global) or `(?i-s:…)` (scoped).
+                    let mut j = i + 2;
+                    let mut flags = String::new();
+                    while j < chars.len() && (chars[j].is_ascii_alphabetic() || chars[j] == '-') {
+                        flags.push(chars[j]);
+                        j += 1;
+                    }
+                    if flags.chars().any(|f| !matches!(f, 'i' | 'm' | 's' | 'x' | 'u' | '-')) {
+                        return None; // unknown, or ASCII/LOCALE flags this port does not model
+                    }
+                    let kept: String = flags.chars().filter(|f| *f != 'u').collect();
+                    match chars.get(j) {
+                        Some(')') => {
+                            if !was_start || flags.contains('-') {
+                                return None; // "global flags not at the start of the expression"
+                            }
+                            multiline |= flags.contains('m');
+                            if !kept.is_empty() {
+                                out.push_str(&format!("(?{kept})"));
+                            }
+                            i = j + 1;
+                            at_start = true;
+                            continue;
+                        }
+                        Some(':') => {
+                            out.push_str(&format!("(?{kept}:"));
+                            i = j + 1;
+                            prev_atom = false;
+                            continue;
+                        }
+                        _ => return None,
+                    }
+                }
+                // Any other extension (`(?:`, `(?=`, `(?!`, `(?<=`, `(?<!`, `(?>`, `(?P<n>`,
+                // `(?(1)`) is written as is; fancy-regex reads these the way Python does.
+                out.push_str("(?");
+                i += 2;
+                prev_atom = false;
+                continue;
+            }
+            '(' | '|' => {
+                out.push(c);
+                prev_atom = false;
+            }
+            '*' | '+' | '?' => {
+                if !prev_atom && !out.ends_with(['*', '+', '?', '}']) {
+                    return None;
+                }
+                out.push(c);
+                prev_atom = true;
+            }
+            '^' => {
+                out.push(c);
+                prev_atom = false;
+            }
+            ')' | '.' => {
+                out.push(c);
+                prev_atom = true;
+            }
+            other => {
+                push_literal(&mut out, other);
+                prev_atom = true;
+            }
+        }
+        i += 1;
+    }
+    Some(out)
+}
+
+/// Python's `{m,n}` forms: `{m}`, `{m,}`, `{,n}`, `{m,n}`, `{,}`. Returns (length, lo, hi).
+fn quantifier(chars: &[char], i: usize) -> Option<(usize, Option<u64>, Option<u64>)> {
+    let mut j = i + 1;
+    let mut lo = String::new();
+    while j < chars.len() && chars[j].is_ascii_digit() {
+        lo.push(chars[j]);
+        j += 1;
+    }
+    let hi = if chars.get(j) == Some(&',') {
+        j += 1;
+        let mut h = String::new();
+        while j < chars.len() && chars[j].is_ascii_digit() {
+            h.push(chars[j]);
+            j += 1;
+        }
+        if h.is_empty() {
+            None
+        } else {
+            Some(h.parse().ok()?)
+        }
+    } else {
+        if lo.is_empty() {
+            return None; // `{}` or `{x` is a literal brace
+        }
+        Some(lo.parse().ok()?)
+    };
+    if chars.get(j) != Some(&'}') {
+        return None;
+    }
+    let lo = if lo.is_empty() { None } else { Some(lo.parse().ok()?) };
+    Some((j + 1 - i, lo, hi))
+}
+
+/// One escape at `chars[i] == '\\'`: (characters consumed, fancy-regex text).
+fn escape(chars: &[char], i: usize, in_class: bool) -> Option<(usize, String)> {
+    let c = *chars.get(i + 1)?;
+    let simple = |s: &str| Some((2, s.to_string()));
+    match c {
+        'd' | 'D' | 's' | 'S' | 'w' | 'W' | 'n' | 'r' | 't' => simple(&format!("\\{c}")),
+        'a' => simple("\\x07"),
+        'f' => simple("\\x0C"),
+        'v' => simple("\\x0B"),
+        'b' if in_class => simple("\\x08"),
+        'A' | 'b' | 'B' if !in_class => simple(&format!("\\{c}")),
+        'Z' if !in_class => simple("\\z"),
+        'x' => hex_digits(chars, i + 2, 2).map(|v| (4, format!("\\x{{{v:X}}}"))),
+        'u' => hex_digits(chars, i + 2, 4).map(|v| (6, format!("\\x{{{v:X}}}"))),
+        'U' => {
+            let v = hex_digits(chars, i + 2, 8)?;
+            char::from_u32(v)?;
+            Some((10, format!("\\x{{{v:X}}}")))
+        }
+        '0'..='7' => {
+            // An octal escape: `\0`, `\0oo`, or three octal digits; otherwise a group
+            // reference (outside a class).
+            let mut j = i + 1;
+            let mut digits = String::new();
+            while j < chars.len() && digits.len() < 3 && chars[j].is_digit(8) {
+                digits.push(chars[j]);
+                j += 1;
+            }
+            if c == '0' || digits.len() == 3 || in_class {
+                let v = u32::from_str_radix(&digits, 8).ok()?;
+                if v > 0o377 {
+                    return None;
+                }
+                return Some((j - i, format!("\\x{{{v:X}}}")));
+            }
+            backref(chars, i, in_class)
+        }
+        '8' | '9' => backref(chars, i, in_class),
+        c if c.is_ascii_alphanumeric() => None, // Python: "bad escape"
+        c => {
+            let mut s = String::new();
+            push_literal(&mut s, c);
+            Some((2, s))
+        }
+    }
+}
+
+fn backref(chars: &[char], i: usize, in_class: bool) -> Option<(usize, String)> {
+    if in_class {
+        return None;
+    }
+    let mut j = i + 1;
+    let mut digits = String::new();
+    while j < chars.len() && digits.len() < 2 && chars[j].is_ascii_digit() {
+        digits.push(chars[j]);
+        j += 1;
+    }
+    Some((j - i, format!("\\{digits}")))
+}
+
+/// A character class starting at `chars[i] == '['`; returns the index after its `]`.
+fn class(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
+    let mut j = i + 1;
+    out.push('[');
+    if chars.get(j) == Some(&'^') {
+        out.push('^');
+        j += 1;
+    }
+    // A `]` first in the class is a literal.
+    if chars.get(j) == Some(&']') {
+        out.push_str("\\]");
+        j += 1;
+    }
+    let mut prev_dash = false;
+    loop {
+        let c = *chars.get(j)?;
+        match c {
+            ']' => {
+                out.push(']');
+                return Some(j + 1);
+            }
+            '\\' => {
+                let (consumed, emitted) = escape(chars, j, true)?;
+                out.push_str(&emitted);
+                j += consumed;
+                prev_dash = false;
+                continue;
+            }
+            '-' if prev_dash => out.push_str("\\-"),
+            '-' => out.push('-'),
+            '[' | '&' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+        prev_dash = c == '-';
+        j += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(p: &str, t: &str) -> bool {
+        CatalogRegex::compile(p).is_match(t)
+    }
+
+    #[test]
+    fn python_syntax_means_what_it_means_in_python() {
+        assert!(m("calendar.*export", "Calendar data EXPORT"));
+        assert!(m("abc\\Z", "xabc"));
+        assert!(!m("abc\\Z", "abcx"));
+        assert!(m("abc$", "abc\n"));
+        assert!(m("a{", "xa{y"));
+        assert!(m("a{,2}b", "b"));
+        assert!(m("x{2}", "xx"));
+        assert!(m("[[:alpha:]]", "x:]"));
+        assert!(!m("[[:alpha:]]", ":"));
+        assert!(!m("[[:alpha:]]", "q"));
+        assert!(m("(?i)foo", "FOO"));
+        assert!(m("f(?#comment)oo", "foo"));
+        assert!(m("(?P<q>o)(?P=q)", "foo"));
+        assert!(m("\\x41", "a"));
+        assert!(m("[\\b]", "\u{8}"));
+        // Kelvin sign folds to k under IGNORECASE, as in Python.
+        assert!(m("kelvin", "\u{212A}elvin"));
+    }
+
+    #[test]
+    fn python_errors_fall_back_to_a_literal() {
+        for p in ["sum(", "a(?i)b", "\\p{L}", "\\e", "*x", "[abc", "\\x4", "a{3,1}", "(?<n>x)"] {
+            let r = CatalogRegex::compile(p);
+            assert!(r.is_literal(), "{p}");
+            assert!(r.is_match(&format!("..{p}..")), "{p}");
+            assert!(r.is_match(&format!("..{}..", p.to_uppercase())), "{p}");
+        }
+        assert!(!CatalogRegex::compile("sum(").is_match("sum"));
+    }
+
+    #[test]
+    fn findall_counts_like_python() {
+        let r = CatalogRegex::compile("a");
+        assert_eq!(r.count("banana"), 3);
+        let r = CatalogRegex::compile("x*");
+        assert_eq!(r.count("ab"), 3);
+        let r = CatalogRegex::compile("send");
+        assert_eq!(r.count("slack_send_message Send a message"), 2);
+    }
+}

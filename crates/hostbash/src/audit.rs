@@ -1,0 +1,120 @@
+//! DeerFlow's `SandboxAuditMiddleware.wrap_tool_call` around any tool named `bash`: audit the
+//! `command`, log `[SandboxAudit] {json}`, refuse a blocked command without running it, and
+//! append the warning to a medium-risk command's result.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+use toolhost_audit::{audit_log_command, audit_value, BlockReason, Verdict};
+use toolhost_core::{CallContext, ContentPart, Tool, ToolOutcome};
+
+/// Call `tool` through the audit when it is named `bash`; other tools are called unchanged.
+pub async fn call_audited(tool: &dyn Tool, ctx: &CallContext, args: Value) -> ToolOutcome {
+    if tool.spec().name != "bash" {
+        return tool.call(ctx, args).await;
+    }
+    let raw = args.get("command");
+    let command = raw.and_then(Value::as_str).unwrap_or("");
+    let verdict = audit_value(raw);
+    log_verdict(&ctx.thread_id, command, &verdict);
+    match verdict {
+        Verdict::Block { message, .. } => ToolOutcome::error(message),
+        Verdict::Warn { message } => {
+            let mut outcome = tool.call(ctx, args).await;
+            apply_warning(&mut outcome, &message);
+            outcome
+        }
+        Verdict::Pass => tool.call(ctx, args).await,
+    }
+}
+
+/// Append DeerFlow's warning suffix: to the text of a plain-text result, as a new text part
+/// otherwise; a result that updates state (DeerFlow's `Command`) is left as it is.
+pub fn apply_warning(outcome: &mut ToolOutcome, suffix: &str) {
+    if !outcome.update.is_empty() {
+        return;
+    }
+    match outcome.content.as_mut_slice() {
+        [ContentPart::Text { text }] => text.push_str(suffix),
+        _ => outcome.content.push(ContentPart::Text { text: suffix.to_string() }),
+    }
+}
+
+/// The audit log line DeerFlow writes for every bash call.
+pub fn audit_record(thread_id: &str, command: &str, verdict: &Verdict) -> String {
+    let thread_id = if thread_id.is_empty() { "unknown" } else { thread_id };
+    // Python's `json.dumps(..., ensure_ascii=False)`: `", "` and `": "` separators.
+    let field = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    format!(
+        "{{\"timestamp\": {}, \"thread_id\": {}, \"command\": {}, \"verdict\": {}}}",
+        field(&utc_isoformat(SystemTime::now())),
+        field(thread_id),
+        field(&audit_log_command(command, verdict)),
+        field(verdict.as_str())
+    )
+}
+
+fn log_verdict(thread_id: &str, command: &str, verdict: &Verdict) {
+    tracing::info!("[SandboxAudit] {}", audit_record(thread_id, command, verdict));
+    match verdict {
+        Verdict::Block { reason: BlockReason::InvalidInput(why), .. } => {
+            tracing::warn!("[SandboxAudit] INVALID INPUT thread={thread_id} reason={why}")
+        }
+        Verdict::Block { reason, .. } => tracing::warn!("[SandboxAudit] BLOCKED thread={thread_id} cmd={command:?} rule={reason:?}"),
+        Verdict::Warn { .. } => tracing::warn!("[SandboxAudit] WARN (medium-risk) thread={thread_id} cmd={command:?}"),
+        Verdict::Pass => {}
+    }
+}
+
+/// `datetime.now(UTC).isoformat()`: `2026-01-02T03:04:05.123456+00:00` (no fraction when zero).
+fn utc_isoformat(now: SystemTime) -> String {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let micros = since.subsec_micros();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let time = format!("{:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60);
+    let fraction = if micros == 0 { String::new() } else { format!(".{micros:06}") };
+    format!("{year:04}-{month:02}-{day:02}T{time}{fraction}+00:00")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn isoformat_matches_python() {
+        assert_eq!(utc_isoformat(UNIX_EPOCH), "1970-01-01T00:00:00+00:00");
+        // datetime.fromtimestamp(1772392245.5, UTC).isoformat()
+        assert_eq!(
+            utc_isoformat(UNIX_EPOCH + Duration::from_micros(1_772_392_245_500_000)),
+            "2026-03-01T19:10:45.500000+00:00"
+        );
+    }
+
+    #[test]
+    fn warning_goes_to_text_or_a_new_part() {
+        let mut text = ToolOutcome::text("ok");
+        apply_warning(&mut text, "!W");
+        assert_eq!(text.text_content(), "ok!W");
+        let mut parts = ToolOutcome { content: vec![], ..ToolOutcome::default() };
+        apply_warning(&mut parts, "!W");
+        assert_eq!(parts.content, vec![ContentPart::Text { text: "!W".into() }]);
+    }
+
+    #[test]
+    fn record_uses_python_separators() {
+        let line = audit_record("", "ls", &Verdict::Pass);
+        assert!(line.ends_with("\"thread_id\": \"unknown\", \"command\": \"ls\", \"verdict\": \"pass\"}"), "{line}");
+    }
+}

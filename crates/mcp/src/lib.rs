@@ -1,0 +1,20 @@
+//! toolhost's MCP client layer: reads DeerFlow's `extensions_config.json`, connects to the MCP
+//! servers it lists (stdio child processes, streamable HTTP, legacy SSE; OAuth header injection),
+//! discovers their tools in parallel, and exposes each as a [`toolhost_core::Tool`].
+//!
+//! Entry point: [`McpManager`]. `manager.tools().await?` gives the current [`McpTools`]; each
+//! [`McpTool`] is a `Tool` with `ToolSource::Mcp { server }`.
+
+pub mod config;
+mod manager;
+pub mod oauth;
+mod pool;
+mod session;
+pub mod sse;
+mod tool;
+
+pub use config::{ConfigError, ExtensionsConfig, McpServerConfig, Routing, RoutingMode, Transport};
+pub use manager::{ConfigSource, McpManager, McpTools, ServerReport};
+pub use pool::SessionError;
+pub use session::ConnectError;
+pub use tool::{exposed_name, invalid_name_warning, is_valid_tool_name, McpTool};

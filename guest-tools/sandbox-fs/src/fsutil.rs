@@ -1,0 +1,105 @@
+//! Filesystem plumbing shared by the tools: sorted directory listings whose symlinks are resolved
+//! in virtual space (a link leaving the sandbox is dropped, never followed), and Python-style
+//! `OSError` text for the few errors DeerFlow prints verbatim.
+
+use std::io;
+
+use crate::paths::Layout;
+
+/// What an entry is, as `os.walk` classifies it (symlinks by their target).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+}
+
+/// One entry of a directory.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub name: String,
+    /// The entry's own virtual path (the link itself for a symlink).
+    pub vpath: String,
+    /// The path DeerFlow prints: the resolved target for a symlink, else `vpath`.
+    pub shown: String,
+    pub kind: Kind,
+    pub symlink: bool,
+}
+
+/// List `vdir` sorted by name (code point order). Symlinks are resolved with [`Layout::resolve`];
+/// those that leave the sandbox are left out entirely.
+pub fn read_dir_sorted(layout: &Layout, vdir: &str) -> io::Result<Vec<Entry>> {
+    let mut out = Vec::new();
+    for de in std::fs::read_dir(layout.host.real(vdir))? {
+        let Ok(de) = de else { continue };
+        let name = de.file_name().to_string_lossy().into_owned();
+        let vpath = if vdir == "/" { format!("/{name}") } else { format!("{vdir}/{name}") };
+        let Ok(ft) = de.file_type() else { continue };
+        if ft.is_symlink() {
+            let Ok(target) = layout.resolve(&vpath) else { continue };
+            let kind = match std::fs::metadata(layout.host.real(&target)) {
+                Ok(m) if m.is_dir() => Kind::Dir,
+                _ => Kind::File,
+            };
+            out.push(Entry { name, vpath, shown: target, kind, symlink: true });
+        } else {
+            let kind = if ft.is_dir() { Kind::Dir } else { Kind::File };
+            out.push(Entry { name, shown: vpath.clone(), vpath, kind, symlink: false });
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// Python's exception class and `[Errno N] strerror` for an I/O error kind (Linux numbering, so
+/// the text is the same whatever the platform under the component reports).
+pub fn py_os_error(e: &io::Error, path: &str) -> String {
+    use io::ErrorKind as K;
+    let (class, errno, msg) = match e.kind() {
+        K::NotFound => ("FileNotFoundError", 2, "No such file or directory"),
+        K::PermissionDenied => ("PermissionError", 13, "Permission denied"),
+        K::AlreadyExists => ("FileExistsError", 17, "File exists"),
+        K::NotADirectory => ("NotADirectoryError", 20, "Not a directory"),
+        K::IsADirectory => ("IsADirectoryError", 21, "Is a directory"),
+        K::StorageFull => ("OSError", 28, "No space left on device"),
+        K::ReadOnlyFilesystem => ("OSError", 30, "Read-only file system"),
+        K::InvalidFilename => ("OSError", 36, "File name too long"),
+        K::DirectoryNotEmpty => ("OSError", 39, "Directory not empty"),
+        _ => ("OSError", 5, "Input/output error"),
+    };
+    format!("{class}: [Errno {errno}] {msg}: {}", py_repr(path))
+}
+
+/// Python's `repr(str)` for ordinary paths.
+pub fn py_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn os_error_text() {
+        let e = io::Error::from(io::ErrorKind::NotADirectory);
+        assert_eq!(py_os_error(&e, "/mnt/a"), "NotADirectoryError: [Errno 20] Not a directory: '/mnt/a'");
+        assert_eq!(py_repr("it's"), "\"it's\"");
+    }
+}

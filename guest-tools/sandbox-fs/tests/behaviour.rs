@@ -1,0 +1,213 @@
+//! Behaviour beyond the conformance sample: mounts, writes refused by policy, symlinks that
+//! escape (absolute, relative, loops), the skills root, disabled skills, regex errors and
+//! byte-exact `str_replace`.
+
+use std::path::PathBuf;
+
+use sandbox_fs::{call, HostMap, Sandbox, SandboxSettings};
+use serde_json::{json, Value};
+
+struct T {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    sb: Sandbox,
+}
+
+fn setup() -> T {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().to_path_buf();
+    for d in [
+        "ws",
+        "up",
+        "out",
+        "acp",
+        "skills/public/demo",
+        "skills/public/off",
+        "skills/custom/mine",
+        "ro",
+        "rw",
+        "outside",
+    ] {
+        std::fs::create_dir_all(root.join(d)).expect("mkdir");
+    }
+    std::fs::write(root.join("skills/public/demo/SKILL.md"), "demo TODO\n").expect("w");
+    std::fs::write(root.join("skills/public/off/SKILL.md"), "off TODO\n").expect("w");
+    std::fs::write(root.join("ro/data.txt"), "read only TODO\n").expect("w");
+    std::fs::write(root.join("outside/secret.txt"), "SECRET\n").expect("w");
+    let host = HostMap::with_prefixes(vec![
+        ("/mnt/user-data/workspace".into(), root.join("ws")),
+        ("/mnt/user-data/uploads".into(), root.join("up")),
+        ("/mnt/user-data/outputs".into(), root.join("out")),
+        ("/mnt/acp-workspace".into(), root.join("acp")),
+        ("/mnt/skills".into(), root.join("skills")),
+        ("/mnt/ro".into(), root.join("ro")),
+        ("/mnt/rw".into(), root.join("rw")),
+    ]);
+    let settings = SandboxSettings::from_json(&json!({
+        "mounts": [{"container_path": "/mnt/ro", "read_only": true}, {"container_path": "/mnt/rw/", "read_only": false}],
+        "disabled_skills": ["/mnt/skills/public/off"],
+    }));
+    let sb = Sandbox::new(settings, host, true);
+    T { _tmp: tmp, root, sb }
+}
+
+fn run(t: &T, tool: &str, mut args: Value) -> String {
+    args["description"] = json!("test");
+    let out = call(&t.sb, tool, &args, &json!({})).expect("args").content;
+    assert!(!out.contains(&*t.root.to_string_lossy()), "host path leaked: {out}");
+    out
+}
+
+#[test]
+fn mounts_respect_read_only() {
+    let t = setup();
+    assert_eq!(run(&t, "read_file", json!({"path": "/mnt/ro/data.txt"})), "read only TODO\n");
+    assert_eq!(
+        run(&t, "write_file", json!({"path": "/mnt/ro/x.txt", "content": "x"})),
+        "Error: Permission denied writing to file: /mnt/ro/x.txt"
+    );
+    assert!(!t.root.join("ro/x.txt").exists());
+    assert_eq!(run(&t, "write_file", json!({"path": "/mnt/rw/sub/x.txt", "content": "x"})), "OK");
+    assert_eq!(std::fs::read_to_string(t.root.join("rw/sub/x.txt")).expect("read"), "x");
+    assert_eq!(
+        run(&t, "grep", json!({"pattern": "todo", "path": "/mnt/ro"})),
+        "Found 1 matches under /mnt/ro\n/mnt/ro/data.txt:1: read only TODO"
+    );
+}
+
+#[test]
+fn policy_refusals_use_each_tools_message() {
+    let t = setup();
+    assert_eq!(
+        run(&t, "write_file", json!({"path": "/mnt/skills/public/demo/x", "content": "x"})),
+        "Error: Permission denied writing to file: /mnt/skills/public/demo/x"
+    );
+    assert_eq!(
+        run(&t, "str_replace", json!({"path": "/mnt/acp-workspace/a", "old_str": "a", "new_str": "b"})),
+        "Error: Permission denied accessing file: /mnt/acp-workspace/a"
+    );
+    assert_eq!(run(&t, "glob", json!({"pattern": "*", "path": "/etc"})), "Error: Permission denied: /etc");
+    assert_eq!(
+        run(&t, "read_file", json!({"path": "/mnt/user-data/uploads/../workspace/x"})),
+        "Error: Permission denied reading file: /mnt/user-data/uploads/../workspace/x"
+    );
+}
+
+#[test]
+fn escaping_symlinks_are_never_followed() {
+    let t = setup();
+    let abs = t.root.join("outside/secret.txt");
+    std::os::unix::fs::symlink(&abs, t.root.join("ws/abs_link")).expect("symlink");
+    std::os::unix::fs::symlink("../outside", t.root.join("ws/rel_link")).expect("symlink");
+    std::os::unix::fs::symlink("loop_b", t.root.join("ws/loop_a")).expect("symlink");
+    std::os::unix::fs::symlink("loop_a", t.root.join("ws/loop_b")).expect("symlink");
+    assert_eq!(
+        run(&t, "read_file", json!({"path": "/mnt/user-data/workspace/abs_link"})),
+        "Error: Permission denied reading file: /mnt/user-data/workspace/abs_link"
+    );
+    assert_eq!(
+        run(&t, "write_file", json!({"path": "/mnt/user-data/workspace/rel_link/secret.txt", "content": "pwned"})),
+        "Error: Permission denied writing to file: /mnt/user-data/workspace/rel_link/secret.txt"
+    );
+    assert_eq!(std::fs::read_to_string(&abs).expect("read"), "SECRET\n");
+    assert_eq!(
+        run(&t, "read_file", json!({"path": "/mnt/user-data/workspace/loop_a"})),
+        "Error: Permission denied reading file: /mnt/user-data/workspace/loop_a"
+    );
+    assert_eq!(run(&t, "ls", json!({"path": "/mnt/user-data/workspace"})), "(empty)");
+    assert_eq!(
+        run(&t, "glob", json!({"pattern": "*", "path": "/mnt/user-data/workspace", "include_dirs": true})),
+        "No files matched under /mnt/user-data/workspace"
+    );
+    assert_eq!(
+        run(&t, "grep", json!({"pattern": "SECRET", "path": "/mnt/user-data/workspace"})),
+        "No matches found under /mnt/user-data/workspace"
+    );
+}
+
+#[test]
+fn skills_root_and_disabled_skills() {
+    let t = setup();
+    assert_eq!(run(&t, "ls", json!({"path": "/mnt/skills"})), "/mnt/skills/custom/\n/mnt/skills/public/");
+    assert_eq!(
+        run(&t, "ls", json!({"path": "/mnt/skills/public"})),
+        "/mnt/skills/public/demo/\n/mnt/skills/public/demo/SKILL.md"
+    );
+    assert_eq!(
+        run(&t, "grep", json!({"pattern": "x", "path": "/mnt/skills"})),
+        "Error: Directory not found: /mnt/skills"
+    );
+    assert_eq!(
+        run(&t, "glob", json!({"pattern": "**/SKILL.md", "path": "/mnt/skills/public"})),
+        "Found 1 paths under /mnt/skills/public\n1. /mnt/skills/public/demo/SKILL.md"
+    );
+    assert!(run(&t, "read_file", json!({"path": "/mnt/skills/public/off/SKILL.md"}))
+        .starts_with("Error: Skill 'off' is disabled."));
+}
+
+#[test]
+fn ls_missing_and_file_are_errors() {
+    let t = setup();
+    std::fs::write(t.root.join("ws/f.txt"), "x").expect("w");
+    assert_eq!(
+        run(&t, "ls", json!({"path": "/mnt/user-data/workspace/nope"})),
+        "Error: Directory not found: /mnt/user-data/workspace/nope"
+    );
+    assert_eq!(
+        run(&t, "ls", json!({"path": "/mnt/user-data/workspace/f.txt"})),
+        "Error: Path is not a directory: /mnt/user-data/workspace/f.txt"
+    );
+}
+
+#[test]
+fn grep_regex_errors_and_python_dialect() {
+    let t = setup();
+    std::fs::write(t.root.join("ws/a.txt"), "foo(bar)\nfoobar\nx{1}\n").expect("w");
+    assert_eq!(
+        run(&t, "grep", json!({"pattern": "[invalid", "path": "/mnt/user-data/workspace"})),
+        "Error: Invalid regex pattern: unterminated character set at position 0"
+    );
+    assert_eq!(
+        run(&t, "grep", json!({"pattern": "(?<=foo)bar", "path": "/mnt/user-data/workspace"})),
+        "Found 1 matches under /mnt/user-data/workspace\n/mnt/user-data/workspace/a.txt:2: foobar"
+    );
+    assert_eq!(
+        run(&t, "grep", json!({"pattern": "x{", "path": "/mnt/user-data/workspace"})),
+        "Found 1 matches under /mnt/user-data/workspace\n/mnt/user-data/workspace/a.txt:3: x{1}"
+    );
+    assert_eq!(
+        run(&t, "grep", json!({"pattern": "(bar)$", "path": "/mnt/user-data/workspace", "case_sensitive": true})),
+        "Found 1 matches under /mnt/user-data/workspace\n/mnt/user-data/workspace/a.txt:2: foobar"
+    );
+}
+
+#[test]
+fn str_replace_keeps_bytes_outside_the_span() {
+    let t = setup();
+    std::fs::write(t.root.join("ws/c.txt"), "a\r\nb\r\na\r\n").expect("w");
+    assert_eq!(
+        run(&t, "str_replace", json!({"path": "/mnt/user-data/workspace/c.txt", "old_str": "a\nb", "new_str": "X"})),
+        "OK"
+    );
+    assert_eq!(std::fs::read(t.root.join("ws/c.txt")).expect("r"), b"X\r\na\r\n");
+    assert_eq!(
+        run(
+            &t,
+            "str_replace",
+            json!({"path": "/mnt/user-data/workspace/c.txt", "old_str": "a", "new_str": "Y", "replace_all": true})
+        ),
+        "OK"
+    );
+    assert_eq!(std::fs::read(t.root.join("ws/c.txt")).expect("r"), b"X\r\nY\r\n");
+}
+
+#[test]
+fn no_thread_data() {
+    let t = setup();
+    let sb = Sandbox::new(SandboxSettings::default(), HostMap::identity(), false);
+    let out =
+        call(&sb, "ls", &json!({"description": "d", "path": "/mnt/user-data/workspace"}), &json!({})).expect("args");
+    assert_eq!(out.content, "Error: Thread data not available for local sandbox");
+    assert!(out.is_error);
+    drop(t);
+}

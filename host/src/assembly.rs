@@ -1,0 +1,335 @@
+//! `get_available_tools` (DeerFlow spec §1): config tools with the group filter and the
+//! host-bash gate, builtins with their conditions, then the MCP and ACP layers, deduplicated by
+//! name with the first occurrence winning. Every candidate gets a line saying why it is in or
+//! out (`toolhost tools --explain`).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use toolhost_core::Tool;
+
+use crate::config::BASH_TOOL_USE;
+
+/// What a caller asks for (DeerFlow's `get_available_tools` arguments).
+#[derive(Debug, Clone)]
+pub struct AssemblyRequest {
+    /// Keep only config tools whose group is listed. `None`: no filter.
+    pub groups: Option<Vec<String>>,
+    pub include_mcp: bool,
+    /// The model whose `supports_vision` decides `view_image`; `None`: the first model.
+    pub model_name: Option<String>,
+    pub subagent_enabled: bool,
+    /// Subagents pass false: no `list_uploaded_files`.
+    pub include_upload_tool: bool,
+}
+
+impl Default for AssemblyRequest {
+    fn default() -> Self {
+        Self { groups: None, include_mcp: true, model_name: None, subagent_enabled: false, include_upload_tool: true }
+    }
+}
+
+/// A `tools:` entry after resolving its `use:`.
+pub enum ConfigEntryState {
+    Ready(Arc<dyn Tool>),
+    /// A DeerFlow community tool toolhost does not bundle.
+    NotBundled { module: String },
+    /// Could not be built (unknown component, digest mismatch, …); the text says why.
+    Failed(String),
+}
+
+pub struct ConfigEntry {
+    pub name: String,
+    pub group: String,
+    pub use_: String,
+    pub state: ConfigEntryState,
+}
+
+/// When a builtin is assembled (spec §1 step 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltinCondition {
+    Always,
+    /// `include_upload_tool`.
+    UploadTool,
+    /// `skill_evolution.enabled`.
+    SkillEvolution,
+    /// `subagent_enabled`.
+    Subagents,
+    /// The model `supports_vision`.
+    Vision,
+}
+
+pub struct Builtin {
+    pub tool: Arc<dyn Tool>,
+    pub condition: BuiltinCondition,
+}
+
+/// A source of tools assembled after the builtins (MCP, ACP). Failures are the layer's to log;
+/// they never break assembly.
+#[async_trait]
+pub trait ToolLayer: Send + Sync {
+    /// `"mcp"` or `"acp"`; decides the position and whether `include_mcp` applies.
+    fn kind(&self) -> LayerKind;
+    async fn tools(&self) -> Vec<Arc<dyn Tool>>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LayerKind {
+    Mcp,
+    Acp,
+}
+
+/// Facts of the config that assembly decides on.
+#[derive(Debug, Clone, Default)]
+pub struct AssemblyFacts {
+    pub host_bash_allowed: bool,
+    pub skill_evolution: bool,
+    pub vision: bool,
+}
+
+/// Why a candidate is in or out.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    pub name: String,
+    pub layer: &'static str,
+    pub included: bool,
+    pub reason: String,
+}
+
+/// The assembled list plus the reasons.
+#[derive(Default)]
+pub struct Assembly {
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub explain: Vec<Explanation>,
+    pub warnings: Vec<String>,
+}
+
+/// Assemble. `layers` are consulted in order, MCP ones before ACP ones.
+pub async fn get_available_tools(
+    req: &AssemblyRequest,
+    facts: &AssemblyFacts,
+    entries: &[ConfigEntry],
+    builtins: &[Builtin],
+    layers: &[Arc<dyn ToolLayer>],
+) -> Assembly {
+    let mut candidates: Vec<(Arc<dyn Tool>, &'static str, String)> = Vec::new();
+    let mut out = Assembly::default();
+    let mut explain_out = |name: &str, layer: &'static str, reason: String| {
+        out.explain.push(Explanation { name: name.to_string(), layer, included: false, reason });
+    };
+
+    // 1–3: config tools.
+    for e in entries {
+        if let Some(groups) = &req.groups {
+            if !groups.contains(&e.group) {
+                explain_out(&e.name, "config", format!("group '{}' is not among the requested groups {groups:?}", e.group));
+                continue;
+            }
+        }
+        if !facts.host_bash_allowed && (e.group == "bash" || e.use_ == BASH_TOOL_USE) {
+            let why = if e.group == "bash" { "it is in group 'bash'" } else { "it uses deerflow.sandbox.tools:bash_tool" };
+            explain_out(
+                &e.name,
+                "config",
+                format!("host bash is not allowed (local sandbox without sandbox.allow_host_bash: true) and {why}"),
+            );
+            continue;
+        }
+        match &e.state {
+            ConfigEntryState::Ready(tool) => {
+                let bound = tool.spec().name.clone();
+                let mut reason = format!("config tool (group '{}', use {})", e.group, e.use_);
+                if bound != e.name {
+                    let w = format!("tool config name '{}' differs from the tool's own name '{bound}'; binding '{bound}'", e.name);
+                    tracing::warn!("{w}");
+                    out.warnings.push(w);
+                    reason.push_str(&format!("; bound as '{bound}'"));
+                }
+                candidates.push((tool.clone(), "config", reason));
+            }
+            ConfigEntryState::NotBundled { module } => {
+                let w = format!("tool '{}': DeerFlow community tool '{module}' ({}) is not bundled with toolhost yet; left out", e.name, e.use_);
+                out.warnings.push(w.clone());
+                explain_out(&e.name, "config", w);
+            }
+            ConfigEntryState::Failed(why) => {
+                explain_out(&e.name, "config", format!("refused: {why}"));
+            }
+        }
+    }
+
+    // 4: builtins, in DeerFlow's order, with their conditions.
+    for b in builtins {
+        let name = b.tool.spec().name.clone();
+        let (ok, why) = match b.condition {
+            BuiltinCondition::Always => (true, "builtin".to_string()),
+            BuiltinCondition::UploadTool => (req.include_upload_tool, "builtin; include_upload_tool".to_string()),
+            BuiltinCondition::SkillEvolution => (facts.skill_evolution, "builtin; skill_evolution.enabled".to_string()),
+            BuiltinCondition::Subagents => (req.subagent_enabled, "builtin; subagent_enabled".to_string()),
+            BuiltinCondition::Vision => (facts.vision, "builtin; the model supports_vision".to_string()),
+        };
+        if ok {
+            candidates.push((b.tool.clone(), "builtin", why));
+        } else {
+            explain_out(&name, "builtin", format!("condition not met ({})", why.trim_start_matches("builtin; ")));
+        }
+    }
+
+    // 5–6: MCP then ACP.
+    for kind in [LayerKind::Mcp, LayerKind::Acp] {
+        for layer in layers.iter().filter(|l| l.kind() == kind) {
+            if kind == LayerKind::Mcp && !req.include_mcp {
+                continue;
+            }
+            let label = if kind == LayerKind::Mcp { "mcp" } else { "acp" };
+            for t in layer.tools().await {
+                candidates.push((t, label, format!("{label} tool")));
+            }
+        }
+    }
+
+    // 7: dedup by name, first wins.
+    let mut seen = std::collections::HashSet::new();
+    for (tool, layer, reason) in candidates {
+        let name = tool.spec().name.clone();
+        if seen.insert(name.clone()) {
+            out.explain.push(Explanation { name, layer, included: true, reason });
+            out.tools.push(tool);
+        } else {
+            let w = format!("Duplicate tool name {name:?} detected and skipped (from the {layer} layer)");
+            tracing::warn!("{w}");
+            out.warnings.push(w.clone());
+            out.explain.push(Explanation { name, layer, included: false, reason: w });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+    use toolhost_core::{CallContext, ToolOutcome, ToolSource, ToolSpec};
+
+    struct Named(ToolSpec);
+
+    #[async_trait]
+    impl Tool for Named {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        async fn call(&self, _: &CallContext, _: Value) -> ToolOutcome {
+            ToolOutcome::text(self.0.description.clone())
+        }
+    }
+
+    fn tool(name: &str, label: &str) -> Arc<dyn Tool> {
+        Arc::new(Named(ToolSpec {
+            name: name.into(),
+            description: label.into(),
+            parameters: serde_json::json!({"type": "object"}),
+            group: None,
+            source: ToolSource::Other { label: label.into() },
+        }))
+    }
+
+    fn entry(name: &str, group: &str, use_: &str) -> ConfigEntry {
+        ConfigEntry { name: name.into(), group: group.into(), use_: use_.into(), state: ConfigEntryState::Ready(tool(name, "config")) }
+    }
+
+    struct Layer(LayerKind, Vec<Arc<dyn Tool>>);
+
+    #[async_trait]
+    impl ToolLayer for Layer {
+        fn kind(&self) -> LayerKind {
+            self.0
+        }
+        async fn tools(&self) -> Vec<Arc<dyn Tool>> {
+            self.1.clone()
+        }
+    }
+
+    fn names(a: &Assembly) -> Vec<String> {
+        a.tools.iter().map(|t| t.spec().name.clone()).collect()
+    }
+
+    #[tokio::test]
+    async fn order_is_config_builtins_mcp_acp_and_first_wins() {
+        let entries = vec![entry("ls", "file:read", "x"), entry("present_files", "file:read", "x")];
+        let builtins = vec![
+            Builtin { tool: tool("present_files", "builtin"), condition: BuiltinCondition::Always },
+            Builtin { tool: tool("ask_clarification", "builtin"), condition: BuiltinCondition::Always },
+        ];
+        // ACP layer listed first on purpose: its position comes from its kind.
+        let layers: Vec<Arc<dyn ToolLayer>> = vec![
+            Arc::new(Layer(LayerKind::Acp, vec![tool("invoke_acp_agent", "acp")])),
+            Arc::new(Layer(LayerKind::Mcp, vec![tool("srv_a", "mcp"), tool("ls", "mcp")])),
+        ];
+        let a = get_available_tools(&AssemblyRequest::default(), &AssemblyFacts::default(), &entries, &builtins, &layers).await;
+        assert_eq!(names(&a), ["ls", "present_files", "ask_clarification", "srv_a", "invoke_acp_agent"]);
+        // The config tool won over the builtin of the same name.
+        assert_eq!(a.tools[1].spec().description, "config");
+        assert_eq!(a.warnings.iter().filter(|w| w.contains("Duplicate tool name")).count(), 2);
+        let no_mcp = AssemblyRequest { include_mcp: false, ..Default::default() };
+        let a = get_available_tools(&no_mcp, &AssemblyFacts::default(), &entries, &builtins, &layers).await;
+        assert_eq!(names(&a), ["ls", "present_files", "ask_clarification", "invoke_acp_agent"]);
+    }
+
+    #[tokio::test]
+    async fn groups_filter_only_config_tools() {
+        let entries = vec![entry("ls", "file:read", "x"), entry("write_file", "file:write", "x")];
+        let builtins = vec![Builtin { tool: tool("present_files", "b"), condition: BuiltinCondition::Always }];
+        let layers: Vec<Arc<dyn ToolLayer>> = vec![Arc::new(Layer(LayerKind::Mcp, vec![tool("srv_a", "mcp")]))];
+        let req = AssemblyRequest { groups: Some(vec!["file:read".into()]), ..Default::default() };
+        let a = get_available_tools(&req, &AssemblyFacts::default(), &entries, &builtins, &layers).await;
+        assert_eq!(names(&a), ["ls", "present_files", "srv_a"]);
+        let out = a.explain.iter().find(|e| e.name == "write_file").unwrap();
+        assert!(!out.included && out.reason.contains("file:write"));
+    }
+
+    #[tokio::test]
+    async fn host_bash_gate_drops_group_and_renamed_aliases() {
+        let entries = vec![
+            entry("bash", "bash", BASH_TOOL_USE),
+            entry("shell", "shell", BASH_TOOL_USE),
+            entry("other_in_bash_group", "bash", "hello"),
+            entry("ls", "file:read", "x"),
+        ];
+        let a = get_available_tools(&AssemblyRequest::default(), &AssemblyFacts::default(), &entries, &[], &[]).await;
+        assert_eq!(names(&a), ["ls"]);
+        let allowed = AssemblyFacts { host_bash_allowed: true, ..Default::default() };
+        let a = get_available_tools(&AssemblyRequest::default(), &allowed, &entries, &[], &[]).await;
+        assert_eq!(names(&a), ["bash", "shell", "other_in_bash_group", "ls"]);
+    }
+
+    #[tokio::test]
+    async fn builtin_conditions() {
+        let builtins = vec![
+            Builtin { tool: tool("present_files", "b"), condition: BuiltinCondition::Always },
+            Builtin { tool: tool("list_uploaded_files", "b"), condition: BuiltinCondition::UploadTool },
+            Builtin { tool: tool("skill_manage", "b"), condition: BuiltinCondition::SkillEvolution },
+            Builtin { tool: tool("task", "b"), condition: BuiltinCondition::Subagents },
+            Builtin { tool: tool("view_image", "b"), condition: BuiltinCondition::Vision },
+        ];
+        let a = get_available_tools(&AssemblyRequest::default(), &AssemblyFacts::default(), &[], &builtins, &[]).await;
+        assert_eq!(names(&a), ["present_files", "list_uploaded_files"]);
+        let req = AssemblyRequest { subagent_enabled: true, include_upload_tool: false, ..Default::default() };
+        let facts = AssemblyFacts { skill_evolution: true, vision: true, ..Default::default() };
+        let a = get_available_tools(&req, &facts, &[], &builtins, &[]).await;
+        assert_eq!(names(&a), ["present_files", "skill_manage", "task", "view_image"]);
+    }
+
+    #[tokio::test]
+    async fn not_bundled_and_failed_entries_are_explained() {
+        let entries = vec![
+            ConfigEntry { name: "web_search".into(), group: "web".into(), use_: "deerflow.community.ddg_search.tools:web_search_tool".into(), state: ConfigEntryState::NotBundled { module: "ddg_search".into() } },
+            ConfigEntry { name: "pinned".into(), group: "x".into(), use_: "a.wasm@sha256:00".into(), state: ConfigEntryState::Failed("digest mismatch".into()) },
+        ];
+        let a = get_available_tools(&AssemblyRequest::default(), &AssemblyFacts::default(), &entries, &[], &[]).await;
+        assert!(a.tools.is_empty());
+        assert!(a.warnings.iter().any(|w| w.contains("ddg_search") && w.contains("not bundled")));
+        assert!(a.explain.iter().any(|e| e.name == "pinned" && e.reason.contains("digest mismatch")));
+    }
+}

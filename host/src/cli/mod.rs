@@ -1,0 +1,247 @@
+//! The `toolhost` commands: `tools`, `call`, `inspect`, `check`. Results go to stdout,
+//! diagnostics to stderr; a failed command exits non-zero.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use serde_json::Value;
+
+use crate::assembly::AssemblyRequest;
+use crate::host::{HostOptions, Severity, Toolhost};
+use crate::runtime::Runtime;
+
+#[derive(Parser, Debug)]
+#[command(name = "toolhost", version, about = "A WebAssembly component-based tool host for AI agents (DeerFlow's tool system, sandboxed).")]
+struct Cli {
+    /// The config file (DeerFlow's config.yaml format).
+    #[arg(long, global = true, env = "TOOLHOST_CONFIG", default_value = "config.yaml")]
+    config: PathBuf,
+    /// Data dir for thread files, state and the precompile cache.
+    #[arg(long, global = true, env = "TOOLHOST_HOME", default_value = ".toolhost")]
+    data_dir: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the assembled tools (DeerFlow's get_available_tools).
+    Tools {
+        /// Keep only config tools of these groups (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        groups: Option<Vec<String>>,
+        /// The model whose supports_vision decides view_image (default: the first model).
+        #[arg(long)]
+        model: Option<String>,
+        /// Assemble as with subagents enabled (adds `task`).
+        #[arg(long)]
+        subagents: bool,
+        /// Leave out MCP tools.
+        #[arg(long)]
+        no_mcp: bool,
+        /// Show what the model sees in this thread (deferred tools hidden until promoted, …).
+        #[arg(long)]
+        thread: Option<String>,
+        /// JSON output: name, description, parameters, source.
+        #[arg(long)]
+        json: bool,
+        /// Say for every candidate why it is in or out.
+        #[arg(long)]
+        explain: bool,
+    },
+    /// Run one tool call through the pipeline.
+    Call {
+        name: String,
+        /// The arguments, a JSON object.
+        #[arg(default_value = "{}")]
+        args: String,
+        #[arg(long, default_value = "default")]
+        thread: String,
+        #[arg(long)]
+        groups: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+        /// Print {"content", "status", "update"}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a component's tools, schemas, imports and sha256.
+    Inspect { file: PathBuf },
+    /// Validate a config and report every problem.
+    Check,
+}
+
+pub fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("toolhost: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("toolhost: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn open(cli: &Cli) -> anyhow::Result<Toolhost> {
+    let opts = HostOptions { config_path: cli.config.clone(), data_dir: cli.data_dir.clone(), persist_state: true, cache_dir: None };
+    let host = crate::host::open_full(opts)?;
+    for p in host.problems() {
+        let tag = if p.severity == Severity::Error { "error" } else { "warning" };
+        tracing::debug!("{tag}: {}", p.message);
+    }
+    Ok(host)
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match &cli.command {
+        Command::Tools { groups, model, subagents, no_mcp, thread, json, explain } => {
+            let host = open(&cli)?;
+            let req = AssemblyRequest { groups: groups.clone(), include_mcp: !no_mcp, model_name: model.clone(), subagent_enabled: *subagents, include_upload_tool: true };
+            let assembly = host.get_available_tools(&req).await;
+            let tools = match thread {
+                Some(t) => host.model_tools(&req, t).await?,
+                None => assembly.tools.clone(),
+            };
+            if *json {
+                let list: Vec<Value> = tools
+                    .iter()
+                    .map(|t| {
+                        let s = t.spec();
+                        serde_json::json!({"name": s.name, "description": s.description, "parameters": s.parameters, "group": s.group, "source": s.source})
+                    })
+                    .collect();
+                let out = if *explain {
+                    serde_json::json!({"tools": list, "explain": assembly.explain, "warnings": assembly.warnings, "pipeline": host.pipeline_layers(), "host_bash_confinement": crate::tools::confinement_line()})
+                } else {
+                    Value::Array(list)
+                };
+                println!("{}", serde_json::to_string_pretty(&out)?);
+            } else if *explain {
+                for e in &assembly.explain {
+                    let mark = if e.included { "+" } else { "-" };
+                    println!("{mark} {:<24} [{}] {}", e.name, e.layer, e.reason);
+                }
+                if let Some(t) = thread {
+                    let visible: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+                    println!("model view in thread {t}: {}", visible.join(", "));
+                }
+                println!("pipeline (outermost first): {}", host.pipeline_layers().join(" → "));
+                println!("host bash confinement: {}", crate::tools::confinement_line());
+                for p in host.problems() {
+                    eprintln!("{}: {}", if p.severity == Severity::Error { "error" } else { "warning" }, p.message);
+                }
+            } else {
+                for t in &tools {
+                    let s = t.spec();
+                    let first = s.description.lines().next().unwrap_or("");
+                    println!("{:<24} {}", s.name, first);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call { name, args, thread, groups, model, json } => {
+            let args: Value = serde_json::from_str(args).with_context(|| format!("the arguments are not valid JSON: {args}"))?;
+            if !args.is_object() {
+                anyhow::bail!("the arguments must be a JSON object, got: {args}");
+            }
+            let host = open(&cli)?;
+            let req = AssemblyRequest {
+                groups: groups.as_ref().map(|g| g.split(',').map(str::to_string).collect()),
+                model_name: model.clone(),
+                ..Default::default()
+            };
+            let result = host.call(&req, thread, name, args, None).await?;
+            let o = &result.outcome;
+            if *json {
+                let mut out = serde_json::json!({
+                    "content": o.text_content(),
+                    "status": o.status,
+                    "update": o.update,
+                });
+                if !o.content.iter().all(|p| matches!(p, toolhost_core::ContentPart::Text { .. })) {
+                    out["parts"] = serde_json::to_value(&o.content)?;
+                }
+                if o.end_run {
+                    out["end_run"] = Value::Bool(true);
+                }
+                if let Some(s) = &o.structured {
+                    out["structured"] = s.clone();
+                }
+                if !result.state_errors.is_empty() {
+                    out["state_errors"] = serde_json::to_value(&result.state_errors)?;
+                }
+                println!("{}", serde_json::to_string_pretty(&out)?);
+            } else {
+                println!("{}", o.text_content());
+                for e in &result.state_errors {
+                    eprintln!("state update refused: {e}");
+                }
+            }
+            Ok(if o.is_error() { ExitCode::from(2) } else { ExitCode::SUCCESS })
+        }
+        Command::Inspect { file } => {
+            let runtime = Runtime::new(Some(cli.data_dir.join("cache"))).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+            let i = runtime.inspect(file)?;
+            println!("file:    {}", file.display());
+            println!("sha256:  {}", i.sha256);
+            println!("size:    {} bytes", i.size);
+            println!("pin:     use: {}@sha256:{}", file.display(), i.sha256);
+            println!("imports:");
+            for im in &i.imports {
+                println!("  {im}");
+            }
+            println!("exports:");
+            for ex in &i.exports {
+                println!("  {ex}");
+            }
+            println!("tools:");
+            for t in &i.tools {
+                println!("  {} — {}", t.name, t.description);
+                println!("    parameters: {}", t.parameters);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check => {
+            let text = std::fs::read_to_string(&cli.config).with_context(|| format!("cannot read {}", cli.config.display()))?;
+            let errors = crate::config::validate(&text, &cli.config.display().to_string());
+            if !errors.is_empty() {
+                for e in &errors {
+                    println!("error: {e}");
+                }
+                println!("{} error(s)", errors.len());
+                return Ok(ExitCode::FAILURE);
+            }
+            let host = open(&cli)?;
+            let mut n_err = 0;
+            for p in host.problems() {
+                let tag = if p.severity == Severity::Error {
+                    n_err += 1;
+                    "error"
+                } else {
+                    "warning"
+                };
+                println!("{tag}: {}", p.message);
+            }
+            let assembly = host.get_available_tools(&AssemblyRequest::default()).await;
+            println!(
+                "{}: {} error(s), {} warning(s); {} tool(s) assemble",
+                cli.config.display(),
+                n_err,
+                host.problems().len() - n_err,
+                assembly.tools.len()
+            );
+            Ok(if n_err > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! `$VAR` expansion, DeerFlow's rule: a string value that starts with `$` is replaced by the
+//! environment variable of that name; an unset one becomes `""`.
+
+/// Expand every string scalar starting with `$` in place. `unset` hears each name not set.
+pub fn expand_env(value: &mut serde_yaml::Value, unset: &mut dyn FnMut(&str)) {
+    match value {
+        serde_yaml::Value::String(s) => {
+            if let Some(name) = s.strip_prefix('$') {
+                if !name.is_empty() {
+                    *s = std::env::var(name).unwrap_or_else(|_| {
+                        unset(name);
+                        String::new()
+                    });
+                }
+            }
+        }
+        serde_yaml::Value::Sequence(items) => items.iter_mut().for_each(|v| expand_env(v, unset)),
+        serde_yaml::Value::Mapping(map) => map.iter_mut().for_each(|(_, v)| expand_env(v, unset)),
+        serde_yaml::Value::Tagged(t) => expand_env(&mut t.value, unset),
+        _ => {}
+    }
+}

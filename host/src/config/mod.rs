@@ -1,0 +1,550 @@
+//! `config.yaml` in DeerFlow's format (spec §11): the types toolhost reads, `$VAR` expansion,
+//! the mapping from DeerFlow's Python `use:` paths to what toolhost bundles, and errors that
+//! name the file, line and column.
+
+mod env;
+mod uses;
+
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::Value;
+
+pub use env::expand_env;
+pub use uses::{resolve_use, ComponentRef, ResolvedUse, BASH_TOOL_USE};
+
+/// A config problem, with where it is.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{file}:{line}:{column}: {message}")]
+pub struct ConfigError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// What can go wrong loading a config file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{0}")]
+    Invalid(ConfigError),
+}
+
+/// DeerFlow's `config.yaml`, the parts toolhost uses. Unknown top-level keys (models' API
+/// settings, memory, title, …) are accepted and ignored, as DeerFlow's own loader would keep
+/// them for other subsystems.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct AppConfig {
+    pub config_version: Option<u32>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub tool_groups: Vec<ToolGroupConfig>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub tools: Vec<ToolConfig>,
+    pub sandbox: Option<SandboxConfig>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub models: Vec<ModelConfig>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub skill_evolution: SkillEvolutionConfig,
+    #[serde(deserialize_with = "null_as_default")]
+    pub subagents: SubagentsConfig,
+    #[serde(deserialize_with = "null_as_default")]
+    pub tool_search: ToolSearchConfig,
+    #[serde(deserialize_with = "null_as_default")]
+    pub acp_agents: IndexMap<String, AcpAgentConfig>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub skills: SkillsConfig,
+    #[serde(deserialize_with = "null_as_default")]
+    pub read_before_write: ReadBeforeWriteConfig,
+}
+
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ToolGroupConfig {
+    pub name: String,
+}
+
+/// One `tools:` entry: `name`, `group`, `use` plus free extra keys (DeerFlow's `model_extra`),
+/// and toolhost's `capabilities:` block, which DeerFlow's loader ignores.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ToolConfig {
+    pub name: String,
+    pub group: String,
+    #[serde(rename = "use")]
+    pub use_: String,
+    #[serde(default)]
+    pub capabilities: Option<Capabilities>,
+    /// Every other key: this tool's own config, handed to it at call time.
+    #[serde(flatten)]
+    pub extra: IndexMap<String, Value>,
+}
+
+/// What a component tool may touch. Absent means nothing: no env, no network, no files.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    /// Outbound HTTPS hosts. Raw sockets are never granted.
+    #[serde(default)]
+    pub network: Vec<String>,
+    #[serde(default)]
+    pub filesystem: Option<FilesystemAccess>,
+    /// Host env var names passed through.
+    #[serde(default)]
+    pub env: Vec<String>,
+    pub memory_mb: Option<u64>,
+    pub timeout_s: Option<f64>,
+    pub output_bytes: Option<u64>,
+    #[serde(default)]
+    pub allow_private_addresses: bool,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum FilesystemAccess {
+    /// No files at all.
+    None,
+    /// The thread's directories, read-only.
+    ReadOnly,
+    /// The thread's user-data read-write, skills and ACP workspace read-only, configured mounts.
+    UserData,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct SandboxConfig {
+    #[serde(rename = "use")]
+    pub use_: String,
+    pub allow_host_bash: bool,
+    #[serde(deserialize_with = "null_as_default")]
+    pub mounts: Vec<MountConfig>,
+    pub bash_output_max_chars: usize,
+    pub read_file_output_max_chars: usize,
+    pub ls_output_max_chars: usize,
+    pub bash_command_timeout: u64,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            use_: LOCAL_SANDBOX_PROVIDER.to_string(),
+            allow_host_bash: false,
+            mounts: Vec::new(),
+            bash_output_max_chars: 20000,
+            read_file_output_max_chars: 50000,
+            ls_output_max_chars: 20000,
+            bash_command_timeout: 600,
+        }
+    }
+}
+
+pub const LOCAL_SANDBOX_PROVIDER: &str = "deerflow.sandbox.local:LocalSandboxProvider";
+
+impl SandboxConfig {
+    /// DeerFlow's "local provider" test (spec §1 step 2).
+    pub fn is_local(&self) -> bool {
+        self.use_ == LOCAL_SANDBOX_PROVIDER
+            || self.use_ == "deerflow.sandbox.local.local_sandbox_provider:LocalSandboxProvider"
+            || (self.use_.ends_with(":LocalSandboxProvider") && self.use_.contains("deerflow.sandbox.local"))
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct MountConfig {
+    pub host_path: String,
+    pub container_path: String,
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ModelConfig {
+    pub name: String,
+    #[serde(default)]
+    pub supports_vision: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct SkillEvolutionConfig {
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct SubagentsConfig {
+    pub timeout_seconds: Option<u64>,
+    pub max_turns: Option<u64>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub agents: IndexMap<String, Value>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub custom_agents: IndexMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct ToolSearchConfig {
+    pub enabled: bool,
+    pub auto_promote_top_k: i64,
+}
+
+impl Default for ToolSearchConfig {
+    fn default() -> Self {
+        Self { enabled: false, auto_promote_top_k: 3 }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AcpAgentConfig {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: IndexMap<String, String>,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub auto_approve_permissions: bool,
+    #[serde(default = "default_acp_timeout")]
+    pub timeout_seconds: u64,
+}
+
+fn default_acp_timeout() -> u64 {
+    1800
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct SkillsConfig {
+    pub path: Option<String>,
+    pub container_path: String,
+    pub deferred_discovery: bool,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        Self { path: None, container_path: "/mnt/skills".into(), deferred_discovery: false }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct ReadBeforeWriteConfig {
+    pub enabled: bool,
+}
+
+impl Default for ReadBeforeWriteConfig {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
+}
+
+/// A loaded config and where it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    pub path: PathBuf,
+    pub config: AppConfig,
+    /// Problems that do not stop loading (unset `$VAR`s, …).
+    pub warnings: Vec<String>,
+}
+
+impl LoadedConfig {
+    /// The directory relative paths in the config are taken from.
+    pub fn base_dir(&self) -> PathBuf {
+        self.path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+    }
+}
+
+/// Read and parse a config file.
+pub fn load(path: &Path) -> Result<LoadedConfig, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read { path: path.to_path_buf(), source })?;
+    parse(&text, &path.display().to_string())
+        .map(|(config, warnings)| LoadedConfig { path: path.to_path_buf(), config, warnings })
+        .map_err(LoadError::Invalid)
+}
+
+/// Parse config text. `file` names it in errors. Strings starting with `$` are replaced by the
+/// env var of that name (DeerFlow's rule); an unset one becomes `""` with a warning.
+pub fn parse(text: &str, file: &str) -> Result<(AppConfig, Vec<String>), ConfigError> {
+    let mut value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| yaml_error(file, text, &e, None))?;
+    if value.is_null() {
+        value = serde_yaml::Value::Mapping(Default::default());
+    }
+    let mut warnings = Vec::new();
+    expand_env(&mut value, &mut |name| warnings.push(format!("{file}: environment variable ${name} is not set; using \"\"")));
+    match serde_path_to_error::deserialize::<_, AppConfig>(value) {
+        Ok(config) => Ok((config, warnings)),
+        Err(expanded_err) => {
+            // Deserialize from the text too: its errors carry line and column.
+            let de = serde_yaml::Deserializer::from_str(text);
+            match serde_path_to_error::deserialize::<_, AppConfig>(de) {
+                Err(e) => {
+                    let path = e.path().to_string();
+                    Err(yaml_error(file, text, e.inner(), Some(&path)))
+                }
+                Ok(_) => {
+                    let path = expanded_err.path().to_string();
+                    let (line, column) = locate_path(text, &path);
+                    let message = format!("{path}: {} (after $VAR expansion)", expanded_err.inner());
+                    Err(ConfigError { file: file.to_string(), line, column, message })
+                }
+            }
+        }
+    }
+}
+
+fn yaml_error(file: &str, text: &str, e: &serde_yaml::Error, path: Option<&str>) -> ConfigError {
+    let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or_else(|| path.map(|p| locate_path(text, p)).unwrap_or((0, 0)));
+    let message = match path {
+        Some(p) if !p.is_empty() && p != "." => format!("{p}: {e}"),
+        _ => e.to_string(),
+    };
+    // serde_yaml appends " at line L column C"; the prefix already says where.
+    let message = match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message,
+    };
+    ConfigError { file: file.to_string(), line, column, message }
+}
+
+/// Best-effort line and column of a config path such as `tools[3].use`: the line of the n-th
+/// list item under the key, then the key below it. Used for errors found after parsing.
+pub fn locate_path(text: &str, path: &str) -> (usize, usize) {
+    let mut line_no = 0usize;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut start = 0usize;
+    for seg in path.split('.') {
+        let (key, index) = match seg.find('[') {
+            Some(i) => (&seg[..i], seg[i + 1..].trim_end_matches(']').parse::<usize>().ok()),
+            None => (seg, None),
+        };
+        let found = lines.iter().enumerate().skip(start).find(|(_, l)| {
+            let t = l.trim_start().trim_start_matches("- ");
+            t.starts_with(&format!("{key}:"))
+        });
+        let Some((i, _)) = found else { break };
+        line_no = i;
+        start = i + 1;
+        if let Some(n) = index {
+            let indent_of = |l: &str| l.len() - l.trim_start().len();
+            let items: Vec<usize> = lines
+                .iter()
+                .enumerate()
+                .skip(start)
+                .take_while(|(_, l)| l.trim().is_empty() || l.trim_start().starts_with('#') || indent_of(l) > indent_of(lines[i]) || l.trim_start().starts_with("- "))
+                .filter(|(_, l)| l.trim_start().starts_with("- "))
+                .map(|(j, _)| j)
+                .collect();
+            if let Some(&j) = items.get(n) {
+                line_no = j;
+                start = j;
+            }
+        }
+    }
+    let col = lines.get(line_no).map(|l| l.len() - l.trim_start().trim_start_matches("- ").len() + 1).unwrap_or(1);
+    (line_no + 1, col)
+}
+
+impl AppConfig {
+    /// `is_host_bash_allowed` (spec §1 step 2): no sandbox section → false; non-local provider →
+    /// true; local → `allow_host_bash`.
+    pub fn is_host_bash_allowed(&self) -> bool {
+        match &self.sandbox {
+            None => false,
+            Some(s) if !s.is_local() => true,
+            Some(s) => s.allow_host_bash,
+        }
+    }
+
+    /// The sandbox section, or DeerFlow's defaults.
+    pub fn sandbox_or_default(&self) -> SandboxConfig {
+        self.sandbox.clone().unwrap_or_default()
+    }
+
+    /// Whether `model_name` (or the first model when `None`) supports vision.
+    pub fn model_supports_vision(&self, model_name: Option<&str>) -> bool {
+        match model_name {
+            Some(name) => self.models.iter().find(|m| m.name == name).is_some_and(|m| m.supports_vision),
+            None => self.models.first().is_some_and(|m| m.supports_vision),
+        }
+    }
+
+    pub fn tool_config(&self, name: &str) -> Option<&ToolConfig> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_minimal_and_defaults() {
+        let (c, w) = parse("tools: []\n", "c.yaml").unwrap();
+        assert!(w.is_empty());
+        assert!(c.read_before_write.enabled);
+        assert_eq!(c.tool_search.auto_promote_top_k, 3);
+        assert!(!c.is_host_bash_allowed(), "no sandbox section → no host bash");
+    }
+
+    #[test]
+    fn bad_yaml_names_line_and_column() {
+        let err = parse("tools:\n  - name: a\n    group: [\n", "c.yaml").unwrap_err();
+        assert_eq!(err.file, "c.yaml");
+        assert!(err.line >= 3, "{err}");
+    }
+
+    #[test]
+    fn wrong_type_names_path_and_line() {
+        let text = "tools:\n  - name: a\n    group: g\n    use: hello\n  - name: b\n    group: g\n    use: hello\n    capabilities:\n      memory_mb: lots\n";
+        let err = parse(text, "c.yaml").unwrap_err();
+        assert_eq!(err.line, 9, "{err}");
+        assert!(err.message.contains("tools[1].capabilities.memory_mb"), "{err}");
+        assert!(err.message.contains("expected u64"), "{err}");
+    }
+
+    #[test]
+    fn missing_required_key_is_named() {
+        let err = parse("tools:\n  - name: a\n    use: hello\n", "c.yaml").unwrap_err();
+        assert!(err.message.contains("group"), "{err}");
+        assert!(err.line >= 2, "{err}");
+    }
+
+    #[test]
+    fn unknown_capability_key_is_an_error() {
+        let err = parse("tools:\n  - {name: a, group: g, use: hello, capabilities: {netwrok: [x]}}\n", "c.yaml").unwrap_err();
+        assert!(err.message.contains("netwrok"), "{err}");
+    }
+
+    #[test]
+    fn env_vars_expand_in_extra_keys() {
+        std::env::set_var("TOOLHOST_TEST_KEY_1", "s3cret");
+        let (c, w) = parse("tools:\n  - {name: a, group: g, use: hello, api_key: $TOOLHOST_TEST_KEY_1, other: $TOOLHOST_UNSET_VAR_X}\n", "c.yaml").unwrap();
+        assert_eq!(c.tools[0].extra["api_key"], Value::String("s3cret".into()));
+        assert_eq!(c.tools[0].extra["other"], Value::String(String::new()));
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("TOOLHOST_UNSET_VAR_X"));
+    }
+
+    #[test]
+    fn host_bash_gate() {
+        let (c, _) = parse("sandbox: {use: deerflow.sandbox.local:LocalSandboxProvider}\n", "c").unwrap();
+        assert!(!c.is_host_bash_allowed());
+        let (c, _) = parse("sandbox: {use: deerflow.sandbox.local:LocalSandboxProvider, allow_host_bash: true}\n", "c").unwrap();
+        assert!(c.is_host_bash_allowed());
+        let (c, _) = parse("sandbox: {use: deerflow.community.aio_sandbox:AioSandboxProvider}\n", "c").unwrap();
+        assert!(c.is_host_bash_allowed());
+        let (c, _) = parse("sandbox: {use: my.deerflow.sandbox.local.x:LocalSandboxProvider}\n", "c").unwrap();
+        assert!(!c.is_host_bash_allowed());
+    }
+
+    #[test]
+    fn loads_deerflow_example_config_unchanged() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/conformance/deerflow-configs/config.example.yaml");
+        let loaded = load(Path::new(path)).unwrap();
+        assert_eq!(loaded.config.config_version, Some(34));
+        assert!(loaded.config.tools.iter().any(|t| t.name == "read_file"));
+    }
+}
+
+/// Check config text and report every problem found, not just the first: a syntax error stops
+/// the check (nothing after it can be read), otherwise each section and each list entry is
+/// checked on its own.
+pub fn validate(text: &str, file: &str) -> Vec<ConfigError> {
+    let value: serde_yaml::Value = match serde_yaml::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return vec![yaml_error(file, text, &e, None)],
+    };
+    let serde_yaml::Value::Mapping(map) = value else {
+        if value.is_null() {
+            return Vec::new();
+        }
+        return vec![ConfigError { file: file.into(), line: 1, column: 1, message: "the config must be a mapping of sections".into() }];
+    };
+    let mut errors = Vec::new();
+    let mut check = |path: String, v: &serde_yaml::Value, f: &dyn Fn(serde_yaml::Value) -> Result<(), String>| {
+        let mut v = v.clone();
+        expand_env(&mut v, &mut |_| {});
+        if let Err(message) = f(v) {
+            let (line, column) = locate_path(text, &path);
+            errors.push(ConfigError { file: file.into(), line, column, message: format!("{path}: {message}") });
+        }
+    };
+    fn de<T: serde::de::DeserializeOwned>(v: serde_yaml::Value) -> Result<(), String> {
+        serde_path_to_error::deserialize::<_, T>(v).map(|_| ()).map_err(|e| {
+            let p = e.path().to_string();
+            if p.is_empty() || p == "." {
+                e.inner().to_string()
+            } else {
+                format!("{p}: {}", e.inner())
+            }
+        })
+    }
+    let get = |k: &str| map.get(serde_yaml::Value::String(k.into()));
+    let list_section = |key: &str| -> Vec<(String, serde_yaml::Value)> {
+        match get(key) {
+            Some(serde_yaml::Value::Sequence(items)) => items.iter().enumerate().map(|(i, v)| (format!("{key}[{i}]"), v.clone())).collect(),
+            _ => Vec::new(),
+        }
+    };
+    for key in ["tools", "tool_groups", "models"] {
+        match get(key) {
+            None | Some(serde_yaml::Value::Null) | Some(serde_yaml::Value::Sequence(_)) => {}
+            Some(other) => check(key.into(), other, &|_| Err("expected a list".into())),
+        }
+    }
+    for (path, v) in list_section("tools") {
+        check(path, &v, &de::<ToolConfig>);
+    }
+    for (path, v) in list_section("tool_groups") {
+        check(path, &v, &de::<ToolGroupConfig>);
+    }
+    for (path, v) in list_section("models") {
+        check(path, &v, &de::<ModelConfig>);
+    }
+    let sections: [(&str, &dyn Fn(serde_yaml::Value) -> Result<(), String>); 7] = [
+        ("sandbox", &de::<Option<SandboxConfig>>),
+        ("skill_evolution", &de::<Option<SkillEvolutionConfig>>),
+        ("subagents", &de::<Option<SubagentsConfig>>),
+        ("tool_search", &de::<Option<ToolSearchConfig>>),
+        ("acp_agents", &de::<Option<IndexMap<String, AcpAgentConfig>>>),
+        ("skills", &de::<Option<SkillsConfig>>),
+        ("read_before_write", &de::<Option<ReadBeforeWriteConfig>>),
+    ];
+    for (key, f) in sections {
+        if let Some(v) = get(key) {
+            check(key.into(), v, f);
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod validate_tests {
+    use super::*;
+
+    #[test]
+    fn reports_every_problem() {
+        let text = "tools:\n  - name: a\n    use: hello\n  - name: b\n    group: g\n    use: hello\n  - name: c\n    group: [x]\n    use: hello\nsandbox:\n  allow_host_bash: maybe\n";
+        let errs = validate(text, "c.yaml");
+        assert_eq!(errs.len(), 3, "{errs:?}");
+        assert!(errs[0].message.contains("tools[0]") && errs[0].message.contains("group"), "{}", errs[0]);
+        assert_eq!(errs[0].line, 2);
+        assert!(errs[1].message.contains("tools[2]"), "{}", errs[1]);
+        assert_eq!(errs[1].line, 7);
+        assert!(errs[2].message.contains("sandbox") && errs[2].message.contains("allow_host_bash"), "{}", errs[2]);
+        assert_eq!(errs[2].line, 10);
+        assert!(validate("tools: []\n", "c").is_empty());
+    }
+}

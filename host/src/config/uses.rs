@@ -1,0 +1,164 @@
+//! What a `tools:` entry's `use:` names: a bundled component (by toolhost name or by DeerFlow's
+//! Python path), a component file (`path/to/tool.wasm[@sha256:HEX]`), host bash, or a DeerFlow
+//! community tool that toolhost does not bundle yet.
+
+use std::path::{Path, PathBuf};
+
+/// DeerFlow's host bash tool.
+pub const BASH_TOOL_USE: &str = "deerflow.sandbox.tools:bash_tool";
+
+/// Which component file a tool comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ComponentRef {
+    /// Shipped with toolhost (`sandbox-fs`, `hello`).
+    Bundled(String),
+    /// A file, optionally pinned to a sha256 digest (lower-case hex).
+    File { path: PathBuf, sha256: Option<String> },
+}
+
+impl std::fmt::Display for ComponentRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ComponentRef::Bundled(n) => write!(f, "{n}"),
+            ComponentRef::File { path, sha256: Some(h) } => write!(f, "{}@sha256:{h}", path.display()),
+            ComponentRef::File { path, sha256: None } => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolvedUse {
+    /// A tool of a component; `tool` is `None` when the `use:` did not say which.
+    Component { component: ComponentRef, tool: Option<String> },
+    HostBash,
+    /// A DeerFlow community tool toolhost does not bundle: reported and left out.
+    NotBundled { module: String },
+}
+
+/// DeerFlow `use:` paths toolhost maps to bundled components.
+const DEERFLOW_SANDBOX_TOOLS: [(&str, &str); 6] = [
+    ("deerflow.sandbox.tools:ls_tool", "ls"),
+    ("deerflow.sandbox.tools:read_file_tool", "read_file"),
+    ("deerflow.sandbox.tools:write_file_tool", "write_file"),
+    ("deerflow.sandbox.tools:str_replace_tool", "str_replace"),
+    ("deerflow.sandbox.tools:glob_tool", "glob"),
+    ("deerflow.sandbox.tools:grep_tool", "grep"),
+];
+
+/// Resolve a `use:` value. `bundled` lists the bundled component names; relative file paths are
+/// taken from `base_dir`. The error text says what is known.
+pub fn resolve_use(use_: &str, bundled: &[&str], base_dir: &Path) -> Result<ResolvedUse, String> {
+    let use_ = use_.trim();
+    if use_ == BASH_TOOL_USE {
+        return Ok(ResolvedUse::HostBash);
+    }
+    if let Some((_, tool)) = DEERFLOW_SANDBOX_TOOLS.iter().find(|(u, _)| *u == use_) {
+        return Ok(ResolvedUse::Component {
+            component: ComponentRef::Bundled("sandbox-fs".into()),
+            tool: Some((*tool).to_string()),
+        });
+    }
+    if let Some(rest) = use_.strip_prefix("deerflow.community.") {
+        let module = rest.split([':', '.']).next().unwrap_or(rest).to_string();
+        return Ok(ResolvedUse::NotBundled { module });
+    }
+    if use_.starts_with("deerflow.") {
+        return Err(format!("unknown DeerFlow tool '{use_}'; toolhost maps {} and deerflow.community.* tools", known_deerflow()));
+    }
+    // `component[:tool]`, where component is a bundled name or a .wasm path (with optional pin).
+    let (component_part, tool) = split_tool(use_);
+    if let Some(name) = bundled.iter().find(|b| **b == component_part) {
+        return Ok(ResolvedUse::Component { component: ComponentRef::Bundled((*name).to_string()), tool });
+    }
+    let (path_part, pin) = match component_part.split_once("@sha256:") {
+        Some((p, h)) => (p, Some(h)),
+        None => (component_part, None),
+    };
+    if path_part.ends_with(".wasm") {
+        if let Some(h) = pin {
+            if h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(format!("'{use_}': a sha256 pin is 64 hex digits, got '{h}'"));
+            }
+        }
+        let p = Path::new(path_part);
+        let path = if p.is_absolute() { p.to_path_buf() } else { base_dir.join(p) };
+        return Ok(ResolvedUse::Component {
+            component: ComponentRef::File { path, sha256: pin.map(str::to_ascii_lowercase) },
+            tool,
+        });
+    }
+    Err(format!(
+        "unknown tool source '{use_}': expected a bundled component ({}), a path to a .wasm component (optionally path.wasm@sha256:HEX), or {}",
+        bundled.join(", "),
+        known_deerflow()
+    ))
+}
+
+fn known_deerflow() -> String {
+    let mut names: Vec<&str> = DEERFLOW_SANDBOX_TOOLS.iter().map(|(u, _)| *u).collect();
+    names.push(BASH_TOOL_USE);
+    names.join(", ")
+}
+
+/// Split `component:tool`; a `:` inside a Windows drive or after `@sha256` is not a separator.
+fn split_tool(use_: &str) -> (&str, Option<String>) {
+    let search_from = use_.find("@sha256:").map(|i| i + "@sha256:".len()).unwrap_or(0);
+    match use_[search_from..].rfind(':') {
+        Some(i) => {
+            let i = search_from + i;
+            let tool = &use_[i + 1..];
+            if tool.is_empty() || tool.contains('/') {
+                (use_, None)
+            } else {
+                (&use_[..i], Some(tool.to_string()))
+            }
+        }
+        None => (use_, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const B: &[&str] = &["sandbox-fs", "hello"];
+
+    #[test]
+    fn maps_deerflow_paths() {
+        let base = Path::new("/cfg");
+        assert_eq!(resolve_use(BASH_TOOL_USE, B, base).unwrap(), ResolvedUse::HostBash);
+        assert_eq!(
+            resolve_use("deerflow.sandbox.tools:grep_tool", B, base).unwrap(),
+            ResolvedUse::Component { component: ComponentRef::Bundled("sandbox-fs".into()), tool: Some("grep".into()) }
+        );
+        assert_eq!(
+            resolve_use("deerflow.community.tavily.tools:web_search_tool", B, base).unwrap(),
+            ResolvedUse::NotBundled { module: "tavily".into() }
+        );
+        assert!(resolve_use("deerflow.sandbox.tools:nope_tool", B, base).unwrap_err().contains("ls_tool"));
+    }
+
+    #[test]
+    fn bundled_and_files() {
+        let base = Path::new("/cfg");
+        assert_eq!(
+            resolve_use("hello", B, base).unwrap(),
+            ResolvedUse::Component { component: ComponentRef::Bundled("hello".into()), tool: None }
+        );
+        assert_eq!(
+            resolve_use("hello:hello", B, base).unwrap(),
+            ResolvedUse::Component { component: ComponentRef::Bundled("hello".into()), tool: Some("hello".into()) }
+        );
+        let h = "ab".repeat(32);
+        assert_eq!(
+            resolve_use(&format!("tools/x.wasm@sha256:{h}:greet"), B, base).unwrap(),
+            ResolvedUse::Component {
+                component: ComponentRef::File { path: PathBuf::from("/cfg/tools/x.wasm"), sha256: Some(h.clone()) },
+                tool: Some("greet".into())
+            }
+        );
+        assert!(resolve_use("x.wasm@sha256:abc", B, base).unwrap_err().contains("64 hex"));
+        let err = resolve_use("nonsense", B, base).unwrap_err();
+        assert!(err.contains("sandbox-fs") && err.contains("nonsense"), "{err}");
+    }
+}

@@ -1,0 +1,414 @@
+//! The host: a loaded config, the runtime with its components, the assembled layers, the
+//! pipeline and thread state. What the CLI and embedders call.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use toolhost_core::{CallContext, ThreadPaths, Tool, ToolOutcome, ToolSource, ToolSpec};
+
+use crate::assembly::{
+    get_available_tools, Assembly, AssemblyFacts, AssemblyRequest, Builtin, ConfigEntry, ConfigEntryState, ToolLayer,
+};
+use crate::config::{self, AppConfig, Capabilities, ComponentRef, FilesystemAccess, LoadedConfig, ResolvedUse, ToolConfig};
+use crate::middleware::{Middleware, Pipeline, ReadBeforeWrite, ToolErrorHandling, ToolRequest};
+use crate::runtime::{CallLimits, CapabilitySet, FsGrant, Runtime};
+use crate::state_store::{StateError, ThreadStore};
+use crate::tools::component::{ComponentTool, SharedDirs};
+
+/// How to open a host.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    pub config_path: PathBuf,
+    /// `$TOOLHOST_HOME`, else `./.toolhost`.
+    pub data_dir: PathBuf,
+    /// Keep thread state on disk between processes (the CLI does).
+    pub persist_state: bool,
+    /// Precompiled artifacts; `None`: `<data_dir>/cache`.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl HostOptions {
+    pub fn new(config_path: impl Into<PathBuf>) -> Self {
+        Self { config_path: config_path.into(), data_dir: default_data_dir(), persist_state: false, cache_dir: None }
+    }
+}
+
+/// `$TOOLHOST_HOME`, else `./.toolhost`.
+pub fn default_data_dir() -> PathBuf {
+    std::env::var_os("TOOLHOST_HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".toolhost"))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error(transparent)]
+    Config(#[from] config::LoadError),
+    #[error("cannot start the wasm runtime: {0}")]
+    Runtime(String),
+    #[error(transparent)]
+    Paths(#[from] toolhost_core::paths::PathsError),
+    #[error(transparent)]
+    State(#[from] StateError),
+}
+
+/// A problem found while building the host from config: the entry and what is wrong.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Problem {
+    pub severity: Severity,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// The result of one call through the pipeline.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CallResult {
+    pub outcome: ToolOutcome,
+    /// Reducer errors for this call's update (DeerFlow raises them; the update is not applied).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub state_errors: Vec<String>,
+}
+
+pub struct Toolhost {
+    config: LoadedConfig,
+    runtime: Arc<Runtime>,
+    data_dir: PathBuf,
+    entries: Vec<ConfigEntry>,
+    builtins: Vec<Builtin>,
+    layers: Vec<Arc<dyn ToolLayer>>,
+    pipeline: Pipeline,
+    states: ThreadStore,
+    problems: Vec<Problem>,
+    call_seq: AtomicU64,
+}
+
+impl Toolhost {
+    /// Load the config, start the runtime, load every component the config names.
+    pub fn open(opts: HostOptions) -> Result<Self, HostError> {
+        let config = config::load(&opts.config_path)?;
+        let cache_dir = opts.cache_dir.clone().unwrap_or_else(|| opts.data_dir.join("cache"));
+        let runtime = Runtime::new(Some(cache_dir)).map_err(|e| HostError::Runtime(format!("{e:#}")))?;
+        Self::with_runtime(config, runtime, opts)
+    }
+
+    /// Build from an already loaded config and runtime (tests, embedders sharing one engine).
+    pub fn with_runtime(config: LoadedConfig, runtime: Arc<Runtime>, opts: HostOptions) -> Result<Self, HostError> {
+        let mut problems: Vec<Problem> =
+            config.warnings.iter().map(|w| Problem { severity: Severity::Warning, message: w.clone() }).collect();
+        let shared = Arc::new(shared_dirs(&config.config, &config.base_dir(), &mut problems));
+        let sandbox_json = sandbox_json(&config.config, &shared);
+        let mut entries = Vec::new();
+        for (i, tc) in config.config.tools.iter().enumerate() {
+            let state = build_entry(tc, &config, &runtime, &shared, &sandbox_json);
+            match &state {
+                ConfigEntryState::Failed(why) => {
+                    let (line, col) = config::locate_path(&std::fs::read_to_string(&config.path).unwrap_or_default(), &format!("tools[{i}].use"));
+                    problems.push(Problem {
+                        severity: Severity::Error,
+                        message: format!("{}:{line}:{col}: tools[{i}] '{}': {why}", config.path.display(), tc.name),
+                    });
+                }
+                ConfigEntryState::NotBundled { module } => problems.push(Problem {
+                    severity: Severity::Warning,
+                    message: format!(
+                        "tools[{i}] '{}': DeerFlow community tool '{module}' is not bundled with toolhost yet; it is left out",
+                        tc.name
+                    ),
+                }),
+                ConfigEntryState::Ready(_) => {}
+            }
+            entries.push(ConfigEntry { name: tc.name.clone(), group: tc.group.clone(), use_: tc.use_.clone(), state });
+        }
+        let rbw = config.config.read_before_write.enabled;
+        let layers: Vec<Arc<dyn Middleware>> = vec![Arc::new(ReadBeforeWrite::new(rbw)), Arc::new(ToolErrorHandling)];
+        Ok(Self {
+            config,
+            runtime,
+            data_dir: opts.data_dir,
+            entries,
+            builtins: Vec::new(),
+            layers: Vec::new(),
+            pipeline: Pipeline::new(layers),
+            states: ThreadStore::new(opts.persist_state),
+            problems,
+            call_seq: AtomicU64::new(0),
+        })
+    }
+
+    pub fn config(&self) -> &AppConfig {
+        &self.config.config
+    }
+
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// Problems found building the host (errors refuse a tool; warnings leave it out or note).
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// The pipeline layer names, outermost first.
+    pub fn pipeline_layers(&self) -> Vec<&'static str> {
+        self.pipeline.layer_names()
+    }
+
+    /// Add a tool layer (MCP, ACP, or an embedder's own).
+    pub fn add_layer(&mut self, layer: Arc<dyn ToolLayer>) {
+        self.layers.push(layer);
+    }
+
+    /// Add a builtin, in DeerFlow's order.
+    pub fn add_builtin(&mut self, builtin: Builtin) {
+        self.builtins.push(builtin);
+    }
+
+    fn facts(&self, req: &AssemblyRequest) -> AssemblyFacts {
+        let c = &self.config.config;
+        AssemblyFacts {
+            host_bash_allowed: c.is_host_bash_allowed(),
+            skill_evolution: c.skill_evolution.enabled,
+            vision: c.model_supports_vision(req.model_name.as_deref()),
+        }
+    }
+
+    /// DeerFlow's `get_available_tools`.
+    pub async fn get_available_tools(&self, req: &AssemblyRequest) -> Assembly {
+        get_available_tools(req, &self.facts(req), &self.entries, &self.builtins, &self.layers).await
+    }
+
+    pub fn thread_paths(&self, thread_id: &str) -> Result<ThreadPaths, HostError> {
+        Ok(ThreadPaths::new(&self.data_dir, thread_id)?)
+    }
+
+    async fn context(&self, thread_id: &str, tool_call_id: Option<String>) -> Result<CallContext, HostError> {
+        let paths = self.thread_paths(thread_id)?;
+        let state = self.states.get(&paths).await?;
+        let n = self.call_seq.fetch_add(1, Ordering::Relaxed);
+        let tool_call_id = tool_call_id.unwrap_or_else(|| format!("call_{}_{n}", std::process::id()));
+        Ok(CallContext { thread_id: thread_id.to_string(), tool_call_id, paths, state: Arc::new(state) })
+    }
+
+    /// The tools the model sees in `thread_id`: the assembly filtered by the pipeline.
+    pub async fn model_tools(&self, req: &AssemblyRequest, thread_id: &str) -> Result<Vec<Arc<dyn Tool>>, HostError> {
+        let assembly = self.get_available_tools(req).await;
+        let ctx = self.context(thread_id, None).await?;
+        Ok(self.pipeline.filter_tools(assembly.tools, &ctx))
+    }
+
+    /// The thread's current state.
+    pub async fn thread_state(&self, thread_id: &str) -> Result<toolhost_core::ThreadState, HostError> {
+        Ok(self.states.get(&self.thread_paths(thread_id)?).await?)
+    }
+
+    /// Run one tool call through the pipeline and merge its update into the thread's state.
+    pub async fn call(&self, req: &AssemblyRequest, thread_id: &str, name: &str, args: Value, tool_call_id: Option<String>) -> Result<CallResult, HostError> {
+        let results = self.call_turn(req, thread_id, vec![(name.to_string(), args, tool_call_id)]).await?;
+        Ok(results.into_iter().next().unwrap_or_else(|| CallResult { outcome: ToolOutcome::error("Error: no result"), state_errors: vec![] }))
+    }
+
+    /// Run the tool calls of one model turn concurrently, then merge their updates in call order
+    /// (DeerFlow's reducers decide how concurrent updates combine).
+    pub async fn call_turn(&self, req: &AssemblyRequest, thread_id: &str, calls: Vec<(String, Value, Option<String>)>) -> Result<Vec<CallResult>, HostError> {
+        let assembly = self.get_available_tools(req).await;
+        let mut contexts = Vec::with_capacity(calls.len());
+        for (_, _, id) in &calls {
+            contexts.push(self.context(thread_id, id.clone()).await?);
+        }
+        let futures = calls.iter().zip(&contexts).map(|((name, args, _), ctx)| {
+            let tool = assembly.tools.iter().find(|t| t.spec().name == *name);
+            async move {
+                let req = ToolRequest { name, args, ctx, tool };
+                self.pipeline.call(&req).await
+            }
+        });
+        let outcomes = join_all(futures).await;
+        let paths = self.thread_paths(thread_id)?;
+        let mut results = Vec::with_capacity(outcomes.len());
+        for outcome in outcomes {
+            let errors = self.states.apply(&paths, &[&outcome.update]).await?;
+            results.push(CallResult { outcome, state_errors: errors.iter().map(|e| e.to_string()).collect() });
+        }
+        Ok(results)
+    }
+}
+
+/// Run futures concurrently on the current task and collect their outputs in order.
+async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut set = Vec::new();
+    for f in futures {
+        set.push(Box::pin(f));
+    }
+    let mut outputs: Vec<Option<F::Output>> = (0..set.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, f) in set.iter_mut().enumerate() {
+            if outputs[i].is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => outputs[i] = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}
+
+fn shared_dirs(c: &AppConfig, base: &Path, problems: &mut Vec<Problem>) -> SharedDirs {
+    let skills = c.skills.path.as_ref().map(|p| resolve(base, p)).or_else(|| {
+        let d = base.join("skills");
+        d.is_dir().then_some(d)
+    });
+    let skills = skills.filter(|p| {
+        let ok = p.is_dir();
+        if !ok {
+            problems.push(Problem { severity: Severity::Warning, message: format!("skills directory {} does not exist; /mnt/skills is empty", p.display()) });
+        }
+        ok
+    });
+    let mut mounts = Vec::new();
+    for m in c.sandbox_or_default().mounts {
+        let host = resolve(base, &m.host_path);
+        if host.is_dir() {
+            mounts.push(config::MountConfig { host_path: host.display().to_string(), ..m });
+        } else {
+            // DeerFlow ignores mounts whose host path is missing.
+            problems.push(Problem { severity: Severity::Warning, message: format!("sandbox mount {} → {}: host path does not exist; ignored", m.host_path, m.container_path) });
+        }
+    }
+    SharedDirs { skills, skills_container_path: c.skills.container_path.clone(), mounts }
+}
+
+fn resolve(base: &Path, p: &str) -> PathBuf {
+    let p = Path::new(p);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+/// The sandbox settings component tools receive (see `wit/tool.wit`, `call-context.sandbox`).
+fn sandbox_json(c: &AppConfig, shared: &SharedDirs) -> Value {
+    let s = c.sandbox_or_default();
+    serde_json::json!({
+        "read_file_output_max_chars": s.read_file_output_max_chars,
+        "ls_output_max_chars": s.ls_output_max_chars,
+        "mounts": shared.mounts.iter().map(|m| serde_json::json!({"container_path": m.container_path, "read_only": m.read_only})).collect::<Vec<_>>(),
+        "skills_container_path": c.skills.container_path,
+        "write_file_max_bytes": std::env::var("DEERFLOW_WRITE_FILE_MAX_BYTES").ok(),
+        "disabled_skills": Vec::<String>::new(),
+    })
+}
+
+/// Default capabilities of bundled components (what DeerFlow's equivalents touch).
+fn bundled_defaults(component: &ComponentRef) -> Option<Capabilities> {
+    match component {
+        ComponentRef::Bundled(n) if n == "sandbox-fs" => Some(Capabilities {
+            filesystem: Some(FilesystemAccess::UserData),
+            memory_mb: Some(256),
+            timeout_s: Some(60.0),
+            output_bytes: Some(16 << 20),
+            ..Default::default()
+        }),
+        _ => None,
+    }
+}
+
+fn capability_set(caps: Option<&Capabilities>, problems: &mut Vec<String>) -> CapabilitySet {
+    let mut set = CapabilitySet::default();
+    let Some(c) = caps else { return set };
+    set.fs = match c.filesystem {
+        None | Some(FilesystemAccess::None) => FsGrant::None,
+        Some(FilesystemAccess::ReadOnly) => FsGrant::ReadOnly,
+        Some(FilesystemAccess::UserData) => FsGrant::UserData,
+    };
+    for name in &c.env {
+        match std::env::var(name) {
+            Ok(v) => set.env.push((name.clone(), v)),
+            Err(_) => problems.push(format!("capability env var {name} is not set on the host; not passed")),
+        }
+    }
+    set.network = c.network.clone();
+    set.limits = CallLimits {
+        timeout: c.timeout_s.filter(|t| t.is_finite() && *t > 0.0).map(std::time::Duration::from_secs_f64).unwrap_or(set.limits.timeout),
+        memory_bytes: c.memory_mb.map(|m| m << 20).unwrap_or(set.limits.memory_bytes),
+        output_bytes: c.output_bytes.unwrap_or(set.limits.output_bytes),
+    };
+    set
+}
+
+fn build_entry(tc: &ToolConfig, config: &LoadedConfig, runtime: &Arc<Runtime>, shared: &Arc<SharedDirs>, sandbox_json: &Value) -> ConfigEntryState {
+    let resolved = match config::resolve_use(&tc.use_, &crate::bundled::names(), &config.base_dir()) {
+        Ok(r) => r,
+        Err(e) => return ConfigEntryState::Failed(e),
+    };
+    match resolved {
+        ResolvedUse::NotBundled { module } => ConfigEntryState::NotBundled { module },
+        ResolvedUse::HostBash => crate::tools::bash_entry(tc, config),
+        ResolvedUse::Component { component, tool } => {
+            let loaded = match runtime.load(&component, &crate::bundled::bytes) {
+                Ok(l) => l,
+                Err(e) => return ConfigEntryState::Failed(e.to_string()),
+            };
+            let wanted = tool.clone().unwrap_or_else(|| tc.name.clone());
+            let listed = loaded.tools.iter().find(|t| t.name == wanted).or_else(|| {
+                if tool.is_none() && loaded.tools.len() == 1 {
+                    loaded.tools.first()
+                } else {
+                    None
+                }
+            });
+            let Some(listed) = listed else {
+                let names: Vec<&str> = loaded.tools.iter().map(|t| t.name.as_str()).collect();
+                return ConfigEntryState::Failed(format!("component {component} has no tool '{wanted}' (it has: {})", names.join(", ")));
+            };
+            let mut warnings = Vec::new();
+            let caps_cfg = tc.capabilities.clone().or_else(|| bundled_defaults(&component));
+            let caps = capability_set(caps_cfg.as_ref(), &mut warnings);
+            for w in warnings {
+                tracing::warn!("tool '{}': {w}", tc.name);
+            }
+            let spec = ToolSpec {
+                name: listed.name.clone(),
+                description: listed.description.clone(),
+                parameters: listed.parameters.clone(),
+                group: Some(tc.group.clone()),
+                source: ToolSource::Component { component: component.to_string() },
+            };
+            let extra: Map<String, Value> = tc.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            ConfigEntryState::Ready(Arc::new(ComponentTool::new(
+                spec,
+                listed.name.clone(),
+                runtime.clone(),
+                loaded,
+                caps,
+                extra,
+                sandbox_json.clone(),
+                shared.clone(),
+            )))
+        }
+    }
+}
+
+/// Open a host with everything toolhost provides wired in: builtins, host bash, MCP and ACP
+/// layers, and the full middleware pipeline.
+pub fn open_full(opts: HostOptions) -> Result<Toolhost, HostError> {
+    Toolhost::open(opts)
+}

@@ -1,0 +1,85 @@
+//! The tool-call pipeline: DeerFlow's middlewares around a tool call, in DeerFlow's order, as one
+//! explicit list ([`Pipeline::layers`]). The first layer is the outermost wrapper. The same
+//! layers filter the tool list the model sees.
+
+mod error_handling;
+mod read_before_write;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use toolhost_core::{CallContext, Tool, ToolOutcome};
+
+pub use error_handling::{format_exception, ToolErrorHandling};
+pub use read_before_write::ReadBeforeWrite;
+
+/// One tool call travelling through the pipeline.
+pub struct ToolRequest<'a> {
+    pub name: &'a str,
+    pub args: &'a Value,
+    pub ctx: &'a CallContext,
+    /// `None`: no tool of that name is available (the innermost layer answers so).
+    pub tool: Option<&'a Arc<dyn Tool>>,
+}
+
+/// A middleware layer.
+#[async_trait]
+pub trait Middleware: Send + Sync {
+    fn name(&self) -> &'static str;
+
+    /// Wrap one call; call `next.run(req)` to go on inward.
+    async fn wrap_call(&self, req: &ToolRequest<'_>, next: Next<'_>) -> ToolOutcome;
+
+    /// Filter what the model sees; by default, everything.
+    fn filter_tools(&self, tools: Vec<Arc<dyn Tool>>, _ctx: &CallContext) -> Vec<Arc<dyn Tool>> {
+        tools
+    }
+}
+
+/// The rest of the chain.
+pub struct Next<'a> {
+    rest: &'a [Arc<dyn Middleware>],
+}
+
+impl Next<'_> {
+    pub async fn run(self, req: &ToolRequest<'_>) -> ToolOutcome {
+        match self.rest.split_first() {
+            Some((layer, rest)) => layer.wrap_call(req, Next { rest }).await,
+            None => match req.tool {
+                Some(tool) => tool.call(req.ctx, req.args.clone()).await,
+                None => ToolOutcome::error(format!("Error: {} is not a valid tool, try one of the available tools.", req.name)),
+            },
+        }
+    }
+}
+
+/// The ordered chain.
+#[derive(Clone, Default)]
+pub struct Pipeline {
+    layers: Vec<Arc<dyn Middleware>>,
+}
+
+impl Pipeline {
+    /// Build from layers given outermost first.
+    pub fn new(layers: Vec<Arc<dyn Middleware>>) -> Self {
+        Self { layers }
+    }
+
+    /// The layer names, outermost first.
+    pub fn layer_names(&self) -> Vec<&'static str> {
+        self.layers.iter().map(|l| l.name()).collect()
+    }
+
+    pub async fn call(&self, req: &ToolRequest<'_>) -> ToolOutcome {
+        Next { rest: &self.layers }.run(req).await
+    }
+
+    /// What the model sees: every layer's filter, outermost first.
+    pub fn filter_tools(&self, mut tools: Vec<Arc<dyn Tool>>, ctx: &CallContext) -> Vec<Arc<dyn Tool>> {
+        for l in &self.layers {
+            tools = l.filter_tools(tools, ctx);
+        }
+        tools
+    }
+}

@@ -1,0 +1,80 @@
+//! Capabilities as values: what one component call may touch, built from the tool's
+//! `capabilities:` block and turned into a WASI context. Deny by default: no env, no network, no
+//! sockets, no files unless granted.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+
+use super::exec::CallLimits;
+
+/// File access of a component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsGrant {
+    None,
+    /// The thread's directories, read-only.
+    ReadOnly,
+    /// The thread's user-data read-write; skills, ACP workspace and read-only mounts read-only.
+    UserData,
+}
+
+/// A host directory made visible to the component at a guest path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preopen {
+    pub host: PathBuf,
+    pub guest: String,
+    pub read_only: bool,
+}
+
+/// Everything a call of one tool is allowed.
+#[derive(Debug, Clone)]
+pub struct CapabilitySet {
+    pub fs: FsGrant,
+    /// Env vars handed to the component: (name, value), resolved when the tool was assembled.
+    pub env: Vec<(String, String)>,
+    /// Outbound HTTPS hosts (wasi:http). Raw sockets are never granted.
+    pub network: Vec<String>,
+    pub limits: CallLimits,
+}
+
+impl Default for CapabilitySet {
+    fn default() -> Self {
+        Self {
+            fs: FsGrant::None,
+            env: Vec::new(),
+            network: Vec::new(),
+            limits: CallLimits {
+                timeout: Duration::from_secs(30),
+                memory_bytes: 64 << 20,
+                output_bytes: 4 << 20,
+            },
+        }
+    }
+}
+
+impl CapabilitySet {
+    /// The WASI context of one call. `preopens` are the directories the caller computed for
+    /// this thread; they are only attached when the grant allows files, and read-only grants
+    /// turn every preopen read-only.
+    pub fn wasi_ctx(&self, preopens: &[Preopen], stderr: wasmtime_wasi::p2::pipe::MemoryOutputPipe) -> anyhow::Result<WasiCtx> {
+        let mut b = WasiCtxBuilder::new();
+        b.stderr(stderr);
+        for (k, v) in &self.env {
+            b.env(k, v);
+        }
+        // Sockets stay denied: the default socket address check refuses every address, and
+        // name lookup is off unless allowed.
+        b.allow_ip_name_lookup(false);
+        b.allow_tcp(false);
+        b.allow_udp(false);
+        if self.fs != FsGrant::None {
+            for p in preopens {
+                let read_only = p.read_only || self.fs == FsGrant::ReadOnly;
+                let perms = if read_only { FsPerms::ReadOnly } else { FsPerms::ReadWrite };
+                b.preopened_dir(&p.host, &p.guest, perms)?;
+            }
+        }
+        Ok(b.build())
+    }
+}

@@ -1,0 +1,209 @@
+//! One call of a component tool: a fresh store and instance from the component's
+//! `InstancePre`, the WASI context of its capabilities, an epoch deadline, a memory limiter and an
+//! output cap. Whatever the guest does — loop, allocate, trap, panic, return garbage — comes back
+//! as a `ComponentCallError` naming what happened; the host keeps serving.
+
+use std::time::{Duration, Instant};
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, Store};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::capabilities::{CapabilitySet, Preopen};
+use super::toolhost::tool::{host, types};
+use super::{ListedTool, Runtime, ToolComponentPre, EPOCH_TICK};
+
+/// Per-call limits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallLimits {
+    /// CPU and wall time of the call, enforced by epoch interruption.
+    pub timeout: Duration,
+    /// Linear memory of the instance.
+    pub memory_bytes: u64,
+    /// Bytes of content the call may return.
+    pub output_bytes: u64,
+}
+
+/// The data of one store: WASI state, the limiter, and the tool's label for logs.
+pub struct HostState {
+    ctx: WasiCtx,
+    table: ResourceTable,
+    limiter: Limiter,
+    label: String,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.ctx, table: &mut self.table }
+    }
+}
+
+impl types::Host for HostState {}
+
+impl host::Host for HostState {
+    fn log(&mut self, level: host::Level, message: String) {
+        let message: String = message.chars().take(4096).collect();
+        let label = &self.label;
+        match level {
+            host::Level::Trace => tracing::trace!(component = %label, "{message}"),
+            host::Level::Debug => tracing::debug!(component = %label, "{message}"),
+            host::Level::Info => tracing::info!(component = %label, "{message}"),
+            host::Level::Warn => tracing::warn!(component = %label, "{message}"),
+            host::Level::Error => tracing::error!(component = %label, "{message}"),
+        }
+    }
+}
+
+/// Refuses memory growth past the limit and remembers that it did, so the error can say so.
+struct Limiter {
+    memory_bytes: usize,
+    hit: bool,
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.memory_bytes {
+            self.hit = true;
+            return Err(wasmtime::Error::msg("memory limit exceeded"));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= 1_000_000)
+    }
+}
+
+/// What to call.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    pub tool: String,
+    pub args: String,
+    pub thread_id: String,
+    pub tool_call_id: String,
+    /// The tool's own config keys, JSON.
+    pub config: String,
+    /// Sandbox settings for the tool, JSON.
+    pub sandbox: String,
+}
+
+/// A call's result as the component returned it.
+#[derive(Debug, Clone)]
+pub struct RawResult {
+    pub content: String,
+    pub is_error: bool,
+    pub update: Option<types::StateUpdate>,
+    pub elapsed: Duration,
+}
+
+/// Why a component call produced no result.
+#[derive(Debug, thiserror::Error)]
+pub enum ComponentCallError {
+    #[error("timed out after {0:?} and was stopped")]
+    Timeout(Duration),
+    #[error("exceeded its memory limit of {0} MiB and was stopped")]
+    Memory(u64),
+    #[error("returned {size} bytes of output, over its limit of {limit} bytes")]
+    OutputTooLarge { size: usize, limit: u64 },
+    #[error("crashed: {0}")]
+    Trap(String),
+    #[error("could not start: {0}")]
+    Instantiate(String),
+    #[error("has no tool named '{0}'")]
+    UnknownTool(String),
+    #[error("rejected the arguments: {0}")]
+    InvalidArguments(String),
+    #[error("failed: {0}")]
+    Failed(String),
+}
+
+fn new_store(rt: &Runtime, caps: &CapabilitySet, preopens: &[Preopen], label: &str, stderr: MemoryOutputPipe) -> Result<Store<HostState>, ComponentCallError> {
+    let ctx = caps.wasi_ctx(preopens, stderr).map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
+    let state = HostState {
+        ctx,
+        table: ResourceTable::new(),
+        limiter: Limiter { memory_bytes: usize::try_from(caps.limits.memory_bytes).unwrap_or(usize::MAX), hit: false },
+        label: label.to_string(),
+    };
+    let mut store = Store::new(rt.engine(), state);
+    store.limiter(|s| &mut s.limiter);
+    let ticks = caps.limits.timeout.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64 + 1;
+    store.set_epoch_deadline(ticks);
+    store.epoch_deadline_trap();
+    Ok(store)
+}
+
+/// Classify a failed call: the limiter and the epoch say more than the trap text.
+fn classify(err: wasmtime::Error, store: &Store<HostState>, caps: &CapabilitySet, stderr: &MemoryOutputPipe) -> ComponentCallError {
+    if store.data().limiter.hit {
+        return ComponentCallError::Memory(caps.limits.memory_bytes >> 20);
+    }
+    if let Some(wasmtime::Trap::Interrupt) = err.downcast_ref::<wasmtime::Trap>() {
+        return ComponentCallError::Timeout(caps.limits.timeout);
+    }
+    let trap = err.downcast_ref::<wasmtime::Trap>().map(|t| t.to_string()).unwrap_or_else(|| format!("{err:#}"));
+    let stderr = String::from_utf8_lossy(&stderr.contents()).into_owned();
+    // A Rust guest's panic message is on its stderr; it says more than "unreachable".
+    match stderr.lines().find(|l| l.contains("panicked at")) {
+        Some(line) => {
+            let tail: Vec<&str> = stderr.lines().skip_while(|l| !l.contains("panicked at")).take(3).collect();
+            let _ = line;
+            ComponentCallError::Trap(format!("{} ({trap})", tail.join(" ").trim()))
+        }
+        None => ComponentCallError::Trap(trap),
+    }
+}
+
+/// Call `req.tool` in a fresh instance.
+pub fn call(rt: &Runtime, pre: &ToolComponentPre<HostState>, caps: &CapabilitySet, preopens: &[Preopen], label: &str, req: &CallRequest) -> Result<RawResult, ComponentCallError> {
+    let start = Instant::now();
+    let stderr = MemoryOutputPipe::new(16 * 1024);
+    let mut store = new_store(rt, caps, preopens, label, stderr.clone())?;
+    let instance = match pre.instantiate(&mut store) {
+        Ok(i) => i,
+        Err(e) => return Err(match classify(e, &store, caps, &stderr) {
+            ComponentCallError::Trap(t) => ComponentCallError::Instantiate(t),
+            other => other,
+        }),
+    };
+    let ctx = types::CallContext {
+        thread_id: req.thread_id.clone(),
+        tool_call_id: req.tool_call_id.clone(),
+        config: req.config.clone(),
+        sandbox: req.sandbox.clone(),
+    };
+    let result = instance.toolhost_tool_tool().call_call(&mut store, &ctx, &req.tool, &req.args);
+    match result {
+        Err(e) => Err(classify(e, &store, caps, &stderr)),
+        Ok(Err(types::CallError::UnknownTool(t))) => Err(ComponentCallError::UnknownTool(t)),
+        Ok(Err(types::CallError::InvalidArguments(m))) => Err(ComponentCallError::InvalidArguments(m)),
+        Ok(Err(types::CallError::Failed(m))) => Err(ComponentCallError::Failed(m)),
+        Ok(Ok(r)) => {
+            let size = r.content.len() + r.update.as_ref().and_then(|u| u.todos.as_ref()).map_or(0, String::len);
+            if size as u64 > caps.limits.output_bytes {
+                return Err(ComponentCallError::OutputTooLarge { size, limit: caps.limits.output_bytes });
+            }
+            Ok(RawResult { content: r.content, is_error: r.is_error, update: r.update, elapsed: start.elapsed() })
+        }
+    }
+}
+
+/// Instantiate once with no capabilities and ask for the tool list.
+pub fn list_tools(rt: &Runtime, pre: &ToolComponentPre<HostState>) -> Result<Vec<ListedTool>, ComponentCallError> {
+    let caps = CapabilitySet::default();
+    let stderr = MemoryOutputPipe::new(16 * 1024);
+    let mut store = new_store(rt, &caps, &[], "list-tools", stderr.clone())?;
+    let instance = pre.instantiate(&mut store).map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
+    let specs = instance.toolhost_tool_tool().call_list_tools(&mut store).map_err(|e| classify(e, &store, &caps, &stderr))?;
+    let mut tools = Vec::with_capacity(specs.len());
+    for s in specs {
+        let parameters: serde_json::Value = serde_json::from_str(&s.parameters)
+            .map_err(|e| ComponentCallError::Failed(format!("tool '{}' lists a parameters schema that is not JSON: {e}", s.name)))?;
+        if !parameters.is_object() {
+            return Err(ComponentCallError::Failed(format!("tool '{}' lists a parameters schema that is not a JSON object", s.name)));
+        }
+        tools.push(ListedTool { name: s.name, description: s.description, parameters });
+    }
+    Ok(tools)
+}

@@ -1,0 +1,216 @@
+//! The component runtime: one wasmtime engine, the component store (digest pins, the on-disk
+//! precompile cache, one `InstancePre` per component), and per-call execution in a fresh store
+//! and instance with the tool's capabilities and limits.
+
+mod cache;
+mod capabilities;
+mod exec;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine};
+
+pub use capabilities::{CapabilitySet, FsGrant, Preopen};
+pub use exec::{CallLimits, CallRequest, ComponentCallError, RawResult};
+
+use crate::config::ComponentRef;
+
+wasmtime::component::bindgen!({
+    world: "tool-component",
+    path: "../wit",
+});
+
+/// How often the epoch ticks. Deadlines are whole ticks, so a call overruns its timeout by at
+/// most one tick.
+pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// What can go wrong loading a component.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read component {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("component {component}: sha256 is {actual}, but the config pins {expected}; refusing to load it")]
+    DigestMismatch { component: String, expected: String, actual: String },
+    #[error("no bundled component named '{0}' (bundled: {1})")]
+    UnknownBundled(String, String),
+    #[error("component {component} is not a valid toolhost tool component: {message}")]
+    Invalid { component: String, message: String },
+}
+
+/// A compiled component ready to instantiate, with the tools it lists.
+pub struct LoadedComponent {
+    pub label: String,
+    pub sha256: String,
+    pub pre: ToolComponentPre<exec::HostState>,
+    pub tools: Vec<ListedTool>,
+    /// Whether this load compiled (false: it came from the precompile cache).
+    pub compiled: bool,
+}
+
+/// One tool as a component lists it.
+#[derive(Debug, Clone)]
+pub struct ListedTool {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+}
+
+/// The runtime: engine, linker, precompile cache and loaded components.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<exec::HostState>,
+    cache_dir: Option<PathBuf>,
+    components: Mutex<HashMap<String, Arc<LoadedComponent>>>,
+    pooling: bool,
+}
+
+static TICKER_STARTED: OnceLock<()> = OnceLock::new();
+
+impl Runtime {
+    /// Build the engine. `cache_dir` holds precompiled artifacts (`None`: compile every time).
+    pub fn new(cache_dir: Option<PathBuf>) -> anyhow::Result<Arc<Self>> {
+        let (engine, pooling) = match Engine::new(&Self::config(true)) {
+            Ok(e) => (e, true),
+            Err(e) => {
+                tracing::warn!("pooling allocator unavailable ({e:#}); using on-demand allocation");
+                (Engine::new(&Self::config(false))?, false)
+            }
+        };
+        let mut linker: Linker<exec::HostState> = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        ToolComponent::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
+        let rt = Arc::new(Self { engine, linker, cache_dir, components: Mutex::new(HashMap::new()), pooling });
+        rt.start_ticker();
+        Ok(rt)
+    }
+
+    fn config(pooling: bool) -> Config {
+        let mut c = Config::new();
+        c.wasm_component_model(true);
+        c.epoch_interruption(true);
+        c.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        if pooling {
+            let mut p = wasmtime::PoolingAllocationConfig::default();
+            p.total_component_instances(256);
+            p.total_core_instances(512);
+            p.total_memories(256);
+            p.total_tables(512);
+            p.max_memory_size(1 << 32);
+            p.total_stacks(256);
+            c.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(p));
+        }
+        c
+    }
+
+    /// Whether instances come from the pooling allocator.
+    pub fn pooling(&self) -> bool {
+        self.pooling
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// One background thread advances the epoch of the engine; deadlines are counted in ticks.
+    fn start_ticker(self: &Arc<Self>) {
+        let engine = self.engine.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let _ = TICKER_STARTED.get_or_init(|| ());
+        let weak = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("toolhost-epoch".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) && weak.strong_count() > 0 {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })
+            .ok();
+    }
+
+    /// Load (or fetch from memory) a component: check its pin, compile or load from the cache,
+    /// pre-link it and list its tools.
+    pub fn load(&self, component: &ComponentRef, bytes_of_bundled: &dyn Fn(&str) -> Option<&'static [u8]>) -> Result<Arc<LoadedComponent>, LoadError> {
+        let label = component.to_string();
+        let bytes: std::borrow::Cow<'static, [u8]> = match component {
+            ComponentRef::Bundled(name) => match bytes_of_bundled(name) {
+                Some(b) => std::borrow::Cow::Borrowed(b),
+                None => return Err(LoadError::UnknownBundled(name.clone(), crate::bundled::names().join(", "))),
+            },
+            ComponentRef::File { path, .. } => std::fs::read(path)
+                .map(std::borrow::Cow::Owned)
+                .map_err(|source| LoadError::Read { path: path.clone(), source })?,
+        };
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        if let ComponentRef::File { sha256: Some(expected), .. } = component {
+            if *expected != sha256 {
+                return Err(LoadError::DigestMismatch { component: label, expected: expected.clone(), actual: sha256 });
+            }
+        }
+        if let Some(found) = self.components.lock().unwrap_or_else(|p| p.into_inner()).get(&sha256) {
+            return Ok(found.clone());
+        }
+        let (compiled_component, compiled) = self.compile_cached(&bytes, &sha256, &label)?;
+        let invalid = |message: String| LoadError::Invalid { component: label.clone(), message };
+        let instance_pre = self.linker.instantiate_pre(&compiled_component).map_err(|e| invalid(format!("{e:#}")))?;
+        let pre = ToolComponentPre::new(instance_pre).map_err(|e| invalid(format!("{e:#}")))?;
+        let tools = exec::list_tools(self, &pre).map_err(|e| invalid(e.to_string()))?;
+        let loaded = Arc::new(LoadedComponent { label, sha256: sha256.clone(), pre, tools, compiled });
+        self.components.lock().unwrap_or_else(|p| p.into_inner()).insert(sha256, loaded.clone());
+        Ok(loaded)
+    }
+
+    fn compile_cached(&self, bytes: &[u8], sha256: &str, label: &str) -> Result<(Component, bool), LoadError> {
+        let invalid = |message: String| LoadError::Invalid { component: label.to_string(), message };
+        if let Some(dir) = &self.cache_dir {
+            let path = cache::artifact_path(dir, &self.engine, sha256);
+            if let Some(c) = cache::load(&self.engine, &path) {
+                return Ok((c, false));
+            }
+            let component = Component::new(&self.engine, bytes).map_err(|e| invalid(format!("{e:#}")))?;
+            cache::store(&component, &path);
+            return Ok((component, true));
+        }
+        Ok((Component::new(&self.engine, bytes).map_err(|e| invalid(format!("{e:#}")))?, true))
+    }
+
+    /// Inspect a component file without registering it: its tools, imports and sha256.
+    pub fn inspect(&self, path: &Path) -> Result<Inspection, LoadError> {
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_path_buf(), source })?;
+        let sha256 = hex::encode(Sha256::digest(&bytes));
+        let label = path.display().to_string();
+        let (component, _) = self.compile_cached(&bytes, &sha256, &label)?;
+        let ty = component.component_type();
+        let imports = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
+        let loaded = self.load(&ComponentRef::File { path: path.to_path_buf(), sha256: None }, &|_| None)?;
+        Ok(Inspection { sha256, imports, exports, tools: loaded.tools.clone(), size: bytes.len() })
+    }
+}
+
+/// What `toolhost inspect` prints.
+#[derive(Debug, Clone)]
+pub struct Inspection {
+    pub sha256: String,
+    pub size: usize,
+    pub imports: Vec<String>,
+    pub exports: Vec<String>,
+    pub tools: Vec<ListedTool>,
+}
+
+/// Call a tool of a loaded component (blocking; run it off the async executor).
+pub fn exec_call(
+    rt: &Runtime,
+    component: &LoadedComponent,
+    caps: &CapabilitySet,
+    preopens: &[Preopen],
+    req: &CallRequest,
+) -> Result<RawResult, ComponentCallError> {
+    exec::call(rt, &component.pre, caps, preopens, &component.label, req)
+}

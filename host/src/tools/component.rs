@@ -1,0 +1,167 @@
+//! A tool of a wasm component, seen as a `Tool`: each call runs in a fresh instance on a
+//! blocking thread, with the tool's capabilities, its thread's preopens and its limits.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use toolhost_core::{CallContext, StateUpdate, Tool, ToolOutcome, ToolSpec, VIRTUAL_ACP, VIRTUAL_SKILLS};
+
+use crate::config::MountConfig;
+use crate::runtime::{CallRequest, CapabilitySet, ComponentCallError, FsGrant, LoadedComponent, Preopen, Runtime};
+
+/// Host directories every `filesystem:` grant may see besides the thread's own.
+#[derive(Debug, Clone, Default)]
+pub struct SharedDirs {
+    /// The skills directory (read-only at `/mnt/skills`), when it exists.
+    pub skills: Option<PathBuf>,
+    pub skills_container_path: String,
+    /// Configured `sandbox.mounts` whose host path exists.
+    pub mounts: Vec<MountConfig>,
+}
+
+/// A component tool.
+pub struct ComponentTool {
+    spec: ToolSpec,
+    /// The tool's name inside the component (the bound name may differ only for DeerFlow paths).
+    inner_name: String,
+    runtime: Arc<Runtime>,
+    component: Arc<LoadedComponent>,
+    caps: CapabilitySet,
+    config: String,
+    sandbox: String,
+    shared: Arc<SharedDirs>,
+}
+
+impl ComponentTool {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        spec: ToolSpec,
+        inner_name: String,
+        runtime: Arc<Runtime>,
+        component: Arc<LoadedComponent>,
+        caps: CapabilitySet,
+        config: Map<String, Value>,
+        sandbox: Value,
+        shared: Arc<SharedDirs>,
+    ) -> Self {
+        Self {
+            spec,
+            inner_name,
+            runtime,
+            component,
+            caps,
+            config: Value::Object(config).to_string(),
+            sandbox: sandbox.to_string(),
+            shared,
+        }
+    }
+
+    pub fn capabilities(&self) -> &CapabilitySet {
+        &self.caps
+    }
+
+    pub fn component(&self) -> &LoadedComponent {
+        &self.component
+    }
+
+    /// The preopens of a call in `ctx`'s thread. Directories are created on first use.
+    fn preopens(&self, ctx: &CallContext) -> Result<Vec<Preopen>, String> {
+        if self.caps.fs == FsGrant::None {
+            return Ok(Vec::new());
+        }
+        ctx.paths.ensure().map_err(|e| e.to_string())?;
+        let mut out = vec![
+            Preopen { host: ctx.paths.workspace(), guest: "/mnt/user-data/workspace".into(), read_only: false },
+            Preopen { host: ctx.paths.uploads(), guest: "/mnt/user-data/uploads".into(), read_only: false },
+            Preopen { host: ctx.paths.outputs(), guest: "/mnt/user-data/outputs".into(), read_only: false },
+            Preopen { host: ctx.paths.acp_workspace(), guest: VIRTUAL_ACP.into(), read_only: true },
+        ];
+        if let Some(skills) = &self.shared.skills {
+            let guest = if self.shared.skills_container_path.is_empty() { VIRTUAL_SKILLS.to_string() } else { self.shared.skills_container_path.clone() };
+            out.push(Preopen { host: skills.clone(), guest, read_only: true });
+        }
+        for m in &self.shared.mounts {
+            out.push(Preopen { host: PathBuf::from(&m.host_path), guest: m.container_path.clone(), read_only: m.read_only });
+        }
+        Ok(out)
+    }
+}
+
+/// The state update a component returned, in host terms.
+fn convert_update(u: crate::runtime::toolhost::tool::types::StateUpdate) -> Result<StateUpdate, String> {
+    let mut out = StateUpdate { artifacts: u.artifacts, ..StateUpdate::default() };
+    if let Some(images) = u.viewed_images {
+        let mut map = Map::new();
+        for i in images {
+            map.insert(
+                i.path.clone(),
+                serde_json::json!({"mime_type": i.mime_type, "size": i.size, "actual_path": i.actual_path}),
+            );
+        }
+        out.viewed_images = Some(map);
+    }
+    if let Some(todos) = u.todos {
+        let v: Value = serde_json::from_str(&todos).map_err(|e| format!("returned todos that are not JSON: {e}"))?;
+        if !v.is_array() {
+            return Err("returned todos that are not a JSON array".into());
+        }
+        out.todos = Some(v);
+    }
+    Ok(out)
+}
+
+#[async_trait]
+impl Tool for ComponentTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: &CallContext, args: Value) -> ToolOutcome {
+        let name = self.spec.name.clone();
+        let preopens = match self.preopens(ctx) {
+            Ok(p) => p,
+            Err(e) => return ToolOutcome::raised("OSError", e),
+        };
+        let req = CallRequest {
+            tool: self.inner_name.clone(),
+            args: if args.is_null() { "{}".to_string() } else { args.to_string() },
+            thread_id: ctx.thread_id.clone(),
+            tool_call_id: ctx.tool_call_id.clone(),
+            config: self.config.clone(),
+            sandbox: self.sandbox.clone(),
+        };
+        let runtime = self.runtime.clone();
+        let component = self.component.clone();
+        let caps = self.caps.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            crate::runtime::exec_call(&runtime, &component, &caps, &preopens, &req)
+        })
+        .await;
+        let result = match joined {
+            Ok(r) => r,
+            Err(e) => return ToolOutcome::raised("RuntimeError", format!("tool '{name}' worker failed: {e}")),
+        };
+        match result {
+            Ok(raw) => {
+                let update = match raw.update.map(convert_update).transpose() {
+                    Ok(u) => u.unwrap_or_default(),
+                    Err(e) => return ToolOutcome::raised("ValueError", format!("component tool '{name}' {e}")),
+                };
+                let content = ctx.paths.mask(&raw.content);
+                let outcome = if raw.is_error { ToolOutcome::error(content) } else { ToolOutcome::text(content) };
+                outcome.with_update(update)
+            }
+            Err(ComponentCallError::InvalidArguments(m)) => ToolOutcome::error(format!("Error: {m}")),
+            Err(e) => {
+                let class = match &e {
+                    ComponentCallError::Timeout(_) => "TimeoutError",
+                    ComponentCallError::Memory(_) => "MemoryError",
+                    _ => "RuntimeError",
+                };
+                ToolOutcome::raised(class, format!("component tool '{name}' {e}"))
+            }
+        }
+    }
+}

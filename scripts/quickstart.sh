@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Build everything (host, guest components) and run the main job on the bundled config.yaml:
+# check it, show the assembled tools and why, and run a few tool calls in a demo thread.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rustup target add wasm32-wasip2 >/dev/null 2>&1 || rustup target add wasm32-wasip2
+cargo build --release --bin toolhost
+bin=./target/release/toolhost
+export TOOLHOST_HOME="${TOOLHOST_HOME:-$PWD/.toolhost}"
+thread="demo-$(date +%s)"
+echo "== toolhost check"
+$bin check --config config.yaml
+echo "== toolhost tools --explain"
+$bin tools --config config.yaml --explain
+echo "== calls in thread $thread"
+$bin call hello '{"name": "toolhost"}' --thread "$thread" --config config.yaml
+$bin call write_file '{"description": "demo", "path": "/mnt/user-data/workspace/notes.md", "content": "# Notes\nTODO: try toolhost\n"}' --thread "$thread" --config config.yaml
+$bin call grep '{"description": "demo", "pattern": "TODO", "path": "/mnt/user-data/workspace"}' --thread "$thread" --config config.yaml
+$bin call read_file '{"description": "demo", "path": "/mnt/user-data/workspace/notes.md"}' --thread "$thread" --config config.yaml --json

@@ -1,0 +1,103 @@
+//! The `toolhost` binary end to end: check, tools --explain, call, inspect, on the bundled
+//! config.yaml and DeerFlow's own config.example.yaml.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn toolhost(data: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(args)
+        .env("TOOLHOST_HOME", data)
+        .env_remove("TOOLHOST_CONFIG")
+        .current_dir(root())
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn check_accepts_the_bundled_config() {
+    let data = tempfile::tempdir().unwrap();
+    let o = toolhost(data.path(), &["check", "--config", "config.yaml"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+    assert!(stdout(&o).contains("0 error(s)"), "{}", stdout(&o));
+}
+
+#[test]
+fn check_accepts_deerflow_example_config_and_reports_unbundled_tools() {
+    let data = tempfile::tempdir().unwrap();
+    let cfg = root().join("../shared/conformance/deerflow-configs/config.example.yaml");
+    let o = toolhost(data.path(), &["check", "--config", cfg.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("0 error(s)"), "{out}");
+    for community in ["ddg_search", "jina_ai", "image_search"] {
+        assert!(out.contains(community) && out.contains("not bundled"), "{community}: {out}");
+    }
+    let o = toolhost(data.path(), &["tools", "--config", cfg.to_str().unwrap(), "--explain"]);
+    let out = stdout(&o);
+    assert!(out.contains("+ read_file"), "{out}");
+    assert!(out.contains("- bash") && out.contains("host bash is not allowed"), "{out}");
+    assert!(out.contains("- web_search") && out.contains("not bundled"), "{out}");
+}
+
+#[test]
+fn check_reports_every_problem_with_location() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("bad.yaml");
+    std::fs::write(
+        &cfg,
+        "tools:\n  - name: a\n    use: hello\n  - name: b\n    group: g\n    use: nowhere\n  - name: c\n    group: g\n    use: hello\n    capabilities: {memory_mb: lots}\n",
+    )
+    .unwrap();
+    let o = toolhost(dir.path(), &["check", "--config", cfg.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(!o.status.success());
+    assert!(out.contains("bad.yaml:2:") && out.contains("tools[0]: missing field `group`"), "{out}");
+    assert!(out.contains("bad.yaml:7:") && out.contains("memory_mb"), "{out}");
+    assert!(out.contains("2 error(s)"), "{out}");
+
+    // Syntactically fine, but an unknown `use:` is refused with the entry named.
+    std::fs::write(&cfg, "tools:\n  - name: b\n    group: g\n    use: nowhere\n").unwrap();
+    let o = toolhost(dir.path(), &["check", "--config", cfg.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(!o.status.success());
+    assert!(out.contains("tools[0] 'b'") && out.contains("unknown tool source 'nowhere'") && out.contains(":4:"), "{out}");
+}
+
+#[test]
+fn call_runs_a_component_and_prints_json() {
+    let data = tempfile::tempdir().unwrap();
+    let o = toolhost(data.path(), &["call", "hello", r#"{"name":"world","excited":true}"#, "--config", "config.yaml", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["content"], "Hello, world!");
+    assert_eq!(v["status"], "success");
+    let o = toolhost(data.path(), &["call", "hello", "{not json", "--config", "config.yaml"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not valid JSON"));
+}
+
+#[test]
+fn inspect_shows_tools_imports_and_digest() {
+    let data = tempfile::tempdir().unwrap();
+    let wasm = Path::new(toolhost::bundled::GUEST_DIR).join("hostile.wasm");
+    let o = toolhost(data.path(), &["inspect", wasm.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    use sha2::Digest;
+    let digest = hex::encode(sha2::Sha256::digest(std::fs::read(&wasm).unwrap()));
+    assert!(out.contains(&digest), "{out}");
+    assert!(out.contains("toolhost:tool/tool@0.1.0"), "{out}");
+    assert!(out.contains("wasi:filesystem"), "{out}");
+    assert!(out.contains("spin") && out.contains("\"path\""), "{out}");
+}
