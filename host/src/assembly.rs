@@ -22,11 +22,32 @@ pub struct AssemblyRequest {
     pub subagent_enabled: bool,
     /// Subagents pass false: no `list_uploaded_files`.
     pub include_upload_tool: bool,
+    /// The lead agent's run (spec §1.1), for the tools appended after assembly.
+    pub agent: AgentRun,
+}
+
+/// What kind of lead-agent run the tools are for.
+#[derive(Debug, Clone, Default)]
+pub struct AgentRun {
+    /// A custom agent's name: adds `update_agent` (unless on the `github` channel).
+    pub agent_name: Option<String>,
+    pub channel_name: Option<String>,
+    /// Bootstrapping a new agent: adds `setup_agent`.
+    pub bootstrap: bool,
+    /// Plan mode: adds `write_todos`.
+    pub plan_mode: bool,
 }
 
 impl Default for AssemblyRequest {
     fn default() -> Self {
-        Self { groups: None, include_mcp: true, model_name: None, subagent_enabled: false, include_upload_tool: true }
+        Self {
+            groups: None,
+            include_mcp: true,
+            model_name: None,
+            subagent_enabled: false,
+            include_upload_tool: true,
+            agent: AgentRun::default(),
+        }
     }
 }
 

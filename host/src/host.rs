@@ -12,7 +12,7 @@ use crate::assembly::{
     get_available_tools, Assembly, AssemblyFacts, AssemblyRequest, Builtin, ConfigEntry, ConfigEntryState, ToolLayer,
 };
 use crate::config::{self, AppConfig, Capabilities, ComponentRef, FilesystemAccess, LoadedConfig, ResolvedUse, ToolConfig};
-use crate::middleware::{Middleware, Pipeline, ReadBeforeWrite, ToolErrorHandling, ToolRequest};
+use crate::middleware::{Pipeline, ToolRequest};
 use crate::runtime::{CallLimits, CapabilitySet, FsGrant, Runtime};
 use crate::state_store::{StateError, ThreadStore};
 use crate::tools::component::{ComponentTool, SharedDirs};
@@ -27,11 +27,14 @@ pub struct HostOptions {
     pub persist_state: bool,
     /// Precompiled artifacts; `None`: `<data_dir>/cache`.
     pub cache_dir: Option<PathBuf>,
+    /// `extensions_config.json`; `None`: DeerFlow's search (`DEER_FLOW_EXTENSIONS_CONFIG_PATH`,
+    /// then `extensions_config.json` / `mcp_config.json` beside config.yaml).
+    pub extensions_path: Option<PathBuf>,
 }
 
 impl HostOptions {
     pub fn new(config_path: impl Into<PathBuf>) -> Self {
-        Self { config_path: config_path.into(), data_dir: default_data_dir(), persist_state: false, cache_dir: None }
+        Self { config_path: config_path.into(), data_dir: default_data_dir(), persist_state: false, cache_dir: None, extensions_path: None }
     }
 }
 
@@ -103,9 +106,11 @@ impl Toolhost {
             config.warnings.iter().map(|w| Problem { severity: Severity::Warning, message: w.clone() }).collect();
         let shared = Arc::new(shared_dirs(&config.config, &config.base_dir(), &mut problems));
         let sandbox_json = sandbox_json(&config.config, &shared);
+        let base = config.base_dir();
+        let extensions = crate::wiring::extensions(&opts, &base, &mut problems);
         let mut entries = Vec::new();
         for (i, tc) in config.config.tools.iter().enumerate() {
-            let state = build_entry(tc, &config, &runtime, &shared, &sandbox_json);
+            let state = build_entry(tc, &config, &runtime, &shared, &sandbox_json, extensions.as_ref());
             match &state {
                 ConfigEntryState::Failed(why) => {
                     let (line, col) = config::locate_path(&std::fs::read_to_string(&config.path).unwrap_or_default(), &format!("tools[{i}].use"));
@@ -125,16 +130,22 @@ impl Toolhost {
             }
             entries.push(ConfigEntry { name: tc.name.clone(), group: tc.group.clone(), use_: tc.use_.clone(), state });
         }
-        let rbw = config.config.read_before_write.enabled;
-        let layers: Vec<Arc<dyn Middleware>> = vec![Arc::new(ReadBeforeWrite::new(rbw)), Arc::new(ToolErrorHandling)];
+        let skills = crate::wiring::skill_store(&config.config, &shared);
+        let public_skills = crate::wiring::public_skill_states(extensions.as_ref());
+        let builtins = crate::wiring::builtins(&config.config, &opts, skills.clone());
+        let mut layers: Vec<Arc<dyn ToolLayer>> = Vec::new();
+        if let Some(mcp) = crate::wiring::mcp_layer(&opts, &base) {
+            layers.push(mcp);
+        }
+        let pipeline = crate::wiring::pipeline(&config.config, skills, public_skills);
         Ok(Self {
             config,
             runtime,
             data_dir: opts.data_dir,
             entries,
-            builtins: Vec::new(),
-            layers: Vec::new(),
-            pipeline: Pipeline::new(layers),
+            builtins,
+            layers,
+            pipeline,
             states: ThreadStore::new(opts.persist_state),
             problems,
             call_seq: AtomicU64::new(0),
@@ -182,9 +193,13 @@ impl Toolhost {
         }
     }
 
-    /// DeerFlow's `get_available_tools`.
+    /// DeerFlow's `get_available_tools`, then the lead agent's own tools (spec §1.1):
+    /// `update_agent` for a named custom agent, `setup_agent` when bootstrapping, `write_todos`
+    /// in plan mode.
     pub async fn get_available_tools(&self, req: &AssemblyRequest) -> Assembly {
-        get_available_tools(req, &self.facts(req), &self.entries, &self.builtins, &self.layers).await
+        let mut a = get_available_tools(req, &self.facts(req), &self.entries, &self.builtins, &self.layers).await;
+        crate::wiring::agent_tools(&self.config.config, &self.data_dir, req, &mut a);
+        a
     }
 
     pub fn thread_paths(&self, thread_id: &str) -> Result<ThreadPaths, HostError> {
@@ -270,7 +285,7 @@ async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) 
     outputs.into_iter().flatten().collect()
 }
 
-fn shared_dirs(c: &AppConfig, base: &Path, problems: &mut Vec<Problem>) -> SharedDirs {
+pub(crate) fn shared_dirs(c: &AppConfig, base: &Path, problems: &mut Vec<Problem>) -> SharedDirs {
     let skills = c.skills.path.as_ref().map(|p| resolve(base, p)).or_else(|| {
         let d = base.join("skills");
         d.is_dir().then_some(d)
@@ -354,14 +369,21 @@ fn capability_set(caps: Option<&Capabilities>, problems: &mut Vec<String>) -> Ca
     set
 }
 
-fn build_entry(tc: &ToolConfig, config: &LoadedConfig, runtime: &Arc<Runtime>, shared: &Arc<SharedDirs>, sandbox_json: &Value) -> ConfigEntryState {
+fn build_entry(
+    tc: &ToolConfig,
+    config: &LoadedConfig,
+    runtime: &Arc<Runtime>,
+    shared: &Arc<SharedDirs>,
+    sandbox_json: &Value,
+    extensions: Option<&Value>,
+) -> ConfigEntryState {
     let resolved = match config::resolve_use(&tc.use_, &crate::bundled::names(), &config.base_dir()) {
         Ok(r) => r,
         Err(e) => return ConfigEntryState::Failed(e),
     };
     match resolved {
         ResolvedUse::NotBundled { module } => ConfigEntryState::NotBundled { module },
-        ResolvedUse::HostBash => crate::tools::bash_entry(tc, config),
+        ResolvedUse::HostBash => ConfigEntryState::Ready(crate::wiring::host_bash(&config.config, shared, extensions, &tc.group)),
         ResolvedUse::Component { component, tool } => {
             let loaded = match runtime.load(&component, &crate::bundled::bytes) {
                 Ok(l) => l,
@@ -407,8 +429,3 @@ fn build_entry(tc: &ToolConfig, config: &LoadedConfig, runtime: &Arc<Runtime>, s
     }
 }
 
-/// Open a host with everything toolhost provides wired in: builtins, host bash, MCP and ACP
-/// layers, and the full middleware pipeline.
-pub fn open_full(opts: HostOptions) -> Result<Toolhost, HostError> {
-    Toolhost::open(opts)
-}

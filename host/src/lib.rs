@@ -14,6 +14,7 @@ pub mod middleware;
 pub mod runtime;
 pub mod state_store;
 pub mod tools;
+pub mod wiring;
 
 pub use host::{default_data_dir, CallResult, HostError, HostOptions, Problem, Severity, Toolhost};
 pub use toolhost_core as core;

@@ -212,7 +212,7 @@ mod tests {
             "nice rm -fr \"$HOME\"",
             "rm -rf /home/*",
         ] {
-            assert_eq!(classify_deerflow(cmd) == "block", false, "DeerFlow already blocks {cmd:?}");
+            assert_ne!(classify_deerflow(cmd), "block", "DeerFlow already blocks {cmd:?}");
             assert_eq!(strict(cmd), Some(StrictRule::RecursiveRmOfRoot), "{cmd}");
         }
         assert_eq!(audit("rm -rf /mnt/user-data/workspace/build"), Verdict::Pass);

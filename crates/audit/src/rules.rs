@@ -240,6 +240,9 @@ pub fn shell_words(text: &str) -> Vec<&str> {
 }
 
 fn unquote(word: &str) -> String {
+    if !word.contains(['\'', '"', '\\']) {
+        return word.to_string();
+    }
     shlex::split(word).ok().and_then(|t| t.into_iter().next()).unwrap_or_else(|| word.to_string())
 }
 
@@ -285,7 +288,11 @@ pub fn substitution_in_command_position(part: &str) -> bool {
 
 /// A code-string, eval/source or process-substitution rule, on the collapsed text.
 pub fn code_string_substitution(normalized: &str) -> bool {
-    CODE_STRING.is_match(normalized)
+    // Every pattern names an interpreter, `eval`/`source` or `.`; `sh` also covers the shells.
+    const NEEDLES: [&str; 11] = ["sh", "python", "pypy", "perl", "ruby", "node", "php", "lua", "deno", "bun", "eval"];
+    let candidate =
+        NEEDLES.iter().any(|n| normalized.contains(n)) || normalized.contains("source") || normalized.contains('.');
+    candidate && CODE_STRING.is_match(normalized)
 }
 
 fn is_shell(name: &str) -> bool {
@@ -379,8 +386,20 @@ pub fn pipe_into_interpreter(part: &str) -> bool {
     if is_shell(name) {
         return true;
     }
-    interpreter(name)
-        .is_some_and(|(inline, arg_options)| reads_program_from_stdin(&words[i + 1..], inline, arg_options))
+    let Some((inline, arg_options)) = interpreter(name) else {
+        return false;
+    };
+    let args = &words[i + 1..];
+    if words[..i].iter().any(|w| basename(&unquote(w)) == "xargs") {
+        // xargs appends stdin as arguments: the program comes from the pipe only when an
+        // inline-code flag is left without its code (`xargs -0 python3 -c`).
+        return args.last().is_some_and(|last| {
+            let last = unquote(last);
+            last.strip_prefix('-').is_some_and(|f| !f.starts_with('-') && f.ends_with(|c: char| inline.contains(&c)))
+                || ["--eval", "--print", "--command"].contains(&last.as_str())
+        });
+    }
+    reads_program_from_stdin(args, inline, arg_options)
 }
 
 /// Lexically normalise an `rm` operand: `$HOME` → `~`, duplicate slashes, `.`/`..`, a trailing
@@ -496,5 +515,8 @@ mod tests {
         assert!(!pipe_into_interpreter("python3 script.py"));
         assert!(!pipe_into_interpreter("grep x"));
         assert!(pipe_into_interpreter("/usr/bin/env zsh -s"));
+        assert!(pipe_into_interpreter("xargs -0 python3 -c"));
+        assert!(!pipe_into_interpreter("xargs python3"));
+        assert!(!pipe_into_interpreter("xargs -n1 python3 -m py_compile"));
     }
 }

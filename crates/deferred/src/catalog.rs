@@ -2,12 +2,12 @@
 //! form, `catalog_hash`, and `search` with the `select:` / `+required rest` / regex grammar.
 //! Everything a search needs per tool is computed once when the catalog is built.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use sha2::{Digest, Sha256};
 use toolhost_core::ToolSpec;
 
-use crate::convert::convert_to_openai_function;
+use crate::convert::{convert_tool, OpenAiFunction};
 use crate::error::ConvertError;
 use crate::pyjson::{write_py_str, PyValue};
 use crate::pyre::CatalogRegex;
@@ -50,10 +50,7 @@ pub struct CatalogTool {
     pub name: String,
     pub description: String,
     /// `convert_to_openai_function(tool)`: `{name, description, parameters}`.
-    pub function: PyValue,
-    /// `f"{name} {description}"`, the text regex queries run over.
-    searchable: String,
-    name_lower: String,
+    pub function: OpenAiFunction,
 }
 
 impl CatalogTool {
@@ -64,12 +61,101 @@ impl CatalogTool {
     }
 }
 
+/// Texts joined with `'\n'` so that one regex scan covers them all, with each text's byte span.
+/// The separator is a non-word character, so `\b` behaves at a span's edges as at a text's.
+#[derive(Debug, Clone, Default)]
+struct Joined {
+    text: String,
+    spans: Vec<(usize, usize)>,
+}
+
+impl Joined {
+    fn new<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut j = Joined::default();
+        for t in texts {
+            j.push(t, None);
+        }
+        j
+    }
+
+    /// Append one entry: `head`, or `"{head} {tail}"`.
+    fn push(&mut self, head: &str, tail: Option<&str>) {
+        if !self.spans.is_empty() {
+            self.text.push('\n');
+        }
+        let start = self.text.len();
+        self.text.push_str(head);
+        if let Some(tail) = tail {
+            self.text.push(' ');
+            self.text.push_str(tail);
+        }
+        self.spans.push((start, self.text.len()));
+    }
+
+    /// The entry whose span (or the separator right after it) holds byte `pos`.
+    fn entry_at(&self, pos: usize) -> usize {
+        self.spans.partition_point(|s| s.0 <= pos).saturating_sub(1)
+    }
+
+    fn entry(&self, i: usize) -> &str {
+        let (start, end) = self.spans[i];
+        &self.text[start..end]
+    }
+
+    /// Call `f(i)` for each entry `i` the regex matches (`re.search(text_i)`), in order, until
+    /// `f` returns false. A match that runs past its entry is re-checked on the entry alone.
+    fn for_each_match(&self, re: &CatalogRegex, mut f: impl FnMut(usize) -> bool) {
+        let mut pos = 0;
+        while pos <= self.text.len() {
+            let Some((start, end)) = re.find_at(&self.text, pos) else { break };
+            let e = self.entry_at(start);
+            let span_end = self.spans[e].1;
+            let hit = end <= span_end || re.is_match(self.entry(e));
+            if hit && !f(e) {
+                break;
+            }
+            pos = span_end + 1;
+        }
+    }
+
+    /// `len(re.findall(text_i))` for every entry.
+    fn counts(&self, re: &CatalogRegex) -> Vec<usize> {
+        let mut counts = vec![0; self.spans.len()];
+        let mut pos = 0;
+        while pos <= self.text.len() {
+            let Some((start, end)) = re.find_at(&self.text, pos) else { break };
+            let e = self.entry_at(start);
+            let span_end = self.spans[e].1;
+            if end > span_end {
+                counts[e] = re.count(self.entry(e));
+                pos = span_end + 1;
+                continue;
+            }
+            counts[e] += 1;
+            pos = if end > start {
+                end
+            } else if end >= span_end {
+                span_end + 1
+            } else {
+                end + self.text[end..].chars().next().map_or(1, char::len_utf8)
+            };
+        }
+        counts
+    }
+}
+
 /// An immutable catalog of deferred tools.
 #[derive(Debug, Clone)]
 pub struct DeferredCatalog {
     tools: Vec<CatalogTool>,
     names: HashSet<String>,
     hash: String,
+    /// name → positions in catalog order (names may repeat).
+    by_name: HashMap<String, Vec<usize>>,
+    /// Every tool's `"{name} {description}"`.
+    searchable: Joined,
+    /// Every tool's lowercased name.
+    names_lower: Joined,
 }
 
 impl DeferredCatalog {
@@ -79,25 +165,38 @@ impl DeferredCatalog {
         let tools = tools
             .into_iter()
             .map(|t| {
-                let function = convert_to_openai_function(&t.name, &t.description, &t.schema)?;
-                Ok(CatalogTool {
-                    searchable: format!("{} {}", t.name, t.description),
-                    name_lower: py_lower(&t.name),
-                    name: t.name,
-                    description: t.description,
-                    function,
-                })
+                let function = convert_tool(&t.name, &t.description, t.schema)?;
+                Ok(CatalogTool { name: t.name, description: t.description, function })
             })
             .collect::<Result<Vec<_>, ConvertError>>()?;
         let names = tools.iter().map(|t| t.name.clone()).collect();
-        let mut catalog = Self { tools, names, hash: String::new() };
-        catalog.hash = hex::encode(&Sha256::digest(catalog.hash_blob().as_bytes())[..8]);
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::with_capacity(tools.len());
+        for (i, t) in tools.iter().enumerate() {
+            by_name.entry(t.name.clone()).or_default().push(i);
+        }
+        // `f"{name} {description}"`, the text regex queries run over, for every tool.
+        let mut searchable = Joined::default();
+        let mut names_lower = Joined::default();
+        for t in &tools {
+            searchable.push(&t.name, Some(&t.description));
+            names_lower.push(&py_lower(&t.name), None);
+        }
+        let mut catalog = Self { tools, names, hash: String::new(), by_name, searchable, names_lower };
+        catalog.hash = catalog.compute_hash();
         Ok(catalog)
     }
 
     /// A catalog of tool specs (see [`DeferredToolInput::from_spec`] on number precision).
     pub fn from_specs<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>) -> Result<Self, ConvertError> {
         Self::new(specs.into_iter().map(DeferredToolInput::from_spec))
+    }
+
+    /// Recompute the hash from the converted functions (what construction stores in `hash`).
+    /// The blob is streamed into the hasher in chunks rather than built whole.
+    pub fn compute_hash(&self) -> String {
+        let mut hasher = Sha256::new();
+        self.write_blob(|chunk| hasher.update(chunk.as_bytes()));
+        hex::encode(&hasher.finalize()[..8])
     }
 
     /// `catalog_hash`: first 16 hex of sha256 over [`Self::hash_blob`].
@@ -124,10 +223,17 @@ impl DeferredCatalog {
     /// The exact text DeerFlow hashes: `json.dumps([{"name", "schema"} sorted by name],
     /// sort_keys=True, ensure_ascii=False)`.
     pub fn hash_blob(&self) -> String {
+        let mut blob = String::new();
+        self.write_blob(|chunk| blob.push_str(chunk));
+        blob
+    }
+
+    fn write_blob(&self, mut sink: impl FnMut(&str)) {
+        const CHUNK: usize = 64 * 1024;
         let mut order: Vec<&CatalogTool> = self.tools.iter().collect();
         // Stable, by code point (byte order of UTF-8), like Python's `sorted(key=name)`.
         order.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut out = String::with_capacity(self.tools.len() * 256);
+        let mut out = String::with_capacity(CHUNK + 4096);
         out.push('[');
         for (i, t) in order.into_iter().enumerate() {
             if i > 0 {
@@ -138,9 +244,13 @@ impl DeferredCatalog {
             out.push_str(", \"schema\": ");
             t.function.write_sorted(&mut out);
             out.push('}');
+            if out.len() >= CHUNK {
+                sink(&out);
+                out.clear();
+            }
         }
         out.push(']');
-        out
+        sink(&out);
     }
 
     /// `DeferredToolCatalog.search(query)`: matching tools, in result order.
@@ -151,46 +261,83 @@ impl DeferredCatalog {
         }
         if let Some(list) = query.strip_prefix("select:") {
             // Uncapped, catalog order, unknown names ignored.
-            let wanted: HashSet<&str> = list.split(',').map(py_strip).collect();
-            return self.tools.iter().filter(|t| wanted.contains(t.name.as_str())).collect();
+            let mut hits: Vec<usize> =
+                list.split(',').map(py_strip).filter_map(|n| self.by_name.get(n)).flatten().copied().collect();
+            hits.sort_unstable();
+            hits.dedup();
+            return hits.into_iter().map(|i| &self.tools[i]).collect();
         }
         if let Some(rest) = query.strip_prefix('+') {
             let Some((required, rest)) = py_split_once_ws(rest) else {
                 return Vec::new();
             };
-            let required = py_lower(required);
-            let mut candidates: Vec<&CatalogTool> =
-                self.tools.iter().filter(|t| t.name_lower.contains(required.as_str())).collect();
+            let mut candidates = self.name_contains(&py_lower(required));
             if let Some(rest) = rest {
                 let re = CatalogRegex::compile(rest);
-                let mut scored: Vec<(usize, &CatalogTool)> =
-                    candidates.into_iter().map(|t| (re.count(&t.searchable), t)).collect();
+                let counts: Vec<usize> = if re.is_context_sensitive() {
+                    candidates.iter().map(|&i| re.count(self.searchable.entry(i))).collect()
+                } else {
+                    Joined::new(candidates.iter().map(|&i| self.searchable.entry(i))).counts(&re)
+                };
+                let mut scored: Vec<(usize, usize)> = counts.into_iter().zip(candidates).collect();
                 // Stable sort, descending, as `list.sort(key=…, reverse=True)`.
                 scored.sort_by_key(|s| std::cmp::Reverse(s.0));
-                candidates = scored.into_iter().map(|(_, t)| t).collect();
+                candidates = scored.into_iter().map(|(_, i)| i).collect();
             }
             candidates.truncate(MAX_RESULTS);
-            return candidates;
+            return candidates.into_iter().map(|i| &self.tools[i]).collect();
         }
         let re = CatalogRegex::compile(query);
+        // Score 2 (the name matches too) before score 1, each in catalog order; enough score-2
+        // hits end the scan.
         let mut best: Vec<&CatalogTool> = Vec::new();
         let mut rest: Vec<&CatalogTool> = Vec::new();
-        for t in &self.tools {
-            // Enough score-2 hits fill the result; score-1 hits are only needed until then.
-            if best.len() >= MAX_RESULTS {
-                break;
+        let mut take = |i: usize| {
+            let t = &self.tools[i];
+            if re.is_match(&t.name) {
+                best.push(t);
+            } else if rest.len() < MAX_RESULTS {
+                rest.push(t);
             }
-            if re.is_match(&t.searchable) {
-                if re.is_match(&t.name) {
-                    best.push(t);
-                } else if rest.len() < MAX_RESULTS {
-                    rest.push(t);
+            best.len() < MAX_RESULTS
+        };
+        if let Some(bytes) = re.required_bytes() {
+            // A literal query: only texts holding its caseless run can match; verify those.
+            let mut last = usize::MAX;
+            for (pos, _) in self.searchable.text.match_indices(bytes) {
+                let i = self.searchable.entry_at(pos);
+                if i != last {
+                    last = i;
+                    if re.is_match(self.searchable.entry(i)) && !take(i) {
+                        break;
+                    }
                 }
             }
+        } else if re.is_context_sensitive() {
+            for i in 0..self.tools.len() {
+                if re.is_match(self.searchable.entry(i)) && !take(i) {
+                    break;
+                }
+            }
+        } else {
+            self.searchable.for_each_match(&re, take);
         }
         best.extend(rest);
         best.truncate(MAX_RESULTS);
         best
+    }
+
+    /// Positions of tools whose lowercased name contains `needle`, in catalog order.
+    fn name_contains(&self, needle: &str) -> Vec<usize> {
+        let mut hits: Vec<usize> = Vec::new();
+        for (pos, _) in self.names_lower.text.match_indices(needle) {
+            let e = self.names_lower.entry_at(pos);
+            // The needle has no whitespace, so it never spans the '\n' between two names.
+            if hits.last() != Some(&e) {
+                hits.push(e);
+            }
+        }
+        hits
     }
 
     /// The `tool_search` content for a non-empty result:
@@ -208,5 +355,113 @@ impl DeferredCatalog {
         }
         out.push_str("\n]");
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One scan over the joined texts gives what a search of each text alone gives, including
+    /// for matches that would run across the separator and for empty matches.
+    #[test]
+    fn joined_scan_equals_per_text_search() {
+        let texts = [
+            "slack_send_message Send a message",
+            "",
+            "x",
+            "calendar_export_ics Export calendar\nevents",
+            "gmail_send Send mail; send again",
+            "ends with e",
+            "ñandú émoji 🚀 send",
+        ];
+        let joined = Joined::new(texts.iter().copied());
+        let patterns = [
+            "send",
+            "e",
+            "e\\b",
+            "\\Be",
+            "\\s",
+            "\\s+",
+            "[^x]+",
+            ".*",
+            "x*",
+            "(send|mail).*",
+            "calendar.*export",
+            "é",
+            "a|",
+            "sum(",
+            "🚀\\s",
+            "(?s).+",
+            "[\\s\\S]{3}",
+        ];
+        for p in patterns {
+            let re = CatalogRegex::compile(p);
+            assert!(!re.is_context_sensitive(), "{p}");
+            let expected_counts: Vec<usize> = texts.iter().map(|t| re.count(t)).collect();
+            assert_eq!(joined.counts(&re), expected_counts, "counts for {p:?}");
+            let expected_hits: Vec<usize> = (0..texts.len()).filter(|&i| re.is_match(texts[i])).collect();
+            let mut hits = Vec::new();
+            joined.for_each_match(&re, |i| {
+                hits.push(i);
+                true
+            });
+            assert_eq!(hits, expected_hits, "hits for {p:?}");
+        }
+        for p in ["^send", "send$", "(?=e)", "\\Aslack", "x\\Z", "(?<=a)b"] {
+            assert!(CatalogRegex::compile(p).is_context_sensitive(), "{p}");
+        }
+    }
+
+    /// The regex form, whichever scan it takes, equals DeerFlow's loop over each tool.
+    #[test]
+    fn regex_form_equals_per_tool_loop() {
+        let descs = [
+            "item 12",
+            "ITEM 12 again",
+            "item 123",
+            "item12",
+            "other 12",
+            "Item 1 2",
+            "x item 12 item 12",
+            "📦 item 12",
+        ];
+        let cat = DeferredCatalog::new(descs.iter().enumerate().map(|(i, d)| DeferredToolInput {
+            name: if i % 3 == 0 { format!("item_12_{i}") } else { format!("tool_{i}") },
+            description: d.to_string(),
+            schema: PyValue::parse("{}").unwrap(),
+        }))
+        .unwrap();
+        for q in ["item 12", "Item 12", "m 1", "em 12", "zzz 9", "12", "item.12", "1 2", "item_12", "_12"] {
+            let re = CatalogRegex::compile(q);
+            let mut scored: Vec<(usize, &str)> = cat
+                .tools()
+                .iter()
+                .filter(|t| re.is_match(&format!("{} {}", t.name, t.description)))
+                .map(|t| (if re.is_match(&t.name) { 2 } else { 1 }, t.name.as_str()))
+                .collect();
+            scored.sort_by_key(|s| std::cmp::Reverse(s.0));
+            let expected: Vec<&str> = scored.into_iter().map(|(_, n)| n).take(MAX_RESULTS).collect();
+            let got: Vec<&str> = cat.search(q).iter().map(|t| t.name.as_str()).collect();
+            assert_eq!(got, expected, "{q:?}");
+        }
+    }
+
+    #[test]
+    fn anchored_queries_search_each_text_alone() {
+        let input = |n: &str, d: &str| DeferredToolInput {
+            name: n.into(),
+            description: d.into(),
+            schema: PyValue::parse("{}").unwrap(),
+        };
+        let cat =
+            DeferredCatalog::new([input("a_one", "first"), input("b_two", "second\nline"), input("c", "one")]).unwrap();
+        let names = |q: &str| cat.search(q).iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names("^b_"), ["b_two"]);
+        assert_eq!(names("one$"), ["c"]);
+        assert_eq!(names("line$"), ["b_two"]);
+        assert_eq!(names("+_ one"), ["a_one", "b_two"]);
+        assert_eq!(names("+_ ^a"), ["a_one", "b_two"]);
+        assert_eq!(names("select:c,a_one,c"), ["a_one", "c"]);
     }
 }

@@ -3,10 +3,8 @@
 //! the description fallback and the `__arg1` case (langchain_core 1.8.3, `utils/function_calling.py`
 //! and `utils/json_schema.py`).
 
-use indexmap::IndexMap;
-
 use crate::error::ConvertError;
-use crate::pyjson::PyValue;
+use crate::pyjson::{write_indented_rm_titles, write_py_str, write_sorted_rm_titles, PyDict, PyValue};
 
 /// Deeper than Python's recursion limit would allow; deeper schemas are rejected.
 const MAX_DEPTH: usize = 400;
@@ -14,73 +12,205 @@ const MAX_DEPTH: usize = 400;
 /// doubling at every level) is rejected instead of exhausting memory.
 const MAX_NODES: usize = 2_000_000;
 
+/// Keys `_convert_json_schema_to_openai_function` pops from the top of the resolved schema.
+const POPPED: [&str; 4] = ["definitions", "$defs", "title", "description"];
+
+/// The result of `convert_to_openai_function` for one tool, `{name, description, parameters}`,
+/// kept as the (resolved) schema plus the title-stripping still to apply, so that a catalog of
+/// thousands of tools does not copy every schema: the renderers strip while writing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenAiFunction {
+    pub name: PyValue,
+    pub description: PyValue,
+    /// The schema as given (`$ref`-free) or `$ref`-resolved, before title stripping.
+    params: PyDict,
+    /// Drop `POPPED` from the top of `params` when rendering (the `$ref`-free path).
+    skip_top: bool,
+    /// langchain strips titles on the JSON-schema path only, not on the `__arg1` path.
+    strip_titles: bool,
+}
+
+impl OpenAiFunction {
+    fn top_skip(&self) -> &'static [&'static str] {
+        if self.skip_top {
+            &POPPED
+        } else {
+            &[]
+        }
+    }
+
+    /// The `parameters` value as langchain builds it.
+    pub fn parameters(&self) -> PyValue {
+        if self.strip_titles {
+            PyValue::Dict(rm_titles(&self.params, "", self.top_skip()))
+        } else {
+            PyValue::Dict(self.params.clone())
+        }
+    }
+
+    /// The function as a dict `{name, description, parameters}`.
+    pub fn to_value(&self) -> PyValue {
+        let mut out = PyDict::with_capacity(3);
+        out.push_unique("name".to_string(), self.name.clone());
+        out.push_unique("description".to_string(), self.description.clone());
+        out.push_unique("parameters".to_string(), self.parameters());
+        PyValue::Dict(out)
+    }
+
+    /// `json.dumps(function, sort_keys=True, ensure_ascii=False)`.
+    pub fn write_sorted(&self, out: &mut String) {
+        out.push_str("{\"description\": ");
+        self.description.write_sorted(out);
+        out.push_str(", \"name\": ");
+        self.name.write_sorted(out);
+        out.push_str(", \"parameters\": ");
+        if self.strip_titles {
+            write_sorted_rm_titles(&self.params, "", self.top_skip(), out);
+        } else {
+            PyValue::Dict(self.params.clone()).write_sorted(out);
+        }
+        out.push('}');
+    }
+
+    /// `json.dumps(function, indent=2, ensure_ascii=False)` at nesting `level`.
+    pub fn write_indented(&self, out: &mut String, level: usize) {
+        let pad = |out: &mut String, n: usize| {
+            out.push('\n');
+            for _ in 0..n {
+                out.push_str("  ");
+            }
+        };
+        out.push('{');
+        pad(out, level + 1);
+        write_py_str("name", out);
+        out.push_str(": ");
+        self.name.write_indented(out, level + 1);
+        out.push(',');
+        pad(out, level + 1);
+        write_py_str("description", out);
+        out.push_str(": ");
+        self.description.write_indented(out, level + 1);
+        out.push(',');
+        pad(out, level + 1);
+        write_py_str("parameters", out);
+        out.push_str(": ");
+        if self.strip_titles {
+            write_indented_rm_titles(&self.params, "", self.top_skip(), out, level + 1);
+        } else {
+            PyValue::Dict(self.params.clone()).write_indented(out, level + 1);
+        }
+        pad(out, level);
+        out.push('}');
+    }
+}
+
+fn s(v: &str) -> PyValue {
+    PyValue::Str(v.to_string())
+}
+
 /// `convert_to_openai_function(StructuredTool(name, description, args_schema=schema))`:
 /// a dict `{name, description, parameters}` in that key order.
 pub fn convert_to_openai_function(name: &str, description: &str, schema: &PyValue) -> Result<PyValue, ConvertError> {
+    Ok(convert_tool(name, description, schema.clone())?.to_value())
+}
+
+/// [`convert_to_openai_function`] taking the schema by value, without copying it when it has
+/// no `$ref`.
+pub fn convert_tool(name: &str, description: &str, schema: PyValue) -> Result<OpenAiFunction, ConvertError> {
     let tool = || name.to_string();
-    let schema = schema.as_dict().ok_or_else(|| ConvertError::SchemaNotObject { tool: tool() })?;
-
-    // `BaseTool.tool_call_schema` for a dict args_schema: the tool description overrides the
-    // schema's (and a `$ref` to `#/description` sees it).
-    let mut call_schema = schema.clone();
-    if !description.is_empty() {
-        call_schema.insert("description".to_string(), PyValue::Str(description.to_string()));
-    }
-
-    let mut out = IndexMap::with_capacity(3);
-    if call_schema.is_empty() {
-        // A falsy tool_call_schema takes langchain's single-string-argument branch, titles kept.
-        let mut arg1 = IndexMap::new();
-        arg1.insert("title".to_string(), PyValue::Str("__arg1".to_string()));
-        arg1.insert("type".to_string(), PyValue::Str("string".to_string()));
-        let mut props = IndexMap::new();
-        props.insert("__arg1".to_string(), PyValue::Dict(arg1));
-        let mut params = IndexMap::new();
-        params.insert("properties".to_string(), PyValue::Dict(props));
-        params.insert("required".to_string(), PyValue::List(vec![PyValue::Str("__arg1".to_string())]));
-        params.insert("type".to_string(), PyValue::Str("object".to_string()));
-        out.insert("name".to_string(), PyValue::Str(name.to_string()));
-        out.insert("description".to_string(), PyValue::Str(description.to_string()));
-        out.insert("parameters".to_string(), PyValue::Dict(params));
-        return Ok(PyValue::Dict(out));
-    }
-
-    let full = PyValue::Dict(call_schema);
-    let mut deref = Deref { full: &full, tool: name, active: Vec::new(), nodes: 0 };
-    let resolved = deref.value(&full, 0)?;
-    let PyValue::Dict(mut resolved) = resolved else {
-        return Err(ConvertError::ResolvedNotObject { tool: tool() });
+    let PyValue::Dict(schema) = schema else {
+        return Err(ConvertError::SchemaNotObject { tool: tool() });
     };
-    resolved.shift_remove("definitions");
-    resolved.shift_remove("$defs");
-    let title = resolved.shift_remove("title").unwrap_or_else(|| PyValue::Str(String::new()));
-    let default_description = resolved.shift_remove("description").unwrap_or_else(|| PyValue::Str(String::new()));
 
-    out.insert("name".to_string(), if name.is_empty() { title } else { PyValue::Str(name.to_string()) });
-    out.insert(
-        "description".to_string(),
-        if description.is_empty() { default_description } else { PyValue::Str(description.to_string()) },
-    );
-    out.insert("parameters".to_string(), PyValue::Dict(rm_titles(&resolved, "")));
-    Ok(PyValue::Dict(out))
+    if schema.is_empty() && description.is_empty() {
+        // A falsy tool_call_schema takes langchain's single-string-argument branch, titles kept.
+        let arg1: PyDict =
+            [("title".to_string(), s("__arg1")), ("type".to_string(), s("string"))].into_iter().collect();
+        let props: PyDict = [("__arg1".to_string(), PyValue::Dict(arg1))].into_iter().collect();
+        let params: PyDict = [
+            ("properties".to_string(), PyValue::Dict(props)),
+            ("required".to_string(), PyValue::List(vec![s("__arg1")])),
+            ("type".to_string(), s("object")),
+        ]
+        .into_iter()
+        .collect();
+        return Ok(OpenAiFunction {
+            name: s(name),
+            description: s(description),
+            params,
+            skip_top: false,
+            strip_titles: false,
+        });
+    }
+
+    let (title, default_description, params, skip_top) = if contains_ref(&schema, 0) {
+        // `BaseTool.tool_call_schema` for a dict args_schema: the tool description overrides
+        // the schema's (and a `$ref` to `#/description` sees it).
+        let mut call_schema = schema;
+        if !description.is_empty() {
+            call_schema.insert("description".to_string(), s(description));
+        }
+        let full = PyValue::Dict(call_schema);
+        let mut deref = Deref { full: &full, tool: name, active: Vec::new(), nodes: 0 };
+        let PyValue::Dict(mut resolved) = deref.value(&full, 0)? else {
+            return Err(ConvertError::ResolvedNotObject { tool: tool() });
+        };
+        resolved.remove("definitions");
+        resolved.remove("$defs");
+        let title = resolved.remove("title");
+        let default_description = resolved.remove("description");
+        (title, default_description, resolved, false)
+    } else {
+        // Without any `$ref`, dereferencing is a plain copy: keep the schema, skip at render.
+        (schema.get("title").cloned(), schema.get("description").cloned(), schema, true)
+    };
+
+    let title = title.unwrap_or_else(|| s(""));
+    let description =
+        if description.is_empty() { default_description.unwrap_or_else(|| s("")) } else { s(description) };
+    Ok(OpenAiFunction {
+        name: if name.is_empty() { title } else { s(name) },
+        description,
+        params,
+        skip_top,
+        strip_titles: true,
+    })
+}
+
+/// Whether any object in the schema has a `$ref` key (outside nothing: `$defs` counts too,
+/// since a `$ref` inside `$defs` is resolved when something points there).
+fn contains_ref(d: &PyDict, depth: usize) -> bool {
+    // Too deep to scan here means too deep to convert; let the full path report it.
+    if depth > MAX_DEPTH {
+        return true;
+    }
+    d.iter().any(|(k, v)| k == "$ref" || value_contains_ref(v, depth + 1))
+}
+
+fn value_contains_ref(v: &PyValue, depth: usize) -> bool {
+    match v {
+        PyValue::Dict(d) => contains_ref(d, depth),
+        PyValue::List(l) => l.iter().any(|x| value_contains_ref(x, depth + 1)),
+        _ => false,
+    }
 }
 
 /// `_rm_titles`: drop every `title` key of a dict, except a dict-valued one directly under
-/// `properties` (a property named "title"); lists are not entered.
-fn rm_titles(kv: &IndexMap<String, PyValue>, prev_key: &str) -> IndexMap<String, PyValue> {
-    let mut out = IndexMap::with_capacity(kv.len());
-    for (k, v) in kv {
+/// `properties` (a property named "title"); lists are not entered. `skip` drops further keys
+/// of this dict only (the top-level keys `_convert_json_schema_to_openai_function` pops).
+fn rm_titles(kv: &PyDict, prev_key: &str, skip: &[&str]) -> PyDict {
+    let mut out = PyDict::with_capacity(kv.len());
+    for (k, v) in kv.iter() {
+        if skip.contains(&k.as_str()) {
+            continue;
+        }
         match v {
             PyValue::Dict(d) if k == "title" && prev_key == "properties" => {
-                out.insert(k.clone(), PyValue::Dict(rm_titles(d, k)));
+                out.push_unique(k.clone(), PyValue::Dict(rm_titles(d, k, &[])));
             }
             _ if k == "title" => {}
-            PyValue::Dict(d) => {
-                out.insert(k.clone(), PyValue::Dict(rm_titles(d, k)));
-            }
-            other => {
-                out.insert(k.clone(), other.clone());
-            }
+            PyValue::Dict(d) => out.push_unique(k.clone(), PyValue::Dict(rm_titles(d, k, &[]))),
+            other => out.push_unique(k.clone(), other.clone()),
         }
     }
     out
@@ -123,8 +253,8 @@ impl Deref<'_> {
         &mut self,
         items: impl Iterator<Item = (&'v String, &'v PyValue)>,
         depth: usize,
-    ) -> Result<IndexMap<String, PyValue>, ConvertError> {
-        let mut out = IndexMap::new();
+    ) -> Result<PyDict, ConvertError> {
+        let mut out = PyDict::new();
         for (k, v) in items {
             let nv = match v {
                 _ if k == "$defs" => {
@@ -134,7 +264,7 @@ impl Deref<'_> {
                 PyValue::Dict(_) | PyValue::List(_) => self.value(v, depth + 1)?,
                 other => other.clone(),
             };
-            out.insert(k.clone(), nv);
+            out.push_unique(k.clone(), nv);
         }
         Ok(out)
     }
@@ -151,12 +281,7 @@ impl Deref<'_> {
         Ok(())
     }
 
-    fn reference(
-        &mut self,
-        obj: &IndexMap<String, PyValue>,
-        r: &PyValue,
-        depth: usize,
-    ) -> Result<PyValue, ConvertError> {
+    fn reference(&mut self, obj: &PyDict, r: &PyValue, depth: usize) -> Result<PyValue, ConvertError> {
         let PyValue::Str(path) = r else {
             let mut found = String::new();
             r.write_sorted(&mut found);
@@ -176,7 +301,7 @@ impl Deref<'_> {
         }
         let mut merged = match resolved {
             PyValue::Dict(d) => d,
-            _ => IndexMap::new(),
+            _ => PyDict::new(),
         };
         for (k, v) in self.dict(additional, depth)? {
             merged.insert(k, v);
@@ -223,6 +348,34 @@ mod tests {
         let mut s = String::new();
         f.write_sorted(&mut s);
         Ok(s)
+    }
+
+    /// The renderers that strip titles while writing give exactly what stripping a copy and
+    /// writing it gives.
+    #[test]
+    fn streaming_renderers_equal_materialized_value() {
+        let schemas = [
+            r#"{"title":"T","description":"D","properties":{"title":{"title":"x","type":"string"},"a":{"title":"A"}}}"#,
+            r#"{"properties":{"title":"plain","t2":{"properties":{"title":{"title":"deep"}}}},"$defs":{"X":{"title":"gone"}}}"#,
+            r##"{"properties":{"a":{"$ref":"#/$defs/X","title":"over"}},"$defs":{"X":{"title":"gone","type":"integer"}}}"##,
+            r#"{"title":"only"}"#,
+            r#"{}"#,
+            r#"{"definitions":{"a":1},"anyOf":[{"title":"kept"}],"default":{"title":"x","k":[{"title":"kept"}]}}"#,
+        ];
+        for schema in schemas {
+            for desc in ["", "tool desc"] {
+                let f = convert_tool("t", desc, PyValue::parse(schema).unwrap()).unwrap();
+                let v = f.to_value();
+                let (mut a, mut b) = (String::new(), String::new());
+                f.write_sorted(&mut a);
+                v.write_sorted(&mut b);
+                assert_eq!(a, b, "{schema} / {desc:?}");
+                let (mut a, mut b) = (String::new(), String::new());
+                f.write_indented(&mut a, 1);
+                v.write_indented(&mut b, 1);
+                assert_eq!(a, b, "{schema} / {desc:?}");
+            }
+        }
     }
 
     #[test]

@@ -259,7 +259,9 @@ mod tests {
     #[test]
     fn assembly_fails_closed() {
         // Enabled, MCP tools present, but the setup handed in recovered no deferred set.
-        let err = finish_assembly(vec![mcp("mcp_a")], true, DeferredToolSetup::default()).unwrap_err();
+        let Err(err) = finish_assembly(vec![mcp("mcp_a")], true, DeferredToolSetup::default()) else {
+            panic!("assembly must fail closed")
+        };
         assert_eq!(
             err.to_string(),
             "tool_search enabled and MCP candidates exist, but no deferred set was recovered - refusing to bind MCP schemas (fail-closed)."

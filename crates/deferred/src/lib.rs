@@ -20,7 +20,7 @@ pub use filter::{
     assemble_deferred_tools, build_deferred_tool_setup, deferred_tools_prompt_section, finish_assembly,
     DeferredToolFilter, DeferredToolSetup,
 };
-pub use pyjson::PyValue;
+pub use pyjson::{PyDict, PyValue};
 pub use routing::{
     build_routing_index, clamp_top_k, ChatMessage, HumanMessage, McpRouting, RoutingEntry, RoutingMeta,
     DEFAULT_AUTO_PROMOTE_TOP_K,

@@ -2,7 +2,8 @@
 //! Owns number fidelity (integers of any size kept as their digits, floats printed as Python's
 //! `repr`) so that `catalog_hash` and `tool_search` content match DeerFlow byte for byte.
 
-use indexmap::IndexMap;
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use crate::error::JsonError;
@@ -18,7 +19,96 @@ pub enum PyValue {
     Float(f64),
     Str(String),
     List(Vec<PyValue>),
-    Dict(IndexMap<String, PyValue>),
+    Dict(PyDict),
+}
+
+/// A Python dict of a JSON object: insertion-ordered `(key, value)` pairs with unique keys.
+/// Schemas have few keys per object, so a vector beats a hash map here.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PyDict(Vec<(String, PyValue)>);
+
+impl PyDict {
+    pub fn new() -> Self {
+        Self(Vec::new())
+    }
+
+    pub fn with_capacity(n: usize) -> Self {
+        Self(Vec::with_capacity(n))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn get(&self, key: &str) -> Option<&PyValue> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.0.iter().any(|(k, _)| k == key)
+    }
+
+    /// `d[key] = value`: an existing key keeps its position.
+    pub fn insert(&mut self, key: String, value: PyValue) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((key, value)),
+        }
+    }
+
+    /// Append a key known not to be present (copying from another dict).
+    fn push_new(&mut self, key: String, value: PyValue) {
+        self.0.push((key, value));
+    }
+
+    /// `d.pop(key)`, keeping the order of the rest.
+    pub fn remove(&mut self, key: &str) -> Option<PyValue> {
+        let i = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(i).1)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &PyValue)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
+impl IntoIterator for PyDict {
+    type Item = (String, PyValue);
+    type IntoIter = std::vec::IntoIter<(String, PyValue)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+impl FromIterator<(String, PyValue)> for PyDict {
+    /// Collect pairs; a repeated key keeps its first position and its last value.
+    fn from_iter<I: IntoIterator<Item = (String, PyValue)>>(iter: I) -> Self {
+        let mut d = PyDict::new();
+        for (k, v) in iter {
+            d.insert(k, v);
+        }
+        d
+    }
+}
+
+impl PyDict {
+    /// Copy pairs whose keys are already unique (from another dict), without the key check.
+    pub(crate) fn from_unique(pairs: impl Iterator<Item = (String, PyValue)>) -> Self {
+        let mut d = PyDict::new();
+        for (k, v) in pairs {
+            d.push_new(k, v);
+        }
+        d
+    }
+
+    pub(crate) fn push_unique(&mut self, key: String, value: PyValue) {
+        self.push_new(key, value);
+    }
 }
 
 /// Nesting deeper than this is rejected; Python's own recursion limit is 1 000 frames.
@@ -56,7 +146,9 @@ impl PyValue {
             }
             Value::String(s) => PyValue::Str(s.clone()),
             Value::Array(a) => PyValue::List(a.iter().map(PyValue::from_json).collect()),
-            Value::Object(m) => PyValue::Dict(m.iter().map(|(k, v)| (k.clone(), PyValue::from_json(v))).collect()),
+            Value::Object(m) => {
+                PyValue::Dict(PyDict::from_unique(m.iter().map(|(k, v)| (k.clone(), PyValue::from_json(v)))))
+            }
         }
     }
 
@@ -82,7 +174,7 @@ impl PyValue {
         }
     }
 
-    pub fn as_dict(&self) -> Option<&IndexMap<String, PyValue>> {
+    pub fn as_dict(&self) -> Option<&PyDict> {
         match self {
             PyValue::Dict(d) => Some(d),
             _ => None,
@@ -116,18 +208,8 @@ impl PyValue {
                 out.push(']');
             }
             PyValue::Dict(d) => {
-                let mut keys: Vec<&String> = d.keys().collect();
-                // Rust orders strings by UTF-8 bytes, which is Python's code-point order.
-                keys.sort_unstable();
                 out.push('{');
-                for (i, k) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    write_py_str(k, out);
-                    out.push_str(": ");
-                    d[k.as_str()].write_sorted(out);
-                }
+                for_sorted_entries(d, |_, _| true, |i, k, v| write_sorted_entry(i, k, v, out));
                 out.push('}');
             }
             scalar => scalar.write_scalar(out),
@@ -182,6 +264,92 @@ impl PyValue {
     }
 }
 
+/// `_rm_titles`' rule for one dict entry: a `title` key is dropped unless its value is a dict
+/// directly under `properties` (a property named "title").
+fn keeps_title_rule(k: &str, v: &PyValue, prev_key: &str) -> bool {
+    k != "title" || (matches!(v, PyValue::Dict(_)) && prev_key == "properties")
+}
+
+/// `json.dumps(_rm_titles(d), sort_keys=True, …)` without building the stripped copy; `skip`
+/// drops further keys of this dict only.
+pub(crate) fn write_sorted_rm_titles(d: &PyDict, prev_key: &str, skip: &[&str], out: &mut String) {
+    out.push('{');
+    for_sorted_entries(
+        d,
+        |k, v| keeps_title_rule(k, v, prev_key) && !skip.contains(&k),
+        |i, k, v| {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            write_py_str(k, out);
+            out.push_str(": ");
+            match v {
+                PyValue::Dict(inner) => write_sorted_rm_titles(inner, k, &[], out),
+                other => other.write_sorted(out),
+            }
+        },
+    );
+    out.push('}');
+}
+
+/// Call `f(i, key, value)` for the entries `keep` accepts, in key (code point) order.
+fn for_sorted_entries(d: &PyDict, keep: impl Fn(&str, &PyValue) -> bool, mut f: impl FnMut(usize, &str, &PyValue)) {
+    // Schemas' objects are small: sort positions on the stack, not in a heap vector.
+    if d.0.len() <= 32 {
+        let mut order = [0u8; 32];
+        let mut n = 0;
+        for (i, (k, v)) in d.0.iter().enumerate() {
+            if keep(k, v) {
+                order[n] = i as u8;
+                n += 1;
+            }
+        }
+        // Rust orders strings by UTF-8 bytes, which is Python's code-point order.
+        order[..n].sort_unstable_by(|a, b| d.0[*a as usize].0.cmp(&d.0[*b as usize].0));
+        for (i, &ix) in order[..n].iter().enumerate() {
+            let (k, v) = &d.0[ix as usize];
+            f(i, k, v);
+        }
+    } else {
+        let mut entries: Vec<&(String, PyValue)> = d.0.iter().filter(|(k, v)| keep(k, v)).collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (i, (k, v)) in entries.into_iter().enumerate() {
+            f(i, k, v);
+        }
+    }
+}
+
+/// `json.dumps(_rm_titles(d), indent=2, …)` at nesting `level`, without the stripped copy.
+pub(crate) fn write_indented_rm_titles(d: &PyDict, prev_key: &str, skip: &[&str], out: &mut String, level: usize) {
+    let mut first = true;
+    for (k, v) in d.0.iter().filter(|(k, v)| keeps_title_rule(k, v, prev_key) && !skip.contains(&k.as_str())) {
+        out.push_str(if first { "{" } else { "," });
+        first = false;
+        newline_indent(out, level + 1);
+        write_py_str(k, out);
+        out.push_str(": ");
+        match v {
+            PyValue::Dict(inner) => write_indented_rm_titles(inner, k, &[], out, level + 1),
+            other => other.write_indented(out, level + 1),
+        }
+    }
+    if first {
+        out.push_str("{}");
+    } else {
+        newline_indent(out, level);
+        out.push('}');
+    }
+}
+
+fn write_sorted_entry(i: usize, k: &str, v: &PyValue, out: &mut String) {
+    if i > 0 {
+        out.push_str(", ");
+    }
+    write_py_str(k, out);
+    out.push_str(": ");
+    v.write_sorted(out);
+}
+
 fn newline_indent(out: &mut String, level: usize) {
     out.push('\n');
     for _ in 0..level {
@@ -193,6 +361,11 @@ fn newline_indent(out: &mut String, level: usize) {
 /// controls are escaped; everything else, DEL and U+2028 included, is written as is.
 pub fn write_py_str(s: &str, out: &mut String) {
     out.push('"');
+    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     let mut start = 0;
     for (i, b) in s.bytes().enumerate() {
         let esc: Option<&str> = match b {
@@ -313,7 +486,9 @@ impl Parser<'_> {
 
     fn object(&mut self, depth: usize) -> Result<PyValue, JsonError> {
         self.pos += 1;
-        let mut map = IndexMap::new();
+        let mut map = PyDict::new();
+        // Key positions, kept only for large objects so that repeated keys stay linear.
+        let mut index: Option<HashMap<String, usize>> = None;
         self.ws();
         if self.s.get(self.pos) == Some(&b'}') {
             self.pos += 1;
@@ -332,7 +507,19 @@ impl Parser<'_> {
             self.pos += 1;
             self.ws();
             let v = self.value(depth + 1)?;
-            map.insert(k, v);
+            if index.is_none() && map.len() >= 32 {
+                index = Some(map.0.iter().enumerate().map(|(i, (k, _))| (k.clone(), i)).collect());
+            }
+            match &mut index {
+                Some(ix) => match ix.get(&k) {
+                    Some(&i) => map.0[i].1 = v,
+                    None => {
+                        ix.insert(k.clone(), map.len());
+                        map.push_new(k, v);
+                    }
+                },
+                None => map.insert(k, v),
+            }
             self.ws();
             match self.s.get(self.pos) {
                 Some(b',') => self.pos += 1,
@@ -527,6 +714,16 @@ mod tests {
         let mut s = String::new();
         v.write_indented(&mut s, 0);
         assert_eq!(s, "{\n  \"b\": 3,\n  \"a\": 2\n}");
+        // Large objects take the indexed path; same rule.
+        let mut text = String::from("{");
+        for i in 0..100 {
+            text.push_str(&format!("\"k{}\": {i}, ", i % 50));
+        }
+        text.push_str("\"k0\": \"last\"}");
+        let PyValue::Dict(d) = PyValue::parse(&text).unwrap() else { panic!("object") };
+        assert_eq!(d.len(), 50);
+        assert_eq!(d.iter().next().map(|(k, v)| (k.as_str(), v.clone())), Some(("k0", PyValue::Str("last".into()))));
+        assert_eq!(d.get("k49"), Some(&PyValue::Int("99".into())));
     }
 
     #[test]

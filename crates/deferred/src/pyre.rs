@@ -12,29 +12,61 @@ pub struct CatalogRegex {
     re: Option<Regex>,
     /// True when the query was taken literally (Python's `re.error` fallback).
     literal: bool,
+    /// True when a match may depend on where the text starts or ends (anchors, lookaround),
+    /// so the text cannot be searched as part of a longer haystack.
+    context_sensitive: bool,
+    /// For a query that is a plain literal: its longest run of ASCII digits, punctuation and
+    /// spaces (characters that IGNORECASE matches only by themselves), if at least 2 bytes.
+    /// Every matching text contains this run byte for byte.
+    required_bytes: Option<String>,
 }
 
 impl CatalogRegex {
     /// `re.compile(pattern, re.IGNORECASE)`, falling back to `re.escape(pattern)`.
     pub fn compile(pattern: &str) -> CatalogRegex {
-        if let Some(translated) = translate(pattern) {
+        let plain = !pattern.contains(['\\', '.', '^', '$', '*', '+', '?', '{', '}', '[', ']', '(', ')', '|']);
+        if let Some((translated, context_sensitive)) = translate(pattern) {
             if let Ok(re) = build(&translated) {
-                return CatalogRegex { re: Some(re), literal: false };
+                let required_bytes = if plain { caseless_run(pattern) } else { None };
+                return CatalogRegex { re: Some(re), literal: false, context_sensitive, required_bytes };
             }
         }
         let escaped = fancy_regex::escape(pattern);
         match build(&escaped) {
-            Ok(re) => CatalogRegex { re: Some(re), literal: true },
+            Ok(re) => CatalogRegex {
+                re: Some(re),
+                literal: true,
+                context_sensitive: false,
+                required_bytes: caseless_run(pattern),
+            },
             Err(e) => {
                 // Only a pattern beyond the engine's size limit gets here.
                 tracing::warn!(error = %e, "tool_search query too large to compile; it matches nothing");
-                CatalogRegex { re: None, literal: true }
+                CatalogRegex { re: None, literal: true, context_sensitive: false, required_bytes: None }
             }
         }
     }
 
     pub fn is_literal(&self) -> bool {
         self.literal
+    }
+
+    /// Bytes every matching text contains (see the field); lets a caller skip texts cheaply.
+    pub fn required_bytes(&self) -> Option<&str> {
+        self.required_bytes.as_deref()
+    }
+
+    pub fn is_context_sensitive(&self) -> bool {
+        self.context_sensitive
+    }
+
+    /// The first match at or after byte `pos` of `text` (which gives look-behind context).
+    pub fn find_at(&self, text: &str, pos: usize) -> Option<(usize, usize)> {
+        let re = self.re.as_ref()?;
+        match re.find_from_pos(text, pos) {
+            Ok(Some(m)) => Some((m.start(), m.end())),
+            _ => None,
+        }
     }
 
     /// `regex.search(text) is not None`. A match aborted by the backtracking limit counts as
@@ -65,6 +97,15 @@ impl CatalogRegex {
     }
 }
 
+/// The longest run of ASCII non-letters (digits, punctuation, space) in a literal query.
+fn caseless_run(literal: &str) -> Option<String> {
+    literal
+        .split(|c: char| !c.is_ascii() || c.is_ascii_alphabetic() || c.is_ascii_control())
+        .max_by_key(|run| run.len())
+        .filter(|run| run.len() >= 2)
+        .map(str::to_string)
+}
+
 fn build(pattern: &str) -> Result<Regex, fancy_regex::Error> {
     RegexBuilder::new(pattern).case_insensitive(true).build()
 }
@@ -77,7 +118,26 @@ fn is_meta(c: char) -> bool {
     )
 }
 
+/// Characters Python's IGNORECASE treats as equal beyond Unicode simple case folding (which
+/// the regex engine applies): `sre_compile._equivalences` entries and `İ`, whose simple
+/// lowercase is `i`.
+fn extra_case_equivalents(c: char) -> Option<&'static str> {
+    match c {
+        'i' | 'I' | '\u{131}' | '\u{130}' => Some("iI\u{131}\u{130}"),
+        '\u{390}' | '\u{1FD3}' => Some("\u{390}\u{1FD3}"),
+        '\u{3B0}' | '\u{1FE3}' => Some("\u{3B0}\u{1FE3}"),
+        '\u{FB05}' | '\u{FB06}' => Some("\u{FB05}\u{FB06}"),
+        _ => None,
+    }
+}
+
 fn push_literal(out: &mut String, c: char) {
+    if let Some(class) = extra_case_equivalents(c) {
+        out.push('[');
+        out.push_str(class);
+        out.push(']');
+        return;
+    }
     if is_meta(c) {
         out.push('\\');
     }
@@ -96,12 +156,21 @@ fn hex_digits(chars: &[char], i: usize, n: usize) -> Option<u32> {
 }
 
 /// Rewrite a Python `re` pattern into fancy-regex syntax; `None` when Python's parser would
-/// raise `re.error` (the caller then matches the query literally, as DeerFlow does).
-pub fn translate(pattern: &str) -> Option<String> {
+/// raise `re.error` (the caller then matches the query literally, as DeerFlow does). The flag
+/// tells whether the pattern has anchors or lookaround (see [`CatalogRegex::is_context_sensitive`]).
+pub fn translate(pattern: &str) -> Option<(String, bool)> {
+    let mut sensitive = false;
+    let out = translate_inner(pattern, &mut sensitive)?;
+    Some((out, sensitive))
+}
+
+fn translate_inner(pattern: &str, sensitive: &mut bool) -> Option<String> {
     let chars: Vec<char> = pattern.chars().collect();
     let mut out = String::with_capacity(pattern.len() + 8);
     let mut i = 0;
     let mut multiline = false;
+    let mut ascii = false;
+    let mut verbose = false;
     // Python only accepts global flag groups at the very start of the pattern.
     let mut at_start = true;
     let mut prev_atom = false;
@@ -109,16 +178,26 @@ pub fn translate(pattern: &str) -> Option<String> {
         let c = chars[i];
         let was_start = at_start;
         at_start = false;
+        if verbose && (c.is_whitespace() || c == '#') {
+            // re.VERBOSE: whitespace is ignored and `#` comments run to the end of the line.
+            if c == '#' {
+                i = chars[i..].iter().position(|&x| x == '\n').map_or(chars.len(), |p| i + p);
+            }
+            i += 1;
+            at_start = was_start;
+            continue;
+        }
         match c {
             '\\' => {
-                let (consumed, emitted) = escape(&chars, i, false)?;
+                let (consumed, emitted) = escape(&chars, i, false, ascii)?;
+                *sensitive |= matches!(chars.get(i + 1), Some('A' | 'Z'));
                 out.push_str(&emitted);
                 i += consumed;
                 prev_atom = true;
                 continue;
             }
             '[' => {
-                i = class(&chars, i, &mut out)?;
+                i = class(&chars, i, &mut out, ascii)?;
                 prev_atom = true;
                 continue;
             }
@@ -143,6 +222,7 @@ pub fn translate(pattern: &str) -> Option<String> {
                 prev_atom = true;
             }
             '$' => {
+                *sensitive = true;
                 // Without MULTILINE Python's `$` also matches before a final newline.
                 out.push_str(if multiline { "$" } else { "(?=\\n?\\z)" });
                 prev_atom = false;
@@ -174,16 +254,18 @@ pub fn translate(pattern: &str) -> Option<String> {
                         flags.push(chars[j]);
                         j += 1;
                     }
-                    if flags.chars().any(|f| !matches!(f, 'i' | 'm' | 's' | 'x' | 'u' | '-')) {
-                        return None; // unknown, or ASCII/LOCALE flags this port does not model
+                    if flags.chars().any(|f| !matches!(f, 'a' | 'i' | 'm' | 's' | 'x' | 'u' | '-')) {
+                        return None; // unknown flags, or LOCALE (bytes patterns only)
                     }
-                    let kept: String = flags.chars().filter(|f| *f != 'u').collect();
+                    let kept: String = flags.chars().filter(|f| !matches!(f, 'u' | 'a')).collect();
                     match chars.get(j) {
                         Some(')') => {
                             if !was_start || flags.contains('-') {
                                 return None; // "global flags not at the start of the expression"
                             }
                             multiline |= flags.contains('m');
+                            ascii |= flags.contains('a');
+                            verbose |= flags.contains('x');
                             if !kept.is_empty() {
                                 out.push_str(&format!("(?{kept})"));
                             }
@@ -192,6 +274,9 @@ pub fn translate(pattern: &str) -> Option<String> {
                             continue;
                         }
                         Some(':') => {
+                            if flags.contains('a') {
+                                return None; // a scoped ASCII group is not modelled
+                            }
                             out.push_str(&format!("(?{kept}:"));
                             i = j + 1;
                             prev_atom = false;
@@ -202,6 +287,7 @@ pub fn translate(pattern: &str) -> Option<String> {
                 }
                 // Any other extension (`(?:`, `(?=`, `(?!`, `(?<=`, `(?<!`, `(?>`, `(?P<n>`,
                 // `(?(1)`) is written as is; fancy-regex reads these the way Python does.
+                *sensitive |= rest.starts_with(['=', '!', '<']);
                 out.push_str("(?");
                 i += 2;
                 prev_atom = false;
@@ -219,6 +305,7 @@ pub fn translate(pattern: &str) -> Option<String> {
                 prev_atom = true;
             }
             '^' => {
+                *sensitive = true;
                 out.push(c);
                 prev_atom = false;
             }
@@ -270,9 +357,30 @@ fn quantifier(chars: &[char], i: usize) -> Option<(usize, Option<u64>, Option<u6
 }
 
 /// One escape at `chars[i] == '\\'`: (characters consumed, fancy-regex text).
-fn escape(chars: &[char], i: usize, in_class: bool) -> Option<(usize, String)> {
+fn escape(chars: &[char], i: usize, in_class: bool, ascii: bool) -> Option<(usize, String)> {
     let c = *chars.get(i + 1)?;
     let simple = |s: &str| Some((2, s.to_string()));
+    if ascii {
+        // re.ASCII: the shorthand classes and word boundaries are ASCII-only.
+        let (inside, outside) = match c {
+            'w' => ("0-9A-Za-z_", "[0-9A-Za-z_]"),
+            'd' => ("0-9", "[0-9]"),
+            's' => (" \\t\\n\\r\\x0B\\x0C", "[ \\t\\n\\r\\x0B\\x0C]"),
+            'W' if !in_class => ("", "[^0-9A-Za-z_]"),
+            'D' if !in_class => ("", "[^0-9]"),
+            'S' if !in_class => ("", "[^ \\t\\n\\r\\x0B\\x0C]"),
+            // One character of lookaround each side; a neighbouring '\n' in a joined haystack
+            // reads like the text's edge, as for `\b`.
+            'b' if !in_class => ("", "(?:(?<=[0-9A-Za-z_])(?![0-9A-Za-z_])|(?<![0-9A-Za-z_])(?=[0-9A-Za-z_]))"),
+            'B' if !in_class => ("", "(?:(?<=[0-9A-Za-z_])(?=[0-9A-Za-z_])|(?<![0-9A-Za-z_])(?![0-9A-Za-z_]))"),
+            // A negated class inside a class has no simple ASCII spelling; not modelled.
+            'W' | 'D' | 'S' => return None,
+            _ => ("", ""),
+        };
+        if !outside.is_empty() {
+            return simple(if in_class { inside } else { outside });
+        }
+    }
     match c {
         'd' | 'D' | 's' | 'S' | 'w' | 'W' | 'n' | 'r' | 't' => simple(&format!("\\{c}")),
         'a' => simple("\\x07"),
@@ -330,7 +438,7 @@ fn backref(chars: &[char], i: usize, in_class: bool) -> Option<(usize, String)> 
 }
 
 /// A character class starting at `chars[i] == '['`; returns the index after its `]`.
-fn class(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
+fn class(chars: &[char], i: usize, out: &mut String, ascii: bool) -> Option<usize> {
     let mut j = i + 1;
     out.push('[');
     if chars.get(j) == Some(&'^') {
@@ -351,7 +459,7 @@ fn class(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
                 return Some(j + 1);
             }
             '\\' => {
-                let (consumed, emitted) = escape(chars, j, true)?;
+                let (consumed, emitted) = escape(chars, j, true, ascii)?;
                 out.push_str(&emitted);
                 j += consumed;
                 prev_dash = false;
@@ -363,7 +471,11 @@ fn class(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
                 out.push('\\');
                 out.push(c);
             }
-            c => out.push(c),
+            c => match extra_case_equivalents(c) {
+                // Not as a range start, where extra characters would change the range.
+                Some(class) if chars.get(j + 1) != Some(&'-') => out.push_str(class),
+                _ => out.push(c),
+            },
         }
         prev_dash = c == '-';
         j += 1;
@@ -397,6 +509,19 @@ mod tests {
         assert!(m("[\\b]", "\u{8}"));
         // Kelvin sign folds to k under IGNORECASE, as in Python.
         assert!(m("kelvin", "\u{212A}elvin"));
+        // Python's extra equivalences: i, I, dotless i and dotted capital I are one class.
+        assert!(m("\u{131}", "github"));
+        assert!(m("G\u{130}T", "git"));
+        assert!(m("[\u{131}]", "I"));
+        assert!(m("[a-i]", "\u{131}") == m("[a-i]", "i"));
+        // re.ASCII narrows the shorthand classes.
+        assert!(m("(?a)\\w", "github"));
+        assert!(!m("(?a)^\\w+$", "caf\u{e9}"));
+        assert!(m("^\\w+$", "caf\u{e9}"));
+        assert!(m("(?a)\\bgit\\b", "a git b"));
+        assert!(m("(?x) s e n d # a comment", "send"));
+        assert!(m("(?x)send #x", "send"));
+        assert!(!m("(?x)s[ ]d", "sd"));
     }
 
     #[test]
@@ -408,6 +533,14 @@ mod tests {
             assert!(r.is_match(&format!("..{}..", p.to_uppercase())), "{p}");
         }
         assert!(!CatalogRegex::compile("sum(").is_match("sum"));
+    }
+
+    #[test]
+    fn literal_queries_expose_their_caseless_run() {
+        assert_eq!(CatalogRegex::compile("item 9999").required_bytes(), Some(" 9999"));
+        assert_eq!(CatalogRegex::compile("sum(a, b").required_bytes(), Some(", "));
+        assert_eq!(CatalogRegex::compile("item.*9999").required_bytes(), None);
+        assert_eq!(CatalogRegex::compile("slack").required_bytes(), None);
     }
 
     #[test]

@@ -69,6 +69,26 @@ impl ToolSearchTool {
         SearchResult { content, names, promoted }
     }
 
+    /// [`Self::search`] under an active skill policy (spec §9, `SkillToolPolicyMiddleware`):
+    /// denied tools leave both the schemas and `promoted.names`; when every match is denied the
+    /// content is `No tools found matching the active skill policy.`. A query that matched
+    /// nothing keeps its plain no-match answer (there is nothing to sanitize).
+    pub fn search_with_policy(&self, query: &str, allowed: &dyn Fn(&str) -> bool) -> SearchResult {
+        let matched = self.catalog.search(query);
+        if matched.is_empty() {
+            return self.search(query);
+        }
+        let kept: Vec<_> = matched.into_iter().filter(|t| allowed(&t.name)).collect();
+        let names: Vec<String> = kept.iter().map(|t| t.name.clone()).collect();
+        let content = if kept.is_empty() {
+            "No tools found matching the active skill policy.".to_string()
+        } else {
+            DeferredCatalog::render_content(&kept)
+        };
+        let promoted = json!({"catalog_hash": self.catalog.hash(), "names": names});
+        SearchResult { content, names, promoted }
+    }
+
     /// The call as the host runs it: content plus `StateUpdate { promoted }`.
     pub fn run(&self, args: &Value) -> ToolOutcome {
         let query = match args.get("query") {
@@ -158,6 +178,19 @@ mod tests {
         let none = block_on(tool.call(&ctx, json!({"query": "select:nonexistent"})));
         assert_eq!(none.text_content(), "No tools found matching: select:nonexistent");
         assert_eq!(none.update.promoted.unwrap()["names"], json!([]));
+    }
+
+    #[test]
+    fn skill_policy_removes_denied_schemas_and_names() {
+        let tool = ToolSearchTool::new(catalog(&["mcp_a", "mcp_b"]));
+        let only_b = |n: &str| n == "mcp_b";
+        let r = tool.search_with_policy("select:mcp_a,mcp_b", &only_b);
+        assert_eq!(r.names, ["mcp_b"]);
+        assert_eq!(r.content, tool.search("select:mcp_b").content);
+        let none = tool.search_with_policy("select:mcp_a", &only_b);
+        assert_eq!(none.content, "No tools found matching the active skill policy.");
+        assert_eq!(none.promoted, json!({"catalog_hash": tool.catalog().hash(), "names": []}));
+        assert_eq!(tool.search_with_policy("zzz", &only_b), tool.search("zzz"));
     }
 
     #[test]

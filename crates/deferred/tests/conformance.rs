@@ -79,7 +79,7 @@ fn check_catalog(
     // Each converted function equals DeerFlow's, key order included.
     for (tool, vector) in catalog.tools().iter().zip(py_list(catalog_py)) {
         let expected = py_get(vector, "openai_function");
-        assert_eq!(indented(&tool.function), indented(expected), "{label}: function of {}", tool.name);
+        assert_eq!(indented(&tool.function.to_value()), indented(expected), "{label}: function of {}", tool.name);
     }
     catalog
 }

@@ -60,7 +60,9 @@ fn log_verdict(thread_id: &str, command: &str, verdict: &Verdict) {
         Verdict::Block { reason: BlockReason::InvalidInput(why), .. } => {
             tracing::warn!("[SandboxAudit] INVALID INPUT thread={thread_id} reason={why}")
         }
-        Verdict::Block { reason, .. } => tracing::warn!("[SandboxAudit] BLOCKED thread={thread_id} cmd={command:?} rule={reason:?}"),
+        Verdict::Block { reason, .. } => {
+            tracing::warn!("[SandboxAudit] BLOCKED thread={thread_id} cmd={command:?} rule={reason:?}")
+        }
         Verdict::Warn { .. } => tracing::warn!("[SandboxAudit] WARN (medium-risk) thread={thread_id} cmd={command:?}"),
         Verdict::Pass => {}
     }

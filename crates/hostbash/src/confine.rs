@@ -60,15 +60,24 @@ fn kernel_abi() -> Result<u32, String> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: the version query reads no memory (null attr, size 0) and returns an int.
     let v = unsafe {
-        libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<libc::c_void>(), 0usize, LANDLOCK_CREATE_RULESET_VERSION)
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
     };
     if v > 0 {
         return Ok(v as u32);
     }
     let err = io::Error::last_os_error();
     Err(match err.raw_os_error() {
-        Some(libc::EOPNOTSUPP) => "the kernel has Landlock but it is disabled (add `landlock` to the `lsm=` boot parameter)".into(),
-        Some(libc::ENOSYS) => "the kernel does not implement Landlock (Linux 5.13 or later with CONFIG_SECURITY_LANDLOCK)".into(),
+        Some(libc::EOPNOTSUPP) => {
+            "the kernel has Landlock but it is disabled (add `landlock` to the `lsm=` boot parameter)".into()
+        }
+        Some(libc::ENOSYS) => {
+            "the kernel does not implement Landlock (Linux 5.13 or later with CONFIG_SECURITY_LANDLOCK)".into()
+        }
         _ => format!("landlock_create_ruleset failed: {err}"),
     })
 }
@@ -134,7 +143,7 @@ pub fn build_ruleset(rules: &Rules) -> Result<RulesetCreated, RulesetError> {
         .handle_access(AccessFs::from_all(FS_ABI))?
         .scope(Scope::from_all(SCOPE_ABI))?
         .create()?
-        .set_no_new_privs(true)
+        .no_new_privs(true)
         .add_rules(path_beneath_rules(SYSTEM_READ_DIRS, read))?
         .add_rules(path_beneath_rules(DEVICE_FILES, device))?
         .add_rules(path_beneath_rules(&rules.read_only, read))?

@@ -121,7 +121,10 @@ impl BashTool {
         };
         let mut static_mappings: Vec<Mapping> = mounts
             .iter()
-            .map(|m| Mapping { virtual_prefix: m.container_path.trim_end_matches('/').to_string(), host: m.host_path.clone() })
+            .map(|m| Mapping {
+                virtual_prefix: m.container_path.trim_end_matches('/').to_string(),
+                host: m.host_path.clone(),
+            })
             .collect();
         if let Some(host) = &config.skills_host_path {
             static_mappings.push(Mapping { virtual_prefix: config.skills_container_path.clone(), host: host.clone() });
@@ -188,14 +191,21 @@ impl BashTool {
 
         let ruleset = match self.config.confine {
             ConfineMode::Off => None,
-            mode => match (confinement_status(), mode) {
+            // The first call probes with a real process; keep that off the async worker.
+            mode => match (
+                tokio::task::spawn_blocking(confinement_status).await.unwrap_or_else(|e| {
+                    ConfinementStatus::Unavailable { reason: format!("the confinement probe failed: {e}") }
+                }),
+                mode,
+            ) {
                 (ConfinementStatus::Active { .. }, _) => {
                     // A confined command cannot reach /tmp or $HOME: give it its own inside the
                     // thread's user data.
                     let tmp = ctx.paths.user_data().join(".tmp");
                     let home = ctx.paths.user_data().join(".home");
                     for dir in [&tmp, &home] {
-                        std::fs::create_dir_all(dir).map_err(|e| format!("Error: {}", ctx.paths.mask(&e.to_string())))?;
+                        std::fs::create_dir_all(dir)
+                            .map_err(|e| format!("Error: {}", ctx.paths.mask(&e.to_string())))?;
                     }
                     env.insert("TMPDIR".into(), tmp.to_string_lossy().into_owned());
                     env.insert("HOME".into(), home.to_string_lossy().into_owned());

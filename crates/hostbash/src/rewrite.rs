@@ -69,7 +69,8 @@ fn to_host(virtual_path: &str, mappings: &[Mapping]) -> Option<String> {
         if let Some(rest) = strip_segment_prefix(virtual_path, &mapping.virtual_prefix) {
             let host = mapping.host.to_string_lossy();
             let rest = rest.trim_start_matches('/');
-            let mut out = if rest.is_empty() { host.into_owned() } else { format!("{}/{rest}", host.trim_end_matches('/')) };
+            let mut out =
+                if rest.is_empty() { host.into_owned() } else { format!("{}/{rest}", host.trim_end_matches('/')) };
             if virtual_path.ends_with('/') && !out.ends_with('/') {
                 out.push('/');
             }
@@ -123,7 +124,10 @@ mod tests {
             rewrite_command("cat /mnt/user-data/workspace/a.txt > /mnt/user-data/outputs/", &re, &all),
             "cat /d/threads/t1/user-data/workspace/a.txt > /d/threads/t1/user-data/outputs/"
         );
-        assert_eq!(rewrite_command("ls /mnt/user-data-backup /mnt/skills/x", &re, &all), "ls /mnt/user-data-backup /srv/skills/x");
+        assert_eq!(
+            rewrite_command("ls /mnt/user-data-backup /mnt/skills/x", &re, &all),
+            "ls /mnt/user-data-backup /srv/skills/x"
+        );
         assert_eq!(rewrite_command("echo /mnt/user-data;ls", &re, &all), "echo /d/threads/t1/user-data;ls");
         assert_eq!(rewrite_command("ls /mnt/user-data/workspacex", &re, &all), "ls /d/threads/t1/user-data/workspacex");
     }

@@ -269,7 +269,9 @@ mod tests {
 
     #[test]
     fn secret_names() {
-        for name in ["OPENAI_API_KEY", "github_token", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY", "SENTRY_DSN", "DATABASE_URL"] {
+        for name in
+            ["OPENAI_API_KEY", "github_token", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY", "SENTRY_DSN", "DATABASE_URL"]
+        {
             assert!(is_secret_env_name(name), "{name}");
         }
         for name in ["PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV"] {

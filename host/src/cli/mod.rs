@@ -21,6 +21,9 @@ struct Cli {
     /// Data dir for thread files, state and the precompile cache.
     #[arg(long, global = true, env = "TOOLHOST_HOME", default_value = ".toolhost")]
     data_dir: PathBuf,
+    /// extensions_config.json (MCP servers, skill states); default: DeerFlow's search.
+    #[arg(long, global = true)]
+    extensions: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -71,6 +74,13 @@ enum Command {
     Inspect { file: PathBuf },
     /// Validate a config and report every problem.
     Check,
+    /// Classify a bash command as the audit would (block / warn / pass) without running it.
+    Audit {
+        command: String,
+        /// JSON output: {"verdict", "message"}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn main() -> ExitCode {
@@ -94,8 +104,14 @@ pub fn main() -> ExitCode {
 }
 
 fn open(cli: &Cli) -> anyhow::Result<Toolhost> {
-    let opts = HostOptions { config_path: cli.config.clone(), data_dir: cli.data_dir.clone(), persist_state: true, cache_dir: None };
-    let host = crate::host::open_full(opts)?;
+    let opts = HostOptions {
+        config_path: cli.config.clone(),
+        data_dir: cli.data_dir.clone(),
+        persist_state: true,
+        cache_dir: None,
+        extensions_path: cli.extensions.clone(),
+    };
+    let host = Toolhost::open(opts)?;
     for p in host.problems() {
         let tag = if p.severity == Severity::Error { "error" } else { "warning" };
         tracing::debug!("{tag}: {}", p.message);
@@ -107,7 +123,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Tools { groups, model, subagents, no_mcp, thread, json, explain } => {
             let host = open(&cli)?;
-            let req = AssemblyRequest { groups: groups.clone(), include_mcp: !no_mcp, model_name: model.clone(), subagent_enabled: *subagents, include_upload_tool: true };
+            let req = AssemblyRequest { groups: groups.clone(), include_mcp: !no_mcp, model_name: model.clone(), subagent_enabled: *subagents, ..Default::default() };
             let assembly = host.get_available_tools(&req).await;
             let tools = match thread {
                 Some(t) => host.model_tools(&req, t).await?,
@@ -209,6 +225,21 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for t in &i.tools {
                 println!("  {} — {}", t.name, t.description);
                 println!("    parameters: {}", t.parameters);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Audit { command, json } => {
+            let verdict = toolhost_audit::audit(command);
+            let message = match &verdict {
+                toolhost_audit::Verdict::Block { message, .. } | toolhost_audit::Verdict::Warn { message } => message.trim().to_string(),
+                toolhost_audit::Verdict::Pass => String::new(),
+            };
+            if *json {
+                println!("{}", serde_json::json!({"verdict": verdict.as_str(), "message": message}));
+            } else if message.is_empty() {
+                println!("{}", verdict.as_str());
+            } else {
+                println!("{}: {message}", verdict.as_str());
             }
             Ok(ExitCode::SUCCESS)
         }

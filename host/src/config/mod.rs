@@ -173,10 +173,19 @@ pub struct ModelConfig {
     pub supports_vision: bool,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
 pub struct SkillEvolutionConfig {
     pub enabled: bool,
+    pub moderation_model_name: Option<String>,
+    /// With no content scan available, block every `skill_manage` write (DeerFlow's default).
+    pub security_fail_closed: bool,
+}
+
+impl Default for SkillEvolutionConfig {
+    fn default() -> Self {
+        Self { enabled: false, moderation_model_name: None, security_fail_closed: true }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -2,8 +2,11 @@
 //! explicit list ([`Pipeline::layers`]). The first layer is the outermost wrapper. The same
 //! layers filter the tool list the model sees.
 
+mod audit;
+mod clarification;
 mod error_handling;
 mod read_before_write;
+mod skill_policy;
 
 use std::sync::Arc;
 
@@ -12,7 +15,10 @@ use serde_json::Value;
 use toolhost_core::{CallContext, Tool, ToolOutcome};
 
 pub use error_handling::{format_exception, ToolErrorHandling};
+pub use audit::SandboxAudit;
+pub use clarification::Clarification;
 pub use read_before_write::ReadBeforeWrite;
+pub use skill_policy::SkillPolicy;
 
 /// One tool call travelling through the pipeline.
 pub struct ToolRequest<'a> {

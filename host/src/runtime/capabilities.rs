@@ -60,6 +60,9 @@ impl CapabilitySet {
     pub fn wasi_ctx(&self, preopens: &[Preopen], stderr: wasmtime_wasi::p2::pipe::MemoryOutputPipe) -> anyhow::Result<WasiCtx> {
         let mut b = WasiCtxBuilder::new();
         b.stderr(stderr);
+        // Calls already run on a blocking thread: do file I/O in place instead of handing each
+        // read to another thread.
+        b.allow_blocking_current_thread(true);
         for (k, v) in &self.env {
             b.env(k, v);
         }

@@ -1,0 +1,221 @@
+//! The host `bash` tool run for real: output formats, path validation and rewriting, masking,
+//! the process-group timeout, the scrubbed environment, and Landlock confinement.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::json;
+use toolhost_core::{CallContext, Status, ThreadPaths, ThreadState, Tool};
+use toolhost_hostbash::{
+    audit::call_audited, bash_spec, confinement_status, BashConfig, BashTool, ConfineMode, ConfinementStatus,
+    LOCAL_HOST_BASH_DISABLED_MESSAGE,
+};
+
+fn ctx(data: &Path, thread: &str) -> CallContext {
+    let paths = ThreadPaths::new(data, thread).expect("thread id");
+    paths.ensure().expect("thread dirs");
+    CallContext {
+        thread_id: thread.into(),
+        tool_call_id: "call-1".into(),
+        paths,
+        state: Arc::new(ThreadState::default()),
+    }
+}
+
+fn tool(confine: ConfineMode) -> BashTool {
+    BashTool::new(BashConfig { allow_host_bash: true, confine, ..BashConfig::default() })
+}
+
+async fn run(tool: &BashTool, ctx: &CallContext, command: &str) -> (String, Status) {
+    let out = tool.call(ctx, json!({"description": "test", "command": command})).await;
+    (out.text_content(), out.status)
+}
+
+fn landlock_active() -> bool {
+    matches!(confinement_status(), ConfinementStatus::Active { .. })
+}
+
+#[test]
+fn schema_is_deerflows() {
+    let spec = bash_spec();
+    assert_eq!(spec.name, "bash");
+    let props: Vec<&String> = spec.parameters["properties"].as_object().expect("properties").keys().collect();
+    assert_eq!(props, ["description", "command"], "description comes first");
+    assert_eq!(spec.parameters["required"], json!(["description", "command"]));
+    assert!(spec.description.starts_with("Execute a bash command in a Linux environment."));
+}
+
+#[tokio::test]
+async fn disabled_unless_allowed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = ctx(dir.path(), "t1");
+    let t = BashTool::new(BashConfig::default());
+    let (text, status) = run(&t, &c, "echo hi").await;
+    assert_eq!(text, format!("Error: {LOCAL_HOST_BASH_DISABLED_MESSAGE}"));
+    assert_eq!(status, Status::Error);
+}
+
+#[tokio::test]
+async fn output_formats() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = ctx(dir.path(), "t1");
+    let t = tool(ConfineMode::BestEffort);
+    assert_eq!(run(&t, &c, "echo out").await.0, "out\n");
+    assert_eq!(run(&t, &c, "true").await.0, "(no output)");
+    assert_eq!(run(&t, &c, "echo out; echo err >&2; exit 3").await.0, "out\n\nStd Error:\nerr\n\nExit Code: 3");
+    assert_eq!(run(&t, &c, "echo err >&2").await.0, "err\n");
+    assert_eq!(run(&t, &c, "exit 4").await.0, "\nExit Code: 4");
+    let (text, status) = run(&t, &c, "cat <(echo procsub)").await;
+    assert_eq!((text.as_str(), status), ("procsub\n", Status::Success));
+}
+
+#[tokio::test]
+async fn bad_arguments_are_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = ctx(dir.path(), "t1");
+    let t = tool(ConfineMode::Off);
+    let out = t.call(&c, json!({"description": "x"})).await;
+    assert_eq!(out.text_content(), "Error: Invalid arguments for bash: missing required field 'command'");
+    let out = t.call(&c, json!({"description": "x", "command": 5})).await;
+    assert_eq!(out.text_content(), "Error: Invalid arguments for bash: 'command' must be a string, got a number");
+}
+
+#[tokio::test]
+async fn virtual_paths_are_rewritten_and_masked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = ctx(dir.path(), "t1");
+    let t = tool(ConfineMode::BestEffort);
+    let (text, _) = run(&t, &c, "echo hi > /mnt/user-data/outputs/a.txt && cat /mnt/user-data/outputs/a.txt && pwd && ls /mnt/user-data/outputs/a.txt").await;
+    assert_eq!(text, "hi\n/mnt/user-data/workspace\n/mnt/user-data/outputs/a.txt\n");
+    assert_eq!(std::fs::read_to_string(c.paths.outputs().join("a.txt")).expect("written"), "hi\n");
+    let host = dir.path().to_string_lossy().into_owned();
+    let (text, _) = run(&t, &c, "echo $TMPDIR; readlink -f .").await;
+    assert!(!text.contains(&host), "host path leaked: {text}");
+}
+
+#[tokio::test]
+async fn path_validation_messages() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = ctx(dir.path(), "t1");
+    let t = tool(ConfineMode::Off);
+    let (text, status) = run(&t, &c, "cat /etc/hostname").await;
+    assert_eq!(text, "Error: Unsafe absolute paths in command: /etc/hostname. Use paths under /mnt/user-data");
+    assert_eq!(status, Status::Error);
+    assert_eq!(run(&t, &c, "cat ../x").await.0, "Error: Access denied: path traversal detected");
+}
+
+#[tokio::test]
+async fn timeout_kills_the_whole_group() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = ctx(dir.path(), "t1");
+    let t = BashTool::new(BashConfig { allow_host_bash: true, command_timeout_secs: 1, ..BashConfig::default() });
+    let marker = c.paths.workspace().join("child.pid");
+    let started = std::time::Instant::now();
+    let (text, _) = run(&t, &c, "sleep 30 & echo $! > child.pid; echo started; wait").await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
+    assert!(text.starts_with("started\n\nCommand timed out after 1 second and was terminated."), "{text}");
+    let pid: i32 = std::fs::read_to_string(&marker).expect("pid file").trim().parse().expect("pid");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // Gone, or a zombie waiting for a reaper (this container's init may not reap).
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+    let running = state.as_deref().and_then(|s| s.rsplit(") ").next()).is_some_and(|rest| !rest.starts_with('Z'));
+    assert!(!running, "the group's `sleep` child survived the timeout: {state:?}");
+}
+
+#[tokio::test]
+async fn background_server_does_not_block_the_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = ctx(dir.path(), "t1");
+    let t = tool(ConfineMode::BestEffort);
+    let started = std::time::Instant::now();
+    let (text, _) = run(&t, &c, "sleep 3 & echo bg").await;
+    assert_eq!(text, "bg\n");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "took {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn secret_env_vars_are_not_visible() {
+    std::env::set_var("TOOLHOST_TEST_API_KEY", "sk-secret-value");
+    std::env::set_var("TOOLHOST_TEST_PLAIN", "plain-value");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = ctx(dir.path(), "t1");
+    let t = tool(ConfineMode::BestEffort);
+    let (text, _) = run(&t, &c, "env").await;
+    assert!(!text.contains("sk-secret-value"), "secret leaked");
+    assert!(text.contains("TOOLHOST_TEST_PLAIN=plain-value"));
+}
+
+#[tokio::test]
+async fn output_is_middle_truncated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = ctx(dir.path(), "t1");
+    let t = BashTool::new(BashConfig { allow_host_bash: true, output_max_chars: 200, ..BashConfig::default() });
+    let (text, _) = run(&t, &c, "seq 1 1000").await;
+    assert!(text.chars().count() <= 200);
+    assert!(text.starts_with("1\n2\n") && text.ends_with("999\n1000\n") && text.contains("[middle truncated: "));
+}
+
+#[tokio::test]
+async fn confined_command_cannot_escape_the_thread() {
+    if !landlock_active() {
+        eprintln!("skipping: {}", confinement_status());
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let other = ctx(dir.path(), "other");
+    std::fs::write(other.paths.workspace().join("secret.txt"), "other-thread-secret").expect("write");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let c = ctx(dir.path(), "t1");
+    let t = tool(ConfineMode::Required);
+    // Absolute host paths are refused by the validator, so hand them over in variables it
+    // cannot see: confinement is what stops them.
+    std::env::set_var("TOOLHOST_TEST_OTHER_FILE", other.paths.workspace().join("secret.txt"));
+    std::env::set_var("TOOLHOST_TEST_OUTSIDE_FILE", outside.path().join("escape.txt"));
+    let (text, _) = run(&t, &c, "cat \"$TOOLHOST_TEST_OTHER_FILE\"").await;
+    assert!(!text.contains("other-thread-secret"), "read another thread's file: {text}");
+    assert!(text.contains("Permission denied"), "{text}");
+    let target = outside.path().join("escape.txt");
+    let (text, _) = run(&t, &c, "echo x > \"$TOOLHOST_TEST_OUTSIDE_FILE\"").await;
+    assert!(!target.exists(), "wrote outside the thread dir: {text}");
+    let (text, _) = run(&t, &c, "cat \"$(printf %s /proc/$PPID/environ)\" | tr '\\0' '\\n' | head -3").await;
+    assert!(!text.contains('='), "read the host's environment: {text}");
+    // Normal work inside the thread still works, with a private TMPDIR.
+    let (text, status) = run(
+        &t,
+        &c,
+        "mktemp >/dev/null && echo ok > w.txt && cat w.txt && python3 -c 'print(2+2)' 2>/dev/null || echo nopython",
+    )
+    .await;
+    assert_eq!(status, Status::Success, "{text}");
+    assert!(text.starts_with("ok\n"), "{text}");
+}
+
+#[tokio::test]
+async fn audit_wraps_bash_calls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = ctx(dir.path(), "t1");
+    let t = tool(ConfineMode::BestEffort);
+    let blocked = call_audited(&t, &c, json!({"description": "x", "command": "curl u | bash"})).await;
+    assert_eq!(
+        blocked.text_content(),
+        "Command blocked: security violation detected. Please use a safer alternative approach."
+    );
+    assert_eq!(blocked.status, Status::Error);
+    let warned = call_audited(&t, &c, json!({"description": "x", "command": "echo pip install x"})).await;
+    assert_eq!(
+        warned.text_content(),
+        "pip install x\n\n\n⚠️ Warning: `echo pip install x` is a medium-risk command that may modify the runtime environment."
+    );
+    let empty = call_audited(&t, &c, json!({"description": "x", "command": null})).await;
+    assert_eq!(empty.text_content(), "Command blocked: empty command. Please use a safer alternative approach.");
+}
+
+#[test]
+fn confinement_is_explained() {
+    let status = confinement_status().to_string();
+    let active = status.starts_with("landlock ABI v") && status.ends_with(": active");
+    assert!(active || status.starts_with("unavailable: "), "{status}");
+    println!("confinement: {status}");
+    assert_eq!(tool(ConfineMode::Off).confinement(), "off (sandbox confinement disabled by configuration)");
+    assert_eq!(tool(ConfineMode::BestEffort).confinement(), status);
+}

@@ -1,0 +1,180 @@
+//! Wiring: builds what toolhost provides from config — the builtins in DeerFlow's order, the
+//! lead agent's tools, the MCP layer, the skill store and the middleware pipeline — in one
+//! place, so the order of each list is visible here.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use toolhost_core::Tool;
+
+use crate::assembly::{Assembly, AssemblyRequest, Builtin, BuiltinCondition, Explanation, LayerKind, ToolLayer};
+use crate::config::AppConfig;
+use crate::host::{HostOptions, Problem, Severity};
+use crate::middleware::{Clarification, Middleware, Pipeline, ReadBeforeWrite, SandboxAudit, SkillPolicy, ToolErrorHandling};
+use crate::tools::component::SharedDirs;
+
+/// The tool-call middleware chain, outermost first, in DeerFlow's lead-agent order (spec §1.2):
+/// SandboxAudit → ReadBeforeWrite → ToolErrorHandling → SkillToolPolicy → McpRouting →
+/// DeferredToolFilter → Clarification.
+pub fn pipeline(config: &AppConfig, skills: toolhost_skills::SkillStore, public: toolhost_skills::PublicSkillStates) -> Pipeline {
+    let layers: Vec<Arc<dyn Middleware>> = vec![
+        Arc::new(SandboxAudit),
+        Arc::new(ReadBeforeWrite::new(config.read_before_write.enabled)),
+        Arc::new(ToolErrorHandling),
+        Arc::new(SkillPolicy::new(skills, public)),
+        Arc::new(Clarification { disable: false }),
+    ];
+    Pipeline::new(layers)
+}
+
+/// DeerFlow's `BUILTIN_TOOLS` in order, with their conditions (spec §1 step 4).
+pub fn builtins(config: &AppConfig, _opts: &HostOptions, skills: toolhost_skills::SkillStore) -> Vec<Builtin> {
+    use toolhost_builtins::{AskClarificationTool, ListUploadedFilesTool, PresentFilesTool, ViewImageTool};
+    let manage = toolhost_skills::SkillManageConfig {
+        security_fail_closed: config.skill_evolution.security_fail_closed,
+        ..toolhost_skills::SkillManageConfig::new(skills)
+    };
+    vec![
+        Builtin { tool: Arc::new(PresentFilesTool::new()), condition: BuiltinCondition::Always },
+        Builtin { tool: Arc::new(AskClarificationTool::new(false)), condition: BuiltinCondition::Always },
+        Builtin { tool: Arc::new(ListUploadedFilesTool::new()), condition: BuiltinCondition::UploadTool },
+        Builtin {
+            tool: Arc::new(toolhost_skills::SkillManageTool::new(manage)),
+            condition: BuiltinCondition::SkillEvolution,
+        },
+        Builtin { tool: Arc::new(ViewImageTool::new()), condition: BuiltinCondition::Vision },
+    ]
+}
+
+/// The lead agent's tools appended after assembly (spec §1.1); never deferred.
+pub fn agent_tools(config: &AppConfig, data_dir: &Path, req: &AssemblyRequest, assembly: &mut Assembly) {
+    use toolhost_builtins::{AgentStore, SetupAgentTool, UpdateAgentTool, WriteTodosTool};
+    let store = AgentStore::new(data_dir.join("agents"), data_dir.to_path_buf());
+    let run = &req.agent;
+    let mut extra: Vec<(Arc<dyn Tool>, &str)> = Vec::new();
+    if run.bootstrap {
+        extra.push((Arc::new(SetupAgentTool::new(store.clone(), run.agent_name.clone())), "bootstrap run"));
+    } else if run.agent_name.is_some() && run.channel_name.as_deref() != Some("github") {
+        let models = config.models.iter().map(|m| m.name.clone()).collect();
+        extra.push((
+            Arc::new(UpdateAgentTool::new(store, run.agent_name.clone(), run.channel_name.clone(), models)),
+            "custom agent run",
+        ));
+    }
+    if run.plan_mode {
+        extra.push((Arc::new(WriteTodosTool::new()), "plan mode"));
+    }
+    for (tool, why) in extra {
+        let name = tool.spec().name.clone();
+        if assembly.tools.iter().any(|t| t.spec().name == name) {
+            continue;
+        }
+        assembly.explain.push(Explanation { name, layer: "agent", included: true, reason: format!("lead agent tool ({why})") });
+        assembly.tools.push(tool);
+    }
+}
+
+/// The skills directory as a store (`<skills>/{public,custom,…}`).
+pub fn skill_store(config: &AppConfig, shared: &SharedDirs) -> toolhost_skills::SkillStore {
+    let root = shared.skills.clone().unwrap_or_else(|| PathBuf::from("/nonexistent-toolhost-skills"));
+    toolhost_skills::SkillStore::new(toolhost_skills::SkillsLayout::new(root).with_container_path(config.skills.container_path.clone()))
+}
+
+/// `extensions_config.json` as JSON, for the parts the host reads itself (`skills`).
+pub fn extensions(opts: &HostOptions, base: &Path, problems: &mut Vec<Problem>) -> Option<Value> {
+    let path = match toolhost_mcp::config::resolve_config_path(opts.extensions_path.as_deref(), base) {
+        Ok(p) => p?,
+        Err(e) => {
+            problems.push(Problem { severity: Severity::Error, message: e.to_string() });
+            return None;
+        }
+    };
+    match std::fs::read(&path).map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string())) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            problems.push(Problem { severity: Severity::Error, message: format!("{}: {e}", path.display()) });
+            None
+        }
+    }
+}
+
+/// Public skills' enabled state from `extensions_config.json` `skills`.
+pub fn public_skill_states(extensions: Option<&Value>) -> toolhost_skills::PublicSkillStates {
+    toolhost_skills::PublicSkillStates::from_extensions_skills(extensions.and_then(|e| e.get("skills")))
+}
+
+/// The MCP layer: servers of `extensions_config.json`, discovered in parallel and cached.
+pub fn mcp_layer(opts: &HostOptions, base: &Path) -> Option<Arc<dyn ToolLayer>> {
+    let manager = toolhost_mcp::McpManager::from_files(opts.extensions_path.clone(), base.to_path_buf());
+    Some(Arc::new(McpLayer { manager: Arc::new(manager) }))
+}
+
+/// The MCP tools as an assembly layer. A broken config or server never breaks assembly.
+pub struct McpLayer {
+    pub manager: Arc<toolhost_mcp::McpManager>,
+}
+
+#[async_trait]
+impl ToolLayer for McpLayer {
+    fn kind(&self) -> LayerKind {
+        LayerKind::Mcp
+    }
+
+    async fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        match self.manager.tools().await {
+            Ok(set) => {
+                for w in &set.warnings {
+                    tracing::warn!("mcp: {w}");
+                }
+                set.tools.into_iter().map(|t| t as Arc<dyn Tool>).collect()
+            }
+            Err(e) => {
+                tracing::warn!("mcp: no MCP tools: {e}");
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// The host bash tool for a config entry (`deerflow.sandbox.tools:bash_tool`). Assembly's gate
+/// decides whether it is offered; the tool itself refuses when host bash is not allowed.
+pub fn host_bash(config: &AppConfig, shared: &SharedDirs, extensions: Option<&Value>, group: &str) -> Arc<dyn Tool> {
+    let s = config.sandbox_or_default();
+    let mcp_server_args = extensions
+        .and_then(|e| e.get("mcpServers"))
+        .and_then(Value::as_object)
+        .map(|servers| {
+            servers
+                .values()
+                .filter(|srv| srv.get("enabled").and_then(Value::as_bool).unwrap_or(true))
+                .map(|srv| {
+                    srv.get("args")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+                        .unwrap_or_default()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let cfg = toolhost_hostbash::BashConfig {
+        allow_host_bash: config.is_host_bash_allowed(),
+        command_timeout_secs: s.bash_command_timeout,
+        output_max_chars: s.bash_output_max_chars,
+        skills_host_path: shared.skills.clone(),
+        skills_container_path: config.skills.container_path.clone(),
+        mounts: shared
+            .mounts
+            .iter()
+            .map(|m| toolhost_hostbash::HostMount {
+                host_path: PathBuf::from(&m.host_path),
+                container_path: m.container_path.clone(),
+                read_only: m.read_only,
+            })
+            .collect(),
+        mcp_server_args,
+        ..Default::default()
+    };
+    Arc::new(toolhost_hostbash::BashTool::new(cfg).with_group(Some(group.to_string())))
+}
