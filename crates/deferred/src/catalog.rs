@@ -105,6 +105,9 @@ impl Joined {
     /// Call `f(i)` for each entry `i` the regex matches (`re.search(text_i)`), in order, until
     /// `f` returns false. A match that runs past its entry is re-checked on the entry alone.
     fn for_each_match(&self, re: &CatalogRegex, mut f: impl FnMut(usize) -> bool) {
+        if self.spans.is_empty() {
+            return; // an empty match in the empty text belongs to no entry
+        }
         let mut pos = 0;
         while pos <= self.text.len() {
             let Some((start, end)) = re.find_at(&self.text, pos) else { break };
@@ -121,6 +124,9 @@ impl Joined {
     /// `len(re.findall(text_i))` for every entry.
     fn counts(&self, re: &CatalogRegex) -> Vec<usize> {
         let mut counts = vec![0; self.spans.len()];
+        if self.spans.is_empty() {
+            return counts;
+        }
         let mut pos = 0;
         while pos <= self.text.len() {
             let Some((start, end)) = re.find_at(&self.text, pos) else { break };
@@ -144,6 +150,24 @@ impl Joined {
     }
 }
 
+/// Whether `text` holds a character that the regex engine's `\w` and Python's `\w`
+/// (letters, numbers, `_`) class differently. ASCII is classed alike.
+fn word_chars_differ(text: &str) -> bool {
+    let (Ok(engine), Ok(python)) = (fancy_regex::Regex::new(r"^\w$"), fancy_regex::Regex::new(r"^[\p{L}\p{N}_]$"))
+    else {
+        return true; // cannot tell: take the exact spelling
+    };
+    let mut seen = HashSet::new();
+    let mut buf = [0u8; 4];
+    text.chars().filter(|c| !c.is_ascii()).any(|c| {
+        if !seen.insert(c) {
+            return false;
+        }
+        let c = c.encode_utf8(&mut buf);
+        engine.is_match(c).unwrap_or(false) != python.is_match(c).unwrap_or(false)
+    })
+}
+
 /// An immutable catalog of deferred tools.
 #[derive(Debug, Clone)]
 pub struct DeferredCatalog {
@@ -156,6 +180,9 @@ pub struct DeferredCatalog {
     searchable: Joined,
     /// Every tool's lowercased name.
     names_lower: Joined,
+    /// Some searchable character is a word character for the regex engine but not for Python
+    /// or the reverse; `\b` then needs the exact (slower) spelling.
+    word_chars_differ: bool,
 }
 
 impl DeferredCatalog {
@@ -181,7 +208,9 @@ impl DeferredCatalog {
             searchable.push(&t.name, Some(&t.description));
             names_lower.push(&py_lower(&t.name), None);
         }
-        let mut catalog = Self { tools, names, hash: String::new(), by_name, searchable, names_lower };
+        let word_chars_differ = word_chars_differ(&searchable.text);
+        let mut catalog =
+            Self { tools, names, hash: String::new(), by_name, searchable, names_lower, word_chars_differ };
         catalog.hash = catalog.compute_hash();
         Ok(catalog)
     }
@@ -273,7 +302,7 @@ impl DeferredCatalog {
             };
             let mut candidates = self.name_contains(&py_lower(required));
             if let Some(rest) = rest {
-                let re = CatalogRegex::compile(rest);
+                let re = CatalogRegex::compile_with(rest, self.word_chars_differ);
                 let counts: Vec<usize> = if re.is_context_sensitive() {
                     candidates.iter().map(|&i| re.count(self.searchable.entry(i))).collect()
                 } else {
@@ -287,7 +316,7 @@ impl DeferredCatalog {
             candidates.truncate(MAX_RESULTS);
             return candidates.into_iter().map(|i| &self.tools[i]).collect();
         }
-        let re = CatalogRegex::compile(query);
+        let re = CatalogRegex::compile_with(query, self.word_chars_differ);
         // Score 2 (the name matches too) before score 1, each in catalog order; enough score-2
         // hits end the scan.
         let mut best: Vec<&CatalogTool> = Vec::new();
@@ -445,6 +474,40 @@ mod tests {
             let got: Vec<&str> = cat.search(q).iter().map(|t| t.name.as_str()).collect();
             assert_eq!(got, expected, "{q:?}");
         }
+    }
+
+    #[test]
+    fn word_boundary_uses_pythons_word_characters_when_the_texts_need_it() {
+        assert!(!word_chars_differ("plain ascii and 日本語 émoji 🚀"));
+        // U+FE0F (a mark) is a word character for the engine, not for Python.
+        assert!(word_chars_differ("sunny \u{2600}\u{FE0F}"));
+        let cat = DeferredCatalog::new([DeferredToolInput {
+            name: "weather".into(),
+            description: "sunny \u{2600}\u{FE0F}".into(),
+            schema: PyValue::parse("{}").unwrap(),
+        }])
+        .unwrap();
+        assert!(cat.word_chars_differ);
+        // Python: no boundary after U+FE0F at the end (neither side is a word character).
+        assert!(cat.search("\u{FE0F}\\b").is_empty());
+        assert_eq!(cat.search("y\\b").len(), 1);
+    }
+
+    #[test]
+    fn queries_that_match_empty_text_on_no_entries() {
+        let empty = DeferredCatalog::new([]).unwrap();
+        for q in ["x*", "|", "+a |", ".*", "^$"] {
+            assert!(empty.search(q).is_empty(), "{q}");
+        }
+        let one = DeferredCatalog::new([DeferredToolInput {
+            name: "github_x".into(),
+            description: "d".into(),
+            schema: PyValue::parse("{}").unwrap(),
+        }])
+        .unwrap();
+        assert!(one.search("+zz |").is_empty());
+        assert_eq!(one.search("+git |").len(), 1);
+        assert_eq!(one.search("|").len(), 1);
     }
 
     #[test]

@@ -24,14 +24,27 @@ pub struct CatalogRegex {
 impl CatalogRegex {
     /// `re.compile(pattern, re.IGNORECASE)`, falling back to `re.escape(pattern)`.
     pub fn compile(pattern: &str) -> CatalogRegex {
+        Self::compile_with(pattern, true)
+    }
+
+    /// [`Self::compile`]; `exact_word_boundary` spells `\b`/`\B` with Python's word characters
+    /// (letters, numbers, `_`) through lookaround. Without it the engine's own `\b` is used, which
+    /// agrees whenever the searched texts hold no character the two definitions class
+    /// differently (marks, connector punctuation, non-decimal numbers) and is much faster.
+    pub fn compile_with(pattern: &str, exact_word_boundary: bool) -> CatalogRegex {
         let plain = !pattern.contains(['\\', '.', '^', '$', '*', '+', '?', '{', '}', '[', ']', '(', ')', '|']);
-        if let Some((translated, context_sensitive)) = translate(pattern) {
+        if let Some((translated, context_sensitive)) = translate_with(pattern, exact_word_boundary) {
             if let Ok(re) = build(&translated) {
                 let required_bytes = if plain { caseless_run(pattern) } else { None };
                 return CatalogRegex { re: Some(re), literal: false, context_sensitive, required_bytes };
             }
         }
-        let escaped = fancy_regex::escape(pattern);
+        // `re.escape(pattern)`; each character through `push_literal`, which also spells out
+        // Python's extra case equivalences.
+        let mut escaped = String::with_capacity(pattern.len() + 8);
+        for c in pattern.chars() {
+            push_literal(&mut escaped, c);
+        }
         match build(&escaped) {
             Ok(re) => CatalogRegex {
                 re: Some(re),
@@ -159,12 +172,21 @@ fn hex_digits(chars: &[char], i: usize, n: usize) -> Option<u32> {
 /// raise `re.error` (the caller then matches the query literally, as DeerFlow does). The flag
 /// tells whether the pattern has anchors or lookaround (see [`CatalogRegex::is_context_sensitive`]).
 pub fn translate(pattern: &str) -> Option<(String, bool)> {
+    translate_with(pattern, true)
+}
+
+fn translate_with(pattern: &str, exact_word_boundary: bool) -> Option<(String, bool)> {
     let mut sensitive = false;
-    let out = translate_inner(pattern, &mut sensitive)?;
+    let out = translate_inner(pattern, &mut sensitive, exact_word_boundary)?;
     Some((out, sensitive))
 }
 
-fn translate_inner(pattern: &str, sensitive: &mut bool) -> Option<String> {
+/// Python's `\w` for `str` patterns: `isalnum()` or `_`.
+const PY_WORD: &str = "\\p{L}\\p{N}_";
+/// Python's `\s`: Unicode White_Space plus U+001C..U+001F.
+const PY_SPACE: &str = "\\s\\x{1C}-\\x{1F}";
+
+fn translate_inner(pattern: &str, sensitive: &mut bool, exact_word_boundary: bool) -> Option<String> {
     let chars: Vec<char> = pattern.chars().collect();
     let mut out = String::with_capacity(pattern.len() + 8);
     let mut i = 0;
@@ -174,26 +196,43 @@ fn translate_inner(pattern: &str, sensitive: &mut bool) -> Option<String> {
     // Python only accepts global flag groups at the very start of the pattern.
     let mut at_start = true;
     let mut prev_atom = false;
+    let mut last_quant = 0u8;
     while i < chars.len() {
         let c = chars[i];
         let was_start = at_start;
-        at_start = false;
         if verbose && (c.is_whitespace() || c == '#') {
             // re.VERBOSE: whitespace is ignored and `#` comments run to the end of the line.
             if c == '#' {
                 i = chars[i..].iter().position(|&x| x == '\n').map_or(chars.len(), |p| i + p);
             }
             i += 1;
-            at_start = was_start;
             continue;
         }
+        at_start = false;
+        // 0: the previous token was no quantifier, 1: a quantifier, 2: a quantifier with its
+        // lazy `?` or possessive `+` modifier. Python rejects any further repeat.
+        let quant_before = last_quant;
+        last_quant = 0;
         match c {
             '\\' => {
-                let (consumed, emitted) = escape(&chars, i, false, ascii)?;
-                *sensitive |= matches!(chars.get(i + 1), Some('A' | 'Z'));
+                let next = chars.get(i + 1).copied();
+                let (consumed, emitted) = match next {
+                    Some('b' | 'B') if exact_word_boundary && !ascii => {
+                        let w = PY_WORD;
+                        let e = if next == Some('b') {
+                            format!("(?:(?<=[{w}])(?![{w}])|(?<![{w}])(?=[{w}]))")
+                        } else {
+                            format!("(?:(?<=[{w}])(?=[{w}])|(?<![{w}])(?![{w}]))")
+                        };
+                        (2, e)
+                    }
+                    _ => escape(&chars, i, false, ascii)?,
+                };
+                *sensitive |= matches!(next, Some('A' | 'Z'));
                 out.push_str(&emitted);
                 i += consumed;
-                prev_atom = true;
+                // Anchors and boundaries cannot be repeated ("nothing to repeat").
+                prev_atom = !matches!(next, Some('A' | 'Z' | 'b' | 'B'));
                 continue;
             }
             '[' => {
@@ -203,9 +242,10 @@ fn translate_inner(pattern: &str, sensitive: &mut bool) -> Option<String> {
             }
             '{' => {
                 if let Some((len, lo, hi)) = quantifier(&chars, i) {
-                    if !prev_atom {
-                        return None; // "nothing to repeat"
+                    if !prev_atom || quant_before != 0 {
+                        return None; // "nothing to repeat" / "multiple repeat"
                     }
+                    last_quant = 1;
                     match hi {
                         Some(h) if lo.unwrap_or(0) > h => return None,
                         Some(h) => out.push_str(&format!("{{{},{}}}", lo.unwrap_or(0), h)),
@@ -264,6 +304,9 @@ fn translate_inner(pattern: &str, sensitive: &mut bool) -> Option<String> {
                                 return None; // "global flags not at the start of the expression"
                             }
                             multiline |= flags.contains('m');
+                            // VERBOSE is applied here (see the loop head), not by the engine,
+                            // whose verbose mode also drops whitespace inside classes.
+                            let kept: String = kept.chars().filter(|f| *f != 'x').collect();
                             ascii |= flags.contains('a');
                             verbose |= flags.contains('x');
                             if !kept.is_empty() {
@@ -298,11 +341,12 @@ fn translate_inner(pattern: &str, sensitive: &mut bool) -> Option<String> {
                 prev_atom = false;
             }
             '*' | '+' | '?' => {
-                if !prev_atom && !out.ends_with(['*', '+', '?', '}']) {
-                    return None;
+                match quant_before {
+                    0 if prev_atom => last_quant = 1,
+                    1 if c != '*' => last_quant = 2,
+                    _ => return None, // "nothing to repeat" / "multiple repeat"
                 }
                 out.push(c);
-                prev_atom = true;
             }
             '^' => {
                 *sensitive = true;
@@ -382,7 +426,13 @@ fn escape(chars: &[char], i: usize, in_class: bool, ascii: bool) -> Option<(usiz
         }
     }
     match c {
-        'd' | 'D' | 's' | 'S' | 'w' | 'W' | 'n' | 'r' | 't' => simple(&format!("\\{c}")),
+        'w' if in_class => simple(PY_WORD),
+        'w' => simple(&format!("[{PY_WORD}]")),
+        'W' => simple(&format!("[^{PY_WORD}]")),
+        's' if in_class => simple(PY_SPACE),
+        's' => simple(&format!("[{PY_SPACE}]")),
+        'S' => simple(&format!("[^{PY_SPACE}]")),
+        'd' | 'D' | 'n' | 'r' | 't' => simple(&format!("\\{c}")),
         'a' => simple("\\x07"),
         'f' => simple("\\x0C"),
         'v' => simple("\\x0B"),
@@ -522,6 +572,8 @@ mod tests {
         assert!(m("(?x) s e n d # a comment", "send"));
         assert!(m("(?x)send #x", "send"));
         assert!(!m("(?x)s[ ]d", "sd"));
+        assert!(m("(?x)s[ ]d", "s d"));
+        assert!(m("(?x)s\\ d", "s d"));
     }
 
     #[test]

@@ -1,0 +1,94 @@
+//! MCP tools through the host, against real servers installed by scripts/install-peers.sh:
+//! the MCP layer assembles after the builtins, calls reach the server, one broken server hides
+//! nothing else, and deferred tools stay hidden until `tool_search` promotes them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+fn peer(rel: &str) -> PathBuf {
+    let p = root().join(".peers").join(rel);
+    assert!(p.exists(), "{} is missing: run scripts/install-peers.sh first", p.display());
+    p
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(tool_search: bool) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let everything = peer("npm/node_modules/.bin/mcp-server-everything");
+        let time = peer("venv/bin/mcp-server-time");
+        let ext = serde_json::json!({
+            "mcpServers": {
+                "everything": {"type": "stdio", "command": everything, "args": ["stdio"], "session_init_timeout": 60},
+                "time": {"type": "stdio", "command": time, "args": ["--local-timezone", "UTC"], "session_init_timeout": 60},
+                "broken": {"type": "stdio", "command": "/nonexistent/mcp-server", "args": []},
+                "off": {"enabled": false, "type": "stdio", "command": "/nonexistent/other"}
+            }
+        });
+        std::fs::write(dir.path().join("extensions_config.json"), serde_json::to_vec_pretty(&ext).unwrap()).unwrap();
+        std::fs::write(
+            dir.path().join("config.yaml"),
+            format!(
+                "tools:\n  - {{name: hello, group: demo, use: hello}}\ntool_search:\n  enabled: {tool_search}\n  auto_promote_top_k: 3\n"
+            ),
+        )
+        .unwrap();
+        Setup { dir }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(args)
+            .arg("--config")
+            .arg(self.dir.path().join("config.yaml"))
+            .env("TOOLHOST_HOME", self.dir.path().join("data"))
+            .env_remove("DEER_FLOW_EXTENSIONS_CONFIG_PATH")
+            .output()
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let o = self.run(args);
+        assert!(o.status.success() || o.status.code() == Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)))
+    }
+}
+
+fn tool_names(v: &Value) -> Vec<String> {
+    v.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn mcp_tools_assemble_after_builtins_and_answer_calls() {
+    let s = Setup::new(false);
+    let tools = s.json(&["tools", "--json"]);
+    let names = tool_names(&tools);
+    let pos = |n: &str| names.iter().position(|x| x == n).unwrap_or_else(|| panic!("{n} missing from {names:?}"));
+    assert!(pos("hello") < pos("present_files"));
+    assert!(pos("present_files") < pos("everything_echo"));
+    assert!(pos("time_get_current_time") > pos("present_files"));
+    assert!(!names.iter().any(|n| n.starts_with("broken_") || n.starts_with("off_")), "{names:?}");
+    let echo = tools.as_array().unwrap().iter().find(|t| t["name"] == "everything_echo").unwrap();
+    assert_eq!(echo["source"]["kind"], "mcp");
+    assert_eq!(echo["parameters"]["properties"]["message"]["type"], "string");
+
+    let out = s.json(&["call", "everything_echo", r#"{"message": "hi there"}"#, "--json"]);
+    assert_eq!(out["status"], "success", "{out}");
+    assert!(out["content"].as_str().unwrap().contains("hi there"), "{out}");
+
+    let out = s.json(&["call", "time_get_current_time", r#"{"timezone": "UTC"}"#, "--json"]);
+    assert_eq!(out["status"], "success", "{out}");
+    assert!(out["content"].as_str().unwrap().contains("UTC"), "{out}");
+
+    let o = s.run(&["tools", "--no-mcp"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("everything_echo"));
+}
