@@ -27,7 +27,9 @@ fn main() {
     }
 
     let out_dir = target_dir.join("wasm32-wasip2").join("release");
-    let mut generated = String::from("/// Components built into this binary: (name, bytes).\npub const BUNDLED: &[(&str, &[u8])] = &[\n");
+    let mut generated = String::from(
+        "/// Components built into this binary: (name, bytes).\npub const BUNDLED: &[(&str, &[u8])] = &[\n",
+    );
     for (name, artifact) in BUNDLED {
         let file = out_dir.join(format!("{artifact}.wasm"));
         if file.exists() {

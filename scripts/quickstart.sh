@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || rustup target add wasm32-wasip2
-cargo build --release --bin toolhost
-bin=./target/release/toolhost
+cargo build --bin toolhost
+bin=./target/debug/toolhost
 export TOOLHOST_HOME="${TOOLHOST_HOME:-$PWD/.toolhost}"
 thread="demo-$(date +%s)"
 echo "== toolhost check"

@@ -71,13 +71,19 @@ fn check_reports_every_problem_with_location() {
     let o = toolhost(dir.path(), &["check", "--config", cfg.to_str().unwrap()]);
     let out = stdout(&o);
     assert!(!o.status.success());
-    assert!(out.contains("tools[0] 'b'") && out.contains("unknown tool source 'nowhere'") && out.contains(":4:"), "{out}");
+    assert!(
+        out.contains("tools[0] 'b'") && out.contains("unknown tool source 'nowhere'") && out.contains(":4:"),
+        "{out}"
+    );
 }
 
 #[test]
 fn call_runs_a_component_and_prints_json() {
     let data = tempfile::tempdir().unwrap();
-    let o = toolhost(data.path(), &["call", "hello", r#"{"name":"world","excited":true}"#, "--config", "config.yaml", "--json"]);
+    let o = toolhost(
+        data.path(),
+        &["call", "hello", r#"{"name":"world","excited":true}"#, "--config", "config.yaml", "--json"],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["content"], "Hello, world!");

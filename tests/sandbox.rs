@@ -36,7 +36,10 @@ fn host_with(tools_yaml: &str) -> Env {
 }
 
 fn entry(name: &str, caps: &str) -> String {
-    format!("  - name: {name}\n    group: hostile\n    use: {}:{name}\n    capabilities: {caps}\n", hostile_wasm().display())
+    format!(
+        "  - name: {name}\n    group: hostile\n    use: {}:{name}\n    capabilities: {caps}\n",
+        hostile_wasm().display()
+    )
 }
 
 async fn call(env: &Env, name: &str, args: Value) -> (String, bool) {
@@ -212,9 +215,16 @@ async fn digest_pin_is_checked_before_compiling() {
     let env = host_with(&yaml);
     let errors: Vec<_> = env.host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors[0].message.contains("pinned_bad") && errors[0].message.contains(&bad) && errors[0].message.contains(&good), "{}", errors[0].message);
+    assert!(
+        errors[0].message.contains("pinned_bad")
+            && errors[0].message.contains(&bad)
+            && errors[0].message.contains(&good),
+        "{}",
+        errors[0].message
+    );
     let tools = env.host.get_available_tools(&AssemblyRequest::default()).await;
-    let names: Vec<_> = tools.tools.iter().filter(|t| t.spec().group.is_some()).map(|t| t.spec().name.clone()).collect();
+    let names: Vec<_> =
+        tools.tools.iter().filter(|t| t.spec().group.is_some()).map(|t| t.spec().name.clone()).collect();
     assert_eq!(names, ["ok"], "only the correctly pinned config tool assembles");
 }
 

@@ -55,7 +55,9 @@ impl Default for AssemblyRequest {
 pub enum ConfigEntryState {
     Ready(Arc<dyn Tool>),
     /// A DeerFlow community tool toolhost does not bundle.
-    NotBundled { module: String },
+    NotBundled {
+        module: String,
+    },
     /// Could not be built (unknown component, digest mismatch, …); the text says why.
     Failed(String),
 }
@@ -145,12 +147,17 @@ pub async fn get_available_tools(
     for e in entries {
         if let Some(groups) = &req.groups {
             if !groups.contains(&e.group) {
-                explain_out(&e.name, "config", format!("group '{}' is not among the requested groups {groups:?}", e.group));
+                explain_out(
+                    &e.name,
+                    "config",
+                    format!("group '{}' is not among the requested groups {groups:?}", e.group),
+                );
                 continue;
             }
         }
         if !facts.host_bash_allowed && (e.group == "bash" || e.use_ == BASH_TOOL_USE) {
-            let why = if e.group == "bash" { "it is in group 'bash'" } else { "it uses deerflow.sandbox.tools:bash_tool" };
+            let why =
+                if e.group == "bash" { "it is in group 'bash'" } else { "it uses deerflow.sandbox.tools:bash_tool" };
             explain_out(
                 &e.name,
                 "config",
@@ -163,7 +170,10 @@ pub async fn get_available_tools(
                 let bound = tool.spec().name.clone();
                 let mut reason = format!("config tool (group '{}', use {})", e.group, e.use_);
                 if bound != e.name {
-                    let w = format!("tool config name '{}' differs from the tool's own name '{bound}'; binding '{bound}'", e.name);
+                    let w = format!(
+                        "tool config name '{}' differs from the tool's own name '{bound}'; binding '{bound}'",
+                        e.name
+                    );
                     tracing::warn!("{w}");
                     out.warnings.push(w);
                     reason.push_str(&format!("; bound as '{bound}'"));
@@ -171,7 +181,10 @@ pub async fn get_available_tools(
                 candidates.push((tool.clone(), "config", reason));
             }
             ConfigEntryState::NotBundled { module } => {
-                let w = format!("tool '{}': DeerFlow community tool '{module}' ({}) is not bundled with toolhost yet; left out", e.name, e.use_);
+                let w = format!(
+                    "tool '{}': DeerFlow community tool '{module}' ({}) is not bundled with toolhost yet; left out",
+                    e.name, e.use_
+                );
                 out.warnings.push(w.clone());
                 explain_out(&e.name, "config", w);
             }
@@ -257,7 +270,12 @@ mod tests {
     }
 
     fn entry(name: &str, group: &str, use_: &str) -> ConfigEntry {
-        ConfigEntry { name: name.into(), group: group.into(), use_: use_.into(), state: ConfigEntryState::Ready(tool(name, "config")) }
+        ConfigEntry {
+            name: name.into(),
+            group: group.into(),
+            use_: use_.into(),
+            state: ConfigEntryState::Ready(tool(name, "config")),
+        }
     }
 
     struct Layer(LayerKind, Vec<Arc<dyn Tool>>);
@@ -288,7 +306,9 @@ mod tests {
             Arc::new(Layer(LayerKind::Acp, vec![tool("invoke_acp_agent", "acp")])),
             Arc::new(Layer(LayerKind::Mcp, vec![tool("srv_a", "mcp"), tool("ls", "mcp")])),
         ];
-        let a = get_available_tools(&AssemblyRequest::default(), &AssemblyFacts::default(), &entries, &builtins, &layers).await;
+        let a =
+            get_available_tools(&AssemblyRequest::default(), &AssemblyFacts::default(), &entries, &builtins, &layers)
+                .await;
         assert_eq!(names(&a), ["ls", "present_files", "ask_clarification", "srv_a", "invoke_acp_agent"]);
         // The config tool won over the builtin of the same name.
         assert_eq!(a.tools[1].spec().description, "config");
@@ -345,8 +365,18 @@ mod tests {
     #[tokio::test]
     async fn not_bundled_and_failed_entries_are_explained() {
         let entries = vec![
-            ConfigEntry { name: "web_search".into(), group: "web".into(), use_: "deerflow.community.ddg_search.tools:web_search_tool".into(), state: ConfigEntryState::NotBundled { module: "ddg_search".into() } },
-            ConfigEntry { name: "pinned".into(), group: "x".into(), use_: "a.wasm@sha256:00".into(), state: ConfigEntryState::Failed("digest mismatch".into()) },
+            ConfigEntry {
+                name: "web_search".into(),
+                group: "web".into(),
+                use_: "deerflow.community.ddg_search.tools:web_search_tool".into(),
+                state: ConfigEntryState::NotBundled { module: "ddg_search".into() },
+            },
+            ConfigEntry {
+                name: "pinned".into(),
+                group: "x".into(),
+                use_: "a.wasm@sha256:00".into(),
+                state: ConfigEntryState::Failed("digest mismatch".into()),
+            },
         ];
         let a = get_available_tools(&AssemblyRequest::default(), &AssemblyFacts::default(), &entries, &[], &[]).await;
         assert!(a.tools.is_empty());

@@ -11,7 +11,9 @@ use toolhost_core::{CallContext, ThreadPaths, Tool, ToolOutcome, ToolSource, Too
 use crate::assembly::{
     get_available_tools, Assembly, AssemblyFacts, AssemblyRequest, Builtin, ConfigEntry, ConfigEntryState, ToolLayer,
 };
-use crate::config::{self, AppConfig, Capabilities, ComponentRef, FilesystemAccess, LoadedConfig, ResolvedUse, ToolConfig};
+use crate::config::{
+    self, AppConfig, Capabilities, ComponentRef, FilesystemAccess, LoadedConfig, ResolvedUse, ToolConfig,
+};
 use crate::middleware::{Pipeline, ToolRequest};
 use crate::runtime::{CallLimits, CapabilitySet, FsGrant, Runtime};
 use crate::state_store::{StateError, ThreadStore};
@@ -34,7 +36,13 @@ pub struct HostOptions {
 
 impl HostOptions {
     pub fn new(config_path: impl Into<PathBuf>) -> Self {
-        Self { config_path: config_path.into(), data_dir: default_data_dir(), persist_state: false, cache_dir: None, extensions_path: None }
+        Self {
+            config_path: config_path.into(),
+            data_dir: default_data_dir(),
+            persist_state: false,
+            cache_dir: None,
+            extensions_path: None,
+        }
     }
 }
 
@@ -105,9 +113,12 @@ impl Toolhost {
         let mut problems: Vec<Problem> =
             config.warnings.iter().map(|w| Problem { severity: Severity::Warning, message: w.clone() }).collect();
         let shared = Arc::new(shared_dirs(&config.config, &config.base_dir(), &mut problems));
-        let sandbox_json = sandbox_json(&config.config, &shared);
         let base = config.base_dir();
         let extensions = crate::wiring::extensions(&opts, &base, &mut problems);
+        let skills = crate::wiring::skill_store(&config.config, &shared);
+        let public_skills = crate::wiring::public_skill_states(extensions.as_ref());
+        let disabled_skills = crate::wiring::disabled_skill_dirs(&skills, &public_skills, &mut problems);
+        let sandbox_json = sandbox_json(&config.config, &shared, &disabled_skills);
         let mut entries = Vec::new();
         for (i, tc) in config.config.tools.iter().enumerate() {
             let state = build_entry(tc, &config, &runtime, &shared, &sandbox_json, extensions.as_ref());
@@ -130,8 +141,6 @@ impl Toolhost {
             }
             entries.push(ConfigEntry { name: tc.name.clone(), group: tc.group.clone(), use_: tc.use_.clone(), state });
         }
-        let skills = crate::wiring::skill_store(&config.config, &shared);
-        let public_skills = crate::wiring::public_skill_states(extensions.as_ref());
         let builtins = crate::wiring::builtins(&config.config, &opts, skills.clone());
         let mut layers: Vec<Arc<dyn ToolLayer>> = Vec::new();
         if let Some(mcp) = crate::wiring::mcp_layer(&opts, &base) {
@@ -227,14 +236,29 @@ impl Toolhost {
     }
 
     /// Run one tool call through the pipeline and merge its update into the thread's state.
-    pub async fn call(&self, req: &AssemblyRequest, thread_id: &str, name: &str, args: Value, tool_call_id: Option<String>) -> Result<CallResult, HostError> {
+    pub async fn call(
+        &self,
+        req: &AssemblyRequest,
+        thread_id: &str,
+        name: &str,
+        args: Value,
+        tool_call_id: Option<String>,
+    ) -> Result<CallResult, HostError> {
         let results = self.call_turn(req, thread_id, vec![(name.to_string(), args, tool_call_id)]).await?;
-        Ok(results.into_iter().next().unwrap_or_else(|| CallResult { outcome: ToolOutcome::error("Error: no result"), state_errors: vec![] }))
+        Ok(results
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| CallResult { outcome: ToolOutcome::error("Error: no result"), state_errors: vec![] }))
     }
 
     /// Run the tool calls of one model turn concurrently, then merge their updates in call order
     /// (DeerFlow's reducers decide how concurrent updates combine).
-    pub async fn call_turn(&self, req: &AssemblyRequest, thread_id: &str, calls: Vec<(String, Value, Option<String>)>) -> Result<Vec<CallResult>, HostError> {
+    pub async fn call_turn(
+        &self,
+        req: &AssemblyRequest,
+        thread_id: &str,
+        calls: Vec<(String, Value, Option<String>)>,
+    ) -> Result<Vec<CallResult>, HostError> {
         let assembly = self.get_available_tools(req).await;
         let mut contexts = Vec::with_capacity(calls.len());
         for (_, _, id) in &calls {
@@ -293,7 +317,10 @@ pub(crate) fn shared_dirs(c: &AppConfig, base: &Path, problems: &mut Vec<Problem
     let skills = skills.filter(|p| {
         let ok = p.is_dir();
         if !ok {
-            problems.push(Problem { severity: Severity::Warning, message: format!("skills directory {} does not exist; /mnt/skills is empty", p.display()) });
+            problems.push(Problem {
+                severity: Severity::Warning,
+                message: format!("skills directory {} does not exist; /mnt/skills is empty", p.display()),
+            });
         }
         ok
     });
@@ -304,7 +331,13 @@ pub(crate) fn shared_dirs(c: &AppConfig, base: &Path, problems: &mut Vec<Problem
             mounts.push(config::MountConfig { host_path: host.display().to_string(), ..m });
         } else {
             // DeerFlow ignores mounts whose host path is missing.
-            problems.push(Problem { severity: Severity::Warning, message: format!("sandbox mount {} → {}: host path does not exist; ignored", m.host_path, m.container_path) });
+            problems.push(Problem {
+                severity: Severity::Warning,
+                message: format!(
+                    "sandbox mount {} → {}: host path does not exist; ignored",
+                    m.host_path, m.container_path
+                ),
+            });
         }
     }
     SharedDirs { skills, skills_container_path: c.skills.container_path.clone(), mounts }
@@ -320,7 +353,7 @@ fn resolve(base: &Path, p: &str) -> PathBuf {
 }
 
 /// The sandbox settings component tools receive (see `wit/tool.wit`, `call-context.sandbox`).
-fn sandbox_json(c: &AppConfig, shared: &SharedDirs) -> Value {
+fn sandbox_json(c: &AppConfig, shared: &SharedDirs, disabled_skills: &[String]) -> Value {
     let s = c.sandbox_or_default();
     serde_json::json!({
         "read_file_output_max_chars": s.read_file_output_max_chars,
@@ -328,7 +361,7 @@ fn sandbox_json(c: &AppConfig, shared: &SharedDirs) -> Value {
         "mounts": shared.mounts.iter().map(|m| serde_json::json!({"container_path": m.container_path, "read_only": m.read_only})).collect::<Vec<_>>(),
         "skills_container_path": c.skills.container_path,
         "write_file_max_bytes": std::env::var("DEERFLOW_WRITE_FILE_MAX_BYTES").ok(),
-        "disabled_skills": Vec::<String>::new(),
+        "disabled_skills": disabled_skills,
     })
 }
 
@@ -362,7 +395,11 @@ fn capability_set(caps: Option<&Capabilities>, problems: &mut Vec<String>) -> Ca
     }
     set.network = c.network.clone();
     set.limits = CallLimits {
-        timeout: c.timeout_s.filter(|t| t.is_finite() && *t > 0.0).map(std::time::Duration::from_secs_f64).unwrap_or(set.limits.timeout),
+        timeout: c
+            .timeout_s
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .map(std::time::Duration::from_secs_f64)
+            .unwrap_or(set.limits.timeout),
         memory_bytes: c.memory_mb.map(|m| m << 20).unwrap_or(set.limits.memory_bytes),
         output_bytes: c.output_bytes.unwrap_or(set.limits.output_bytes),
     };
@@ -383,7 +420,9 @@ fn build_entry(
     };
     match resolved {
         ResolvedUse::NotBundled { module } => ConfigEntryState::NotBundled { module },
-        ResolvedUse::HostBash => ConfigEntryState::Ready(crate::wiring::host_bash(&config.config, shared, extensions, &tc.group)),
+        ResolvedUse::HostBash => {
+            ConfigEntryState::Ready(crate::wiring::host_bash(&config.config, shared, extensions, &tc.group))
+        }
         ResolvedUse::Component { component, tool } => {
             let loaded = match runtime.load(&component, &crate::bundled::bytes) {
                 Ok(l) => l,
@@ -399,7 +438,10 @@ fn build_entry(
             });
             let Some(listed) = listed else {
                 let names: Vec<&str> = loaded.tools.iter().map(|t| t.name.as_str()).collect();
-                return ConfigEntryState::Failed(format!("component {component} has no tool '{wanted}' (it has: {})", names.join(", ")));
+                return ConfigEntryState::Failed(format!(
+                    "component {component} has no tool '{wanted}' (it has: {})",
+                    names.join(", ")
+                ));
             };
             let mut warnings = Vec::new();
             let caps_cfg = tc.capabilities.clone().or_else(|| bundled_defaults(&component));
@@ -428,4 +470,3 @@ fn build_entry(
         }
     }
 }
-

@@ -12,13 +12,19 @@ use toolhost_core::Tool;
 use crate::assembly::{Assembly, AssemblyRequest, Builtin, BuiltinCondition, Explanation, LayerKind, ToolLayer};
 use crate::config::AppConfig;
 use crate::host::{HostOptions, Problem, Severity};
-use crate::middleware::{Clarification, Middleware, Pipeline, ReadBeforeWrite, SandboxAudit, SkillPolicy, ToolErrorHandling};
+use crate::middleware::{
+    Clarification, Middleware, Pipeline, ReadBeforeWrite, SandboxAudit, SkillPolicy, ToolErrorHandling,
+};
 use crate::tools::component::SharedDirs;
 
 /// The tool-call middleware chain, outermost first, in DeerFlow's lead-agent order (spec §1.2):
 /// SandboxAudit → ReadBeforeWrite → ToolErrorHandling → SkillToolPolicy → McpRouting →
 /// DeferredToolFilter → Clarification.
-pub fn pipeline(config: &AppConfig, skills: toolhost_skills::SkillStore, public: toolhost_skills::PublicSkillStates) -> Pipeline {
+pub fn pipeline(
+    config: &AppConfig,
+    skills: toolhost_skills::SkillStore,
+    public: toolhost_skills::PublicSkillStates,
+) -> Pipeline {
     let layers: Vec<Arc<dyn Middleware>> = vec![
         Arc::new(SandboxAudit),
         Arc::new(ReadBeforeWrite::new(config.read_before_write.enabled)),
@@ -71,7 +77,12 @@ pub fn agent_tools(config: &AppConfig, data_dir: &Path, req: &AssemblyRequest, a
         if assembly.tools.iter().any(|t| t.spec().name == name) {
             continue;
         }
-        assembly.explain.push(Explanation { name, layer: "agent", included: true, reason: format!("lead agent tool ({why})") });
+        assembly.explain.push(Explanation {
+            name,
+            layer: "agent",
+            included: true,
+            reason: format!("lead agent tool ({why})"),
+        });
         assembly.tools.push(tool);
     }
 }
@@ -79,7 +90,9 @@ pub fn agent_tools(config: &AppConfig, data_dir: &Path, req: &AssemblyRequest, a
 /// The skills directory as a store (`<skills>/{public,custom,…}`).
 pub fn skill_store(config: &AppConfig, shared: &SharedDirs) -> toolhost_skills::SkillStore {
     let root = shared.skills.clone().unwrap_or_else(|| PathBuf::from("/nonexistent-toolhost-skills"));
-    toolhost_skills::SkillStore::new(toolhost_skills::SkillsLayout::new(root).with_container_path(config.skills.container_path.clone()))
+    toolhost_skills::SkillStore::new(
+        toolhost_skills::SkillsLayout::new(root).with_container_path(config.skills.container_path.clone()),
+    )
 }
 
 /// `extensions_config.json` as JSON, for the parts the host reads itself (`skills`).
@@ -91,7 +104,10 @@ pub fn extensions(opts: &HostOptions, base: &Path, problems: &mut Vec<Problem>) 
             return None;
         }
     };
-    match std::fs::read(&path).map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string())) {
+    match std::fs::read(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
+    {
         Ok(v) => Some(v),
         Err(e) => {
             problems.push(Problem { severity: Severity::Error, message: format!("{}: {e}", path.display()) });
@@ -177,4 +193,28 @@ pub fn host_bash(config: &AppConfig, shared: &SharedDirs, extensions: Option<&Va
         ..Default::default()
     };
     Arc::new(toolhost_hostbash::BashTool::new(cfg).with_group(Some(group.to_string())))
+}
+
+/// The container paths of disabled skills, for the file tools' disabled-skill gate. Read once
+/// when the host opens; an unreadable state fails closed (every skill of that kind disabled).
+pub fn disabled_skill_dirs(
+    store: &toolhost_skills::SkillStore,
+    public: &toolhost_skills::PublicSkillStates,
+    problems: &mut Vec<Problem>,
+) -> Vec<String> {
+    if !store.layout().root.is_dir() {
+        return Vec::new();
+    }
+    match store.load_registry(public) {
+        Ok(registry) => {
+            registry.skills.iter().filter(|s| !s.enabled).map(|s| s.container_path(&registry.container_path)).collect()
+        }
+        Err(e) => {
+            problems.push(Problem {
+                severity: Severity::Warning,
+                message: format!("skills: {e}; treating skills as disabled"),
+            });
+            vec![store.layout().container_path.clone()]
+        }
+    }
 }

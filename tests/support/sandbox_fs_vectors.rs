@@ -158,7 +158,11 @@ pub fn fixture_entry<'a>(v: &'a Value, rel: &str) -> Option<&'a Value> {
 /// The expected text of one call, with the deviations applied, and the deviations' names.
 /// `full(tool, args)` runs the tool with `args` (whose `max_results` is [`uncapped_max`]) and no
 /// lower config cap; it tells a truncated case that was cut from one exactly at its cap.
-pub fn expected_content(v: &Value, c: &Value, full: &mut dyn FnMut(&str, &Value) -> String) -> (String, Vec<&'static str>) {
+pub fn expected_content(
+    v: &Value,
+    c: &Value,
+    full: &mut dyn FnMut(&str, &Value) -> String,
+) -> (String, Vec<&'static str>) {
     let tool = c["tool"].as_str().expect("tool");
     let mut notes = Vec::new();
     let mut exp = match c.get("expected_content_sorted_walk") {

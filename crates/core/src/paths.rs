@@ -96,11 +96,8 @@ impl ThreadPaths {
     /// Rewrite host paths of this thread in `text` back to virtual paths (DeerFlow's
     /// `mask_local_paths_in_output`), longest host path first, at segment boundaries.
     pub fn mask(&self, text: &str) -> String {
-        let mut pairs: Vec<(String, String)> = self
-            .virtual_dirs()
-            .into_iter()
-            .map(|(v, h)| (h.to_string_lossy().into_owned(), v))
-            .collect();
+        let mut pairs: Vec<(String, String)> =
+            self.virtual_dirs().into_iter().map(|(v, h)| (h.to_string_lossy().into_owned(), v)).collect();
         pairs.sort_by_key(|(h, _)| std::cmp::Reverse(h.len()));
         let mut out = text.to_string();
         for (host, virt) in pairs {
@@ -130,10 +127,8 @@ pub fn replace_at_boundaries(text: &str, from: &str, to: &str) -> String {
     let mut rest = text;
     while let Some(pos) = rest.find(from) {
         let after = &rest[pos + from.len()..];
-        let boundary = after
-            .chars()
-            .next()
-            .is_none_or(|c| c == '/' || !(c.is_alphanumeric() || c == '-' || c == '_' || c == '.'));
+        let boundary =
+            after.chars().next().is_none_or(|c| c == '/' || !(c.is_alphanumeric() || c == '-' || c == '_' || c == '.'));
         out.push_str(&rest[..pos]);
         out.push_str(if boundary { to } else { from });
         rest = after;
@@ -157,7 +152,10 @@ mod tests {
     #[test]
     fn maps_virtual_paths_at_segment_boundaries() {
         let p = ThreadPaths::new(Path::new("/d"), "t1").unwrap();
-        assert_eq!(p.to_host("/mnt/user-data/outputs/a.md").unwrap(), Path::new("/d/threads/t1/user-data/outputs/a.md"));
+        assert_eq!(
+            p.to_host("/mnt/user-data/outputs/a.md").unwrap(),
+            Path::new("/d/threads/t1/user-data/outputs/a.md")
+        );
         assert_eq!(p.to_host("/mnt/user-data/workspace").unwrap(), Path::new("/d/threads/t1/user-data/workspace"));
         assert_eq!(p.to_host("/mnt/user-data/workspacex"), Some(PathBuf::from("/d/threads/t1/user-data/workspacex")));
         assert_eq!(p.to_host("/mnt/user-data/workspace/../../x"), None);

@@ -5,6 +5,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use serde_json::json;
+use toolhost_deferred::pyre::CatalogRegex;
 use toolhost_deferred::{DeferredCatalog, DeferredToolInput, PyValue, ToolSearchTool};
 
 const SERVICES: [&str; 10] =
@@ -52,6 +53,9 @@ fn bench(c: &mut Criterion) {
             sha2::Sha256::digest(black_box(blob.as_bytes()))[0]
         })
     });
+    for q in ["item 9999", "calendar.*export", "send"] {
+        c.bench_function(&format!("compile `{q}`"), |b| b.iter(|| CatalogRegex::compile(black_box(q)).is_literal()));
+    }
     let tool = ToolSearchTool::new(std::sync::Arc::new(catalog));
     for (label, query) in [
         ("select", "select:slack_send_0,github_list_11"),

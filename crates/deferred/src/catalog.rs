@@ -3,6 +3,9 @@
 //! Everything a search needs per tool is computed once when the catalog is built.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use memchr::memmem;
 
 use sha2::{Digest, Sha256};
 use toolhost_core::ToolSpec;
@@ -183,7 +186,12 @@ pub struct DeferredCatalog {
     /// Some searchable character is a word character for the regex engine but not for Python
     /// or the reverse; `\b` then needs the exact (slower) spelling.
     word_chars_differ: bool,
+    /// Compiled queries, as Python's `re` module caches compiled patterns.
+    regex_cache: Arc<Mutex<HashMap<String, Arc<CatalogRegex>>>>,
 }
+
+/// Compiled queries kept per catalog before the cache starts over.
+const REGEX_CACHE_SIZE: usize = 256;
 
 impl DeferredCatalog {
     /// Convert every tool and compute the hash. Fails, as DeerFlow's hashing does, when a
@@ -209,8 +217,16 @@ impl DeferredCatalog {
             names_lower.push(&py_lower(&t.name), None);
         }
         let word_chars_differ = word_chars_differ(&searchable.text);
-        let mut catalog =
-            Self { tools, names, hash: String::new(), by_name, searchable, names_lower, word_chars_differ };
+        let mut catalog = Self {
+            tools,
+            names,
+            hash: String::new(),
+            by_name,
+            searchable,
+            names_lower,
+            word_chars_differ,
+            regex_cache: Arc::default(),
+        };
         catalog.hash = catalog.compute_hash();
         Ok(catalog)
     }
@@ -302,7 +318,7 @@ impl DeferredCatalog {
             };
             let mut candidates = self.name_contains(&py_lower(required));
             if let Some(rest) = rest {
-                let re = CatalogRegex::compile_with(rest, self.word_chars_differ);
+                let re = self.compile(rest);
                 let counts: Vec<usize> = if re.is_context_sensitive() {
                     candidates.iter().map(|&i| re.count(self.searchable.entry(i))).collect()
                 } else {
@@ -316,7 +332,7 @@ impl DeferredCatalog {
             candidates.truncate(MAX_RESULTS);
             return candidates.into_iter().map(|i| &self.tools[i]).collect();
         }
-        let re = CatalogRegex::compile_with(query, self.word_chars_differ);
+        let re = self.compile(query);
         // Score 2 (the name matches too) before score 1, each in catalog order; enough score-2
         // hits end the scan.
         let mut best: Vec<&CatalogTool> = Vec::new();
@@ -333,7 +349,7 @@ impl DeferredCatalog {
         if let Some(bytes) = re.required_bytes() {
             // A literal query: only texts holding its caseless run can match; verify those.
             let mut last = usize::MAX;
-            for (pos, _) in self.searchable.text.match_indices(bytes) {
+            for pos in memmem::find_iter(self.searchable.text.as_bytes(), bytes.as_bytes()) {
                 let i = self.searchable.entry_at(pos);
                 if i != last {
                     last = i;
@@ -356,10 +372,24 @@ impl DeferredCatalog {
         best
     }
 
+    /// `_compile_catalog_regex(pattern)` for this catalog's texts, cached.
+    fn compile(&self, pattern: &str) -> Arc<CatalogRegex> {
+        let mut cache = self.regex_cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(re) = cache.get(pattern) {
+            return re.clone();
+        }
+        if cache.len() >= REGEX_CACHE_SIZE {
+            cache.clear();
+        }
+        let re = Arc::new(CatalogRegex::compile_with(pattern, self.word_chars_differ));
+        cache.insert(pattern.to_string(), re.clone());
+        re
+    }
+
     /// Positions of tools whose lowercased name contains `needle`, in catalog order.
     fn name_contains(&self, needle: &str) -> Vec<usize> {
         let mut hits: Vec<usize> = Vec::new();
-        for (pos, _) in self.names_lower.text.match_indices(needle) {
+        for pos in memmem::find_iter(self.names_lower.text.as_bytes(), needle.as_bytes()) {
             let e = self.names_lower.entry_at(pos);
             // The needle has no whitespace, so it never spans the '\n' between two names.
             if hits.last() != Some(&e) {
@@ -508,6 +538,9 @@ mod tests {
         assert!(one.search("+zz |").is_empty());
         assert_eq!(one.search("+git |").len(), 1);
         assert_eq!(one.search("|").len(), 1);
+        // A cached compiled query answers the same.
+        assert_eq!(one.search("|").len(), 1);
+        assert_eq!(one.regex_cache.lock().unwrap().len(), 1); // "|" from both forms
     }
 
     #[test]

@@ -501,10 +501,21 @@ fn class(chars: &[char], i: usize, out: &mut String, ascii: bool) -> Option<usiz
         j += 1;
     }
     let mut prev_dash = false;
+    // A range covering `i` or `I` also takes their dotless/dotted forms under IGNORECASE.
+    let mut dotted_i = false;
     loop {
         let c = *chars.get(j)?;
+        if prev_dash && c != ']' && j >= 2 {
+            let (lo, hi) = (chars[j - 2], c);
+            if lo != '\\' && ((lo..=hi).contains(&'i') || (lo..=hi).contains(&'I')) {
+                dotted_i = true;
+            }
+        }
         match c {
             ']' => {
+                if dotted_i {
+                    out.push_str("\u{131}\u{130}");
+                }
                 out.push(']');
                 return Some(j + 1);
             }
@@ -564,6 +575,9 @@ mod tests {
         assert!(m("G\u{130}T", "git"));
         assert!(m("[\u{131}]", "I"));
         assert!(m("[a-i]", "\u{131}") == m("[a-i]", "i"));
+        assert!(m("[a-z]", "\u{131}"));
+        assert!(!m("[^a-z]", "\u{130}"));
+        assert!(!m("[j-z]", "\u{131}"));
         // re.ASCII narrows the shorthand classes.
         assert!(m("(?a)\\w", "github"));
         assert!(!m("(?a)^\\w+$", "caf\u{e9}"));

@@ -185,7 +185,12 @@ pub fn __list(defs: &[ToolDef]) -> Vec<types::ToolSpec> {
 }
 
 #[doc(hidden)]
-pub fn __call(defs: &[ToolDef], ctx: types::CallContext, name: String, args: String) -> Result<types::ToolResult, types::CallError> {
+pub fn __call(
+    defs: &[ToolDef],
+    ctx: types::CallContext,
+    name: String,
+    args: String,
+) -> Result<types::ToolResult, types::CallError> {
     let Some(def) = defs.iter().find(|d| d.name == name) else {
         return Err(types::CallError::UnknownTool(name));
     };
@@ -207,7 +212,12 @@ pub fn __call(defs: &[ToolDef], ctx: types::CallContext, name: String, args: Str
             artifacts: out.artifacts,
             viewed_images: out.viewed_images.map(|imgs| {
                 imgs.into_iter()
-                    .map(|i| types::ViewedImage { path: i.path, mime_type: i.mime_type, size: i.size, actual_path: i.actual_path })
+                    .map(|i| types::ViewedImage {
+                        path: i.path,
+                        mime_type: i.mime_type,
+                        size: i.size,
+                        actual_path: i.actual_path,
+                    })
                     .collect()
             }),
             todos: out.todos.map(|t| t.to_string()),

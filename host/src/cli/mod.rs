@@ -13,7 +13,11 @@ use crate::host::{HostOptions, Severity, Toolhost};
 use crate::runtime::Runtime;
 
 #[derive(Parser, Debug)]
-#[command(name = "toolhost", version, about = "A WebAssembly component-based tool host for AI agents (DeerFlow's tool system, sandboxed).")]
+#[command(
+    name = "toolhost",
+    version,
+    about = "A WebAssembly component-based tool host for AI agents (DeerFlow's tool system, sandboxed)."
+)]
 struct Cli {
     /// The config file (DeerFlow's config.yaml format).
     #[arg(long, global = true, env = "TOOLHOST_CONFIG", default_value = "config.yaml")]
@@ -84,7 +88,8 @@ enum Command {
 }
 
 pub fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -123,7 +128,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Tools { groups, model, subagents, no_mcp, thread, json, explain } => {
             let host = open(&cli)?;
-            let req = AssemblyRequest { groups: groups.clone(), include_mcp: !no_mcp, model_name: model.clone(), subagent_enabled: *subagents, ..Default::default() };
+            let req = AssemblyRequest {
+                groups: groups.clone(),
+                include_mcp: !no_mcp,
+                model_name: model.clone(),
+                subagent_enabled: *subagents,
+                ..Default::default()
+            };
             let assembly = host.get_available_tools(&req).await;
             let tools = match thread {
                 Some(t) => host.model_tools(&req, t).await?,
@@ -167,7 +178,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { name, args, thread, groups, model, json } => {
-            let args: Value = serde_json::from_str(args).with_context(|| format!("the arguments are not valid JSON: {args}"))?;
+            let args: Value =
+                serde_json::from_str(args).with_context(|| format!("the arguments are not valid JSON: {args}"))?;
             if !args.is_object() {
                 anyhow::bail!("the arguments must be a JSON object, got: {args}");
             }
@@ -231,7 +243,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Audit { command, json } => {
             let verdict = toolhost_audit::audit(command);
             let message = match &verdict {
-                toolhost_audit::Verdict::Block { message, .. } | toolhost_audit::Verdict::Warn { message } => message.trim().to_string(),
+                toolhost_audit::Verdict::Block { message, .. } | toolhost_audit::Verdict::Warn { message } => {
+                    message.trim().to_string()
+                }
                 toolhost_audit::Verdict::Pass => String::new(),
             };
             if *json {
@@ -244,7 +258,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Check => {
-            let text = std::fs::read_to_string(&cli.config).with_context(|| format!("cannot read {}", cli.config.display()))?;
+            let text = std::fs::read_to_string(&cli.config)
+                .with_context(|| format!("cannot read {}", cli.config.display()))?;
             let errors = crate::config::validate(&text, &cli.config.display().to_string());
             if !errors.is_empty() {
                 for e in &errors {

@@ -291,7 +291,9 @@ pub fn parse(text: &str, file: &str) -> Result<(AppConfig, Vec<String>), ConfigE
         value = serde_yaml::Value::Mapping(Default::default());
     }
     let mut warnings = Vec::new();
-    expand_env(&mut value, &mut |name| warnings.push(format!("{file}: environment variable ${name} is not set; using \"\"")));
+    expand_env(&mut value, &mut |name| {
+        warnings.push(format!("{file}: environment variable ${name} is not set; using \"\""))
+    });
     match serde_path_to_error::deserialize::<_, AppConfig>(value) {
         Ok(config) => Ok((config, warnings)),
         Err(expanded_err) => {
@@ -314,7 +316,10 @@ pub fn parse(text: &str, file: &str) -> Result<(AppConfig, Vec<String>), ConfigE
 }
 
 fn yaml_error(file: &str, text: &str, e: &serde_yaml::Error, path: Option<&str>) -> ConfigError {
-    let (line, column) = e.location().map(|l| (l.line(), l.column())).unwrap_or_else(|| path.map(|p| locate_path(text, p)).unwrap_or((0, 0)));
+    let (line, column) = e
+        .location()
+        .map(|l| (l.line(), l.column()))
+        .unwrap_or_else(|| path.map(|p| locate_path(text, p)).unwrap_or((0, 0)));
     let message = match path {
         Some(p) if !p.is_empty() && p != "." => format!("{p}: {e}"),
         _ => e.to_string(),
@@ -351,7 +356,12 @@ pub fn locate_path(text: &str, path: &str) -> (usize, usize) {
                 .iter()
                 .enumerate()
                 .skip(start)
-                .take_while(|(_, l)| l.trim().is_empty() || l.trim_start().starts_with('#') || indent_of(l) > indent_of(lines[i]) || l.trim_start().starts_with("- "))
+                .take_while(|(_, l)| {
+                    l.trim().is_empty()
+                        || l.trim_start().starts_with('#')
+                        || indent_of(l) > indent_of(lines[i])
+                        || l.trim_start().starts_with("- ")
+                })
                 .filter(|(_, l)| l.trim_start().starts_with("- "))
                 .map(|(j, _)| j)
                 .collect();
@@ -432,7 +442,8 @@ mod tests {
 
     #[test]
     fn unknown_capability_key_is_an_error() {
-        let err = parse("tools:\n  - {name: a, group: g, use: hello, capabilities: {netwrok: [x]}}\n", "c.yaml").unwrap_err();
+        let err =
+            parse("tools:\n  - {name: a, group: g, use: hello, capabilities: {netwrok: [x]}}\n", "c.yaml").unwrap_err();
         assert!(err.message.contains("netwrok"), "{err}");
     }
 
@@ -450,7 +461,8 @@ mod tests {
     fn host_bash_gate() {
         let (c, _) = parse("sandbox: {use: deerflow.sandbox.local:LocalSandboxProvider}\n", "c").unwrap();
         assert!(!c.is_host_bash_allowed());
-        let (c, _) = parse("sandbox: {use: deerflow.sandbox.local:LocalSandboxProvider, allow_host_bash: true}\n", "c").unwrap();
+        let (c, _) =
+            parse("sandbox: {use: deerflow.sandbox.local:LocalSandboxProvider, allow_host_bash: true}\n", "c").unwrap();
         assert!(c.is_host_bash_allowed());
         let (c, _) = parse("sandbox: {use: deerflow.community.aio_sandbox:AioSandboxProvider}\n", "c").unwrap();
         assert!(c.is_host_bash_allowed());
@@ -460,7 +472,8 @@ mod tests {
 
     #[test]
     fn loads_deerflow_example_config_unchanged() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/conformance/deerflow-configs/config.example.yaml");
+        let path =
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/conformance/deerflow-configs/config.example.yaml");
         let loaded = load(Path::new(path)).unwrap();
         assert_eq!(loaded.config.config_version, Some(34));
         assert!(loaded.config.tools.iter().any(|t| t.name == "read_file"));
@@ -479,7 +492,12 @@ pub fn validate(text: &str, file: &str) -> Vec<ConfigError> {
         if value.is_null() {
             return Vec::new();
         }
-        return vec![ConfigError { file: file.into(), line: 1, column: 1, message: "the config must be a mapping of sections".into() }];
+        return vec![ConfigError {
+            file: file.into(),
+            line: 1,
+            column: 1,
+            message: "the config must be a mapping of sections".into(),
+        }];
     };
     let mut errors = Vec::new();
     let mut check = |path: String, v: &serde_yaml::Value, f: &dyn Fn(serde_yaml::Value) -> Result<(), String>| {
@@ -503,7 +521,9 @@ pub fn validate(text: &str, file: &str) -> Vec<ConfigError> {
     let get = |k: &str| map.get(serde_yaml::Value::String(k.into()));
     let list_section = |key: &str| -> Vec<(String, serde_yaml::Value)> {
         match get(key) {
-            Some(serde_yaml::Value::Sequence(items)) => items.iter().enumerate().map(|(i, v)| (format!("{key}[{i}]"), v.clone())).collect(),
+            Some(serde_yaml::Value::Sequence(items)) => {
+                items.iter().enumerate().map(|(i, v)| (format!("{key}[{i}]"), v.clone())).collect()
+            }
             _ => Vec::new(),
         }
     };
@@ -522,7 +542,8 @@ pub fn validate(text: &str, file: &str) -> Vec<ConfigError> {
     for (path, v) in list_section("models") {
         check(path, &v, &de::<ModelConfig>);
     }
-    let sections: [(&str, &dyn Fn(serde_yaml::Value) -> Result<(), String>); 7] = [
+    type Check<'a> = &'a dyn Fn(serde_yaml::Value) -> Result<(), String>;
+    let sections: [(&str, Check); 7] = [
         ("sandbox", &de::<Option<SandboxConfig>>),
         ("skill_evolution", &de::<Option<SkillEvolutionConfig>>),
         ("subagents", &de::<Option<SubagentsConfig>>),

@@ -29,10 +29,15 @@ impl std::fmt::Display for ComponentRef {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResolvedUse {
     /// A tool of a component; `tool` is `None` when the `use:` did not say which.
-    Component { component: ComponentRef, tool: Option<String> },
+    Component {
+        component: ComponentRef,
+        tool: Option<String>,
+    },
     HostBash,
     /// A DeerFlow community tool toolhost does not bundle: reported and left out.
-    NotBundled { module: String },
+    NotBundled {
+        module: String,
+    },
 }
 
 /// DeerFlow `use:` paths toolhost maps to bundled components.
@@ -63,7 +68,10 @@ pub fn resolve_use(use_: &str, bundled: &[&str], base_dir: &Path) -> Result<Reso
         return Ok(ResolvedUse::NotBundled { module });
     }
     if use_.starts_with("deerflow.") {
-        return Err(format!("unknown DeerFlow tool '{use_}'; toolhost maps {} and deerflow.community.* tools", known_deerflow()));
+        return Err(format!(
+            "unknown DeerFlow tool '{use_}'; toolhost maps {} and deerflow.community.* tools",
+            known_deerflow()
+        ));
     }
     // `component[:tool]`, where component is a bundled name or a .wasm path (with optional pin).
     let (component_part, tool) = split_tool(use_);

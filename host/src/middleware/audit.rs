@@ -24,7 +24,10 @@ impl Middleware for SandboxAudit {
         let raw = req.args.get("command");
         let command = raw.and_then(Value::as_str).unwrap_or("");
         let verdict = audit_value(raw);
-        tracing::info!("[SandboxAudit] {}", toolhost_hostbash::audit::audit_record(&req.ctx.thread_id, command, &verdict));
+        tracing::info!(
+            "[SandboxAudit] {}",
+            toolhost_hostbash::audit::audit_record(&req.ctx.thread_id, command, &verdict)
+        );
         match verdict {
             Verdict::Block { message, .. } => ToolOutcome::error(message),
             Verdict::Warn { message } => {

@@ -20,7 +20,8 @@ impl Middleware for Clarification {
 
     async fn wrap_call(&self, req: &ToolRequest<'_>, next: Next<'_>) -> ToolOutcome {
         if req.name == toolhost_builtins::clarification::NAME && req.tool.is_some() {
-            return toolhost_builtins::clarification::intercept(&req.ctx.tool_call_id, req.args, self.disable).into_outcome();
+            return toolhost_builtins::clarification::intercept(&req.ctx.tool_call_id, req.args, self.disable)
+                .into_outcome();
         }
         next.run(req).await
     }

@@ -14,9 +14,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 use toolhost_core::{CallContext, Tool, ToolOutcome};
 
-pub use error_handling::{format_exception, ToolErrorHandling};
 pub use audit::SandboxAudit;
 pub use clarification::Clarification;
+pub use error_handling::{format_exception, ToolErrorHandling};
 pub use read_before_write::ReadBeforeWrite;
 pub use skill_policy::SkillPolicy;
 
@@ -54,7 +54,10 @@ impl Next<'_> {
             Some((layer, rest)) => layer.wrap_call(req, Next { rest }).await,
             None => match req.tool {
                 Some(tool) => tool.call(req.ctx, req.args.clone()).await,
-                None => ToolOutcome::error(format!("Error: {} is not a valid tool, try one of the available tools.", req.name)),
+                None => ToolOutcome::error(format!(
+                    "Error: {} is not a valid tool, try one of the available tools.",
+                    req.name
+                )),
             },
         }
     }

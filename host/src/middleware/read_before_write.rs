@@ -48,7 +48,13 @@ pub fn normpath(path: &str) -> String {
     if path.is_empty() {
         return ".".into();
     }
-    let initial = if path.starts_with("//") && !path.starts_with("///") { 2 } else if path.starts_with('/') { 1 } else { 0 };
+    let initial = if path.starts_with("//") && !path.starts_with("///") {
+        2
+    } else if path.starts_with('/') {
+        1
+    } else {
+        0
+    };
     let mut parts: Vec<&str> = Vec::new();
     for comp in path.split('/') {
         if comp.is_empty() || comp == "." {
@@ -106,7 +112,9 @@ impl Middleware for ReadBeforeWrite {
                     if let Ok(Some(current)) = current_content(req.ctx, path) {
                         let mark = req.ctx.state.read_marks.get(&normpath(path)).and_then(Value::as_str);
                         if mark != Some(content_hash(&current).as_str()) {
-                            return ToolOutcome::error(BLOCK_MESSAGE.replace("{tool_name}", req.name).replace("{path}", path));
+                            return ToolOutcome::error(
+                                BLOCK_MESSAGE.replace("{tool_name}", req.name).replace("{path}", path),
+                            );
                         }
                     }
                 }

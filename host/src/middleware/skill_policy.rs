@@ -57,7 +57,8 @@ impl Middleware for SkillPolicy {
                     if let Some(entry) = registry.skill_context_entry(path, now) {
                         let mut list = outcome.update.skill_context.take().unwrap_or_default();
                         list.push(entry);
-                        outcome.update = StateUpdate { skill_context: Some(list), ..std::mem::take(&mut outcome.update) };
+                        outcome.update =
+                            StateUpdate { skill_context: Some(list), ..std::mem::take(&mut outcome.update) };
                     }
                 }
             }

@@ -39,7 +39,11 @@ pub fn store(component: &Component, path: &Path) {
     let result = (|| -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;
         let bytes = component.serialize()?;
-        let tmp = dir.join(format!(".{}.{}.tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("a"), std::process::id()));
+        let tmp = dir.join(format!(
+            ".{}.{}.tmp",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("a"),
+            std::process::id()
+        ));
         std::fs::write(&tmp, bytes)?;
         std::fs::rename(&tmp, path)?;
         Ok(())

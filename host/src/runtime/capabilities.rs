@@ -44,11 +44,7 @@ impl Default for CapabilitySet {
             fs: FsGrant::None,
             env: Vec::new(),
             network: Vec::new(),
-            limits: CallLimits {
-                timeout: Duration::from_secs(30),
-                memory_bytes: 64 << 20,
-                output_bytes: 4 << 20,
-            },
+            limits: CallLimits { timeout: Duration::from_secs(30), memory_bytes: 64 << 20, output_bytes: 4 << 20 },
         }
     }
 }
@@ -57,7 +53,11 @@ impl CapabilitySet {
     /// The WASI context of one call. `preopens` are the directories the caller computed for
     /// this thread; they are only attached when the grant allows files, and read-only grants
     /// turn every preopen read-only.
-    pub fn wasi_ctx(&self, preopens: &[Preopen], stderr: wasmtime_wasi::p2::pipe::MemoryOutputPipe) -> anyhow::Result<WasiCtx> {
+    pub fn wasi_ctx(
+        &self,
+        preopens: &[Preopen],
+        stderr: wasmtime_wasi::p2::pipe::MemoryOutputPipe,
+    ) -> anyhow::Result<WasiCtx> {
         let mut b = WasiCtxBuilder::new();
         b.stderr(stderr);
         // Calls already run on a blocking thread: do file I/O in place instead of handing each

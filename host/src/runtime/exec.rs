@@ -118,7 +118,13 @@ pub enum ComponentCallError {
     Failed(String),
 }
 
-fn new_store(rt: &Runtime, caps: &CapabilitySet, preopens: &[Preopen], label: &str, stderr: MemoryOutputPipe) -> Result<Store<HostState>, ComponentCallError> {
+fn new_store(
+    rt: &Runtime,
+    caps: &CapabilitySet,
+    preopens: &[Preopen],
+    label: &str,
+    stderr: MemoryOutputPipe,
+) -> Result<Store<HostState>, ComponentCallError> {
     let ctx = caps.wasi_ctx(preopens, stderr).map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
     let state = HostState {
         ctx,
@@ -135,7 +141,12 @@ fn new_store(rt: &Runtime, caps: &CapabilitySet, preopens: &[Preopen], label: &s
 }
 
 /// Classify a failed call: the limiter and the epoch say more than the trap text.
-fn classify(err: wasmtime::Error, store: &Store<HostState>, caps: &CapabilitySet, stderr: &MemoryOutputPipe) -> ComponentCallError {
+fn classify(
+    err: wasmtime::Error,
+    store: &Store<HostState>,
+    caps: &CapabilitySet,
+    stderr: &MemoryOutputPipe,
+) -> ComponentCallError {
     if store.data().limiter.hit {
         return ComponentCallError::Memory(caps.limits.memory_bytes >> 20);
     }
@@ -156,16 +167,25 @@ fn classify(err: wasmtime::Error, store: &Store<HostState>, caps: &CapabilitySet
 }
 
 /// Call `req.tool` in a fresh instance.
-pub fn call(rt: &Runtime, pre: &ToolComponentPre<HostState>, caps: &CapabilitySet, preopens: &[Preopen], label: &str, req: &CallRequest) -> Result<RawResult, ComponentCallError> {
+pub fn call(
+    rt: &Runtime,
+    pre: &ToolComponentPre<HostState>,
+    caps: &CapabilitySet,
+    preopens: &[Preopen],
+    label: &str,
+    req: &CallRequest,
+) -> Result<RawResult, ComponentCallError> {
     let start = Instant::now();
     let stderr = MemoryOutputPipe::new(16 * 1024);
     let mut store = new_store(rt, caps, preopens, label, stderr.clone())?;
     let instance = match pre.instantiate(&mut store) {
         Ok(i) => i,
-        Err(e) => return Err(match classify(e, &store, caps, &stderr) {
-            ComponentCallError::Trap(t) => ComponentCallError::Instantiate(t),
-            other => other,
-        }),
+        Err(e) => {
+            return Err(match classify(e, &store, caps, &stderr) {
+                ComponentCallError::Trap(t) => ComponentCallError::Instantiate(t),
+                other => other,
+            })
+        }
     };
     let ctx = types::CallContext {
         thread_id: req.thread_id.clone(),
@@ -195,13 +215,18 @@ pub fn list_tools(rt: &Runtime, pre: &ToolComponentPre<HostState>) -> Result<Vec
     let stderr = MemoryOutputPipe::new(16 * 1024);
     let mut store = new_store(rt, &caps, &[], "list-tools", stderr.clone())?;
     let instance = pre.instantiate(&mut store).map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
-    let specs = instance.toolhost_tool_tool().call_list_tools(&mut store).map_err(|e| classify(e, &store, &caps, &stderr))?;
+    let specs =
+        instance.toolhost_tool_tool().call_list_tools(&mut store).map_err(|e| classify(e, &store, &caps, &stderr))?;
     let mut tools = Vec::with_capacity(specs.len());
     for s in specs {
-        let parameters: serde_json::Value = serde_json::from_str(&s.parameters)
-            .map_err(|e| ComponentCallError::Failed(format!("tool '{}' lists a parameters schema that is not JSON: {e}", s.name)))?;
+        let parameters: serde_json::Value = serde_json::from_str(&s.parameters).map_err(|e| {
+            ComponentCallError::Failed(format!("tool '{}' lists a parameters schema that is not JSON: {e}", s.name))
+        })?;
         if !parameters.is_object() {
-            return Err(ComponentCallError::Failed(format!("tool '{}' lists a parameters schema that is not a JSON object", s.name)));
+            return Err(ComponentCallError::Failed(format!(
+                "tool '{}' lists a parameters schema that is not a JSON object",
+                s.name
+            )));
         }
         tools.push(ListedTool { name: s.name, description: s.description, parameters });
     }

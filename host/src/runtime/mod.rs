@@ -136,7 +136,11 @@ impl Runtime {
 
     /// Load (or fetch from memory) a component: check its pin, compile or load from the cache,
     /// pre-link it and list its tools.
-    pub fn load(&self, component: &ComponentRef, bytes_of_bundled: &dyn Fn(&str) -> Option<&'static [u8]>) -> Result<Arc<LoadedComponent>, LoadError> {
+    pub fn load(
+        &self,
+        component: &ComponentRef,
+        bytes_of_bundled: &dyn Fn(&str) -> Option<&'static [u8]>,
+    ) -> Result<Arc<LoadedComponent>, LoadError> {
         let label = component.to_string();
         let bytes: std::borrow::Cow<'static, [u8]> = match component {
             ComponentRef::Bundled(name) => match bytes_of_bundled(name) {

@@ -79,11 +79,19 @@ impl ComponentTool {
             Preopen { host: ctx.paths.acp_workspace(), guest: VIRTUAL_ACP.into(), read_only: true },
         ];
         if let Some(skills) = &self.shared.skills {
-            let guest = if self.shared.skills_container_path.is_empty() { VIRTUAL_SKILLS.to_string() } else { self.shared.skills_container_path.clone() };
+            let guest = if self.shared.skills_container_path.is_empty() {
+                VIRTUAL_SKILLS.to_string()
+            } else {
+                self.shared.skills_container_path.clone()
+            };
             out.push(Preopen { host: skills.clone(), guest, read_only: true });
         }
         for m in &self.shared.mounts {
-            out.push(Preopen { host: PathBuf::from(&m.host_path), guest: m.container_path.clone(), read_only: m.read_only });
+            out.push(Preopen {
+                host: PathBuf::from(&m.host_path),
+                guest: m.container_path.clone(),
+                read_only: m.read_only,
+            });
         }
         Ok(out)
     }
