@@ -107,3 +107,26 @@ fn inspect_shows_tools_imports_and_digest() {
     assert!(out.contains("wasi:filesystem"), "{out}");
     assert!(out.contains("spin") && out.contains("\"path\""), "{out}");
 }
+
+#[test]
+fn thread_state_persists_between_cli_calls() {
+    let data = tempfile::tempdir().unwrap();
+    let outputs = data.path().join("threads/t9/user-data/outputs");
+    std::fs::create_dir_all(&outputs).unwrap();
+    std::fs::write(outputs.join("a.md"), "a").unwrap();
+    std::fs::write(outputs.join("b.md"), "b").unwrap();
+    for f in ["a.md", "b.md", "a.md"] {
+        let args = format!(r#"{{"filepaths": ["/mnt/user-data/outputs/{f}"]}}"#);
+        let o = toolhost(
+            data.path(),
+            &["call", "present_files", &args, "--thread", "t9", "--config", "config.yaml", "--json"],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["update"]["artifacts"], serde_json::json!([format!("/mnt/user-data/outputs/{f}")]));
+    }
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.path().join("threads/t9/host/state.json")).unwrap())
+            .unwrap();
+    assert_eq!(state["artifacts"], serde_json::json!(["/mnt/user-data/outputs/a.md", "/mnt/user-data/outputs/b.md"]));
+}

@@ -18,18 +18,6 @@ use vectors::{actual_changes, expected_changes, short, snapshot};
 
 const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/conformance/sandbox_fs.json");
 
-/// Cases the host gets wrong today, with why. Each must still fail (so a fix is noticed and the
-/// entry removed); every other case must pass.
-/// Disabled skills: `host.rs` `sandbox_json` sends `"disabled_skills": []`, so the component
-/// does not know `extensions_config.json` disabled `disabled-skill` and shows its files.
-const HOST_GAPS: &[(&str, &str)] = &[
-    ("fs-026", "disabled skills not passed to the component"),
-    ("fs-076", "disabled skills not passed to the component"),
-    ("fs-168", "disabled skills not passed to the component"),
-    ("fs-211", "disabled skills not passed to the component"),
-    ("fs-212", "disabled skills not passed to the component"),
-];
-
 /// The prefix of DeerFlow's ReadBeforeWrite refusal (spec §3.8); the rest is DeerFlow's advice.
 fn rbw_block_prefix(tool: &str, path: &str) -> String {
     format!("Error: {tool} blocked — {path} already exists and you have not read its current version.")
@@ -137,7 +125,6 @@ async fn sandbox_fs_conformance_through_the_host() {
     let mut failures = Vec::new();
     let mut not_applicable = Vec::new();
     let mut deviations = 0usize;
-    let mut gaps = Vec::new();
     let mut thread_no = 0usize;
 
     // Read-only cases share one fixture thread (the snapshot check proves they changed nothing);
@@ -203,13 +190,7 @@ async fn sandbox_fs_conformance_through_the_host() {
             let leaked = got.contains(&data) || got.contains("{THREAD_DIR}") || got.contains("{FS_BASE}");
             let leaked_fs = after.values().any(|s| s.contains(&data));
             let pass = got == exp && got_fs == exp_fs && !leaked && !leaked_fs;
-            if let Some((_, why)) = HOST_GAPS.iter().find(|(g, _)| *g == id) {
-                if pass {
-                    failures.push(format!("{id} passes now: remove it from HOST_GAPS ({why})"));
-                } else {
-                    gaps.push(format!("{id} ({why})"));
-                }
-            } else if pass {
+            if pass {
                 entry.0 += 1;
             } else {
                 failures.push(format!(
@@ -226,7 +207,6 @@ async fn sandbox_fs_conformance_through_the_host() {
         println!("{tool:12} {pass}/{total}");
     }
     println!("cases with a deviation applied: {deviations}; not applicable through the host: {not_applicable:?}");
-    println!("known host gaps, still failing: {gaps:?}");
     assert_eq!(not_applicable.len(), 1, "only the no-thread-data case cannot run through the host");
     assert!(failures.is_empty(), "{} failing:\n{}", failures.len(), failures.join("\n\n"));
 }

@@ -251,3 +251,32 @@ async fn disabled_skill_files_are_refused_by_the_file_tools() {
         "Error: Skill 'demo-skill' is disabled. Access to its files is blocked. Enable the skill in settings before using it."
     );
 }
+
+#[tokio::test]
+async fn updates_of_one_turn_merge_in_call_order() {
+    let env = open("", |_| {});
+    let outputs = env.host.thread_paths("t1").unwrap().outputs();
+    std::fs::create_dir_all(&outputs).unwrap();
+    for f in ["a.md", "b.md", "c.md"] {
+        std::fs::write(outputs.join(f), f).unwrap();
+    }
+    let present = |files: &[&str]| {
+        let paths: Vec<String> = files.iter().map(|f| format!("/mnt/user-data/outputs/{f}")).collect();
+        ("present_files".to_string(), json!({ "filepaths": paths }), None)
+    };
+    let calls = vec![present(&["c.md", "a.md"]), present(&["b.md", "c.md"]), present(&["a.md"])];
+    let results = env.host.call_turn(&AssemblyRequest::default(), "t1", calls.clone()).await.unwrap();
+    assert!(results.iter().all(|r| !r.outcome.is_error() && r.state_errors.is_empty()));
+    let state = env.host.thread_state("t1").await.unwrap();
+    assert_eq!(
+        state.artifacts,
+        ["/mnt/user-data/outputs/c.md", "/mnt/user-data/outputs/a.md", "/mnt/user-data/outputs/b.md"]
+    );
+
+    // The same turn with state owned by the caller: the host's copy is untouched.
+    let mut mine = toolhost_core::ThreadState::default();
+    let req = AssemblyRequest::default();
+    env.host.call_turn_with_state(&req, "t2", &mut mine, calls).await.unwrap();
+    assert_eq!(mine.artifacts, state.artifacts);
+    assert!(env.host.thread_state("t2").await.unwrap().artifacts.is_empty());
+}

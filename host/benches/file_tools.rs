@@ -1,1 +1,192 @@
-fn main() {}
+//! File-tool benchmarks (BENCHMARKS.md, "File tools"): the per-call latency of DeerFlow's six
+//! file tools through `Toolhost::call` on the conformance fixture (~480 entries), set against
+//! DeerFlow's own figures (spec/performance.md); and, when `GREP_TREE_DATA` names a data dir
+//! prepared by `scripts/bench-grep.sh`, `grep` over its ~100 MB tree. Criterion reports its
+//! estimate; a plain loop of `P99_CALLS` calls gives the median and p99.
+//! Run with `cargo bench -p toolhost --bench file_tools`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, Criterion};
+use serde_json::{json, Value};
+use toolhost::assembly::AssemblyRequest;
+use toolhost::{HostOptions, Toolhost};
+
+/// The vector helpers the e2e test uses: the same fixture tree.
+#[allow(dead_code)]
+#[path = "../../tests/support/sandbox_fs_vectors.rs"]
+mod vectors;
+
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/conformance/sandbox_fs.json");
+const THREAD: &str = "bench";
+/// Calls in the timed loop that gives median and p99.
+const P99_CALLS: usize = 300;
+const WS: &str = "/mnt/user-data/workspace";
+
+/// One benchmarked call and DeerFlow 2.1's median for it (spec/performance.md), in ms.
+struct Op {
+    name: &'static str,
+    tool: &'static str,
+    args: Value,
+    deerflow_ms: f64,
+}
+
+fn ops() -> Vec<Op> {
+    vec![
+        Op { name: "read_file small", tool: "read_file", args: json!({"path": format!("{WS}/README.md")}), deerflow_ms: 0.30 },
+        Op {
+            name: "read_file 100-200 of 1.2 MB",
+            tool: "read_file",
+            args: json!({"path": format!("{WS}/data/big.txt"), "start_line": 100, "end_line": 200}),
+            deerflow_ms: 0.33,
+        },
+        Op {
+            name: "write_file small",
+            tool: "write_file",
+            args: json!({"path": format!("{WS}/bench_out.txt"), "content": "hello from the benchmark\n"}),
+            deerflow_ms: 0.40,
+        },
+        Op { name: "ls workspace", tool: "ls", args: json!({"path": WS}), deerflow_ms: 12.0 },
+        Op { name: "glob **/*.py", tool: "glob", args: json!({"pattern": "**/*.py", "path": WS}), deerflow_ms: 22.0 },
+        Op { name: "grep TODO", tool: "grep", args: json!({"pattern": "TODO", "path": WS}), deerflow_ms: 64.0 },
+    ]
+}
+
+struct Bench {
+    _dir: tempfile::TempDir,
+    host: Toolhost,
+    rt: tokio::runtime::Runtime,
+}
+
+/// A host with the vectors' config (read-before-write off: DeerFlow's figures are the tools
+/// alone) and the fixture tree in thread `bench`.
+fn setup() -> Bench {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let v = vectors::load(VECTORS);
+    let skills = dir.path().join("skills");
+    vectors::build_skills(&v, &skills);
+    let yaml = v["environment"]["config_yaml"].as_str().expect("config_yaml").replace("{SKILLS_DIR}", &skills.display().to_string())
+        + "read_before_write:\n  enabled: false\n";
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, yaml).expect("write config");
+    let host = open(&config, &dir.path().join("data"), dir.path());
+    let paths = host.thread_paths(THREAD).expect("paths");
+    paths.ensure().expect("ensure");
+    vectors::build_fixture(&v, &paths.root);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    Bench { _dir: dir, host, rt }
+}
+
+fn open(config: &Path, data: &Path, scratch: &Path) -> Toolhost {
+    let host = Toolhost::open(HostOptions {
+        config_path: config.to_path_buf(),
+        data_dir: data.to_path_buf(),
+        persist_state: false,
+        cache_dir: Some(scratch.join("cache")),
+        extensions_path: Some(scratch.join("no-extensions.json")),
+    })
+    .expect("open host");
+    assert!(host.problems().iter().all(|p| p.severity != toolhost::Severity::Error), "{:?}", host.problems());
+    host
+}
+
+fn call(b: &Bench, thread: &str, tool: &str, args: &Value) -> String {
+    let mut a = args.clone();
+    a["description"] = json!("bench");
+    let r = b.rt.block_on(b.host.call(&AssemblyRequest::default(), thread, tool, a, None)).expect("call");
+    let text = r.outcome.text_content();
+    assert!(!r.outcome.is_error(), "{tool}: {text}");
+    text
+}
+
+fn per_call(c: &mut Criterion) {
+    let b = setup();
+    let mut group = c.benchmark_group("file_tools");
+    for op in ops() {
+        group.bench_function(op.name, |bench| bench.iter(|| std::hint::black_box(call(&b, THREAD, op.tool, &op.args))));
+    }
+    group.finish();
+}
+
+/// `(median, p99)` of `n` timed calls, in ms.
+fn timed(b: &Bench, thread: &str, tool: &str, args: &Value, n: usize) -> (f64, f64) {
+    let mut times: Vec<f64> = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(call(b, thread, tool, args));
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() as f64 * q).ceil() as usize).clamp(1, times.len()) - 1];
+    (at(0.5), at(0.99))
+}
+
+fn proc_status_kib(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+fn percentiles() {
+    let b = setup();
+    println!("\nfile tools through Toolhost::call, {P99_CALLS} calls each (fixture: conformance/sandbox_fs.json)");
+    println!("{:<30} {:>10} {:>10} {:>12} {:>10}", "operation", "median ms", "p99 ms", "DeerFlow ms", "speed-up");
+    for op in ops() {
+        let (median, p99) = timed(&b, THREAD, op.tool, &op.args, P99_CALLS);
+        println!("{:<30} {median:>10.3} {p99:>10.3} {:>12.2} {:>9.1}x", op.name, op.deerflow_ms, op.deerflow_ms / median);
+    }
+    println!("peak RSS (VmHWM): {} KiB", proc_status_kib("VmHWM"));
+}
+
+/// `grep` over the tree `scripts/bench-grep.sh` wrote to
+/// `$GREP_TREE_DATA/threads/grep/user-data/workspace`, `GREP_RUNS` times (default 5).
+fn grep_tree() {
+    let Some(data) = std::env::var_os("GREP_TREE_DATA") else { return };
+    let data = Path::new(&data);
+    let runs: usize = std::env::var("GREP_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(5);
+    let pattern = std::env::var("GREP_PATTERN").unwrap_or_else(|_| "TODO".into());
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let config = scratch.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        "tools:\n  - {name: grep, group: \"file:read\", use: \"deerflow.sandbox.tools:grep_tool\", max_results: 100}\nread_before_write:\n  enabled: false\n",
+    )
+    .expect("write config");
+    let host = open(&config, data, scratch.path());
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let b = Bench { _dir: scratch, host, rt };
+    let args = json!({"pattern": pattern, "path": WS});
+    let first = call(&b, "grep", "grep", &args);
+    println!("\ngrep {pattern:?} over {}: {}", data.display(), first.lines().next().unwrap_or_default());
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        std::hint::black_box(call(&b, "grep", "grep", &args));
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    let list: Vec<String> = times.iter().map(|t| format!("{t:.0}")).collect();
+    println!("toolhost grep through the host: median {:.0} ms (runs: {} ms)", times[times.len() / 2], list.join(", "));
+    println!("GREP_MEDIAN_MS={:.1}", times[times.len() / 2]);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = per_call
+}
+
+fn main() {
+    // `GREP_ONLY=1` (the grep script): skip the per-call figures.
+    if std::env::var_os("GREP_ONLY").is_none() {
+        benches();
+        percentiles();
+    }
+    grep_tree();
+}

@@ -252,18 +252,58 @@ impl Toolhost {
     }
 
     /// Run the tool calls of one model turn concurrently, then merge their updates in call order
-    /// (DeerFlow's reducers decide how concurrent updates combine).
+    /// into the host-owned thread state (DeerFlow's reducers decide how concurrent updates
+    /// combine).
     pub async fn call_turn(
         &self,
         req: &AssemblyRequest,
         thread_id: &str,
         calls: Vec<(String, Value, Option<String>)>,
     ) -> Result<Vec<CallResult>, HostError> {
+        let paths = self.thread_paths(thread_id)?;
+        let state = self.states.get(&paths).await?;
+        let outcomes = self.run_turn(req, &paths, state, &calls).await;
+        let updates: Vec<&toolhost_core::StateUpdate> = outcomes.iter().map(|o| &o.update).collect();
+        let merged = self.states.apply(&paths, &updates).await?;
+        Ok(results(outcomes, merged))
+    }
+
+    /// [`call_turn`](Self::call_turn) with thread state owned by the caller: the calls see
+    /// `state`, and their updates are merged into it.
+    pub async fn call_turn_with_state(
+        &self,
+        req: &AssemblyRequest,
+        thread_id: &str,
+        state: &mut toolhost_core::ThreadState,
+        calls: Vec<(String, Value, Option<String>)>,
+    ) -> Result<Vec<CallResult>, HostError> {
+        let paths = self.thread_paths(thread_id)?;
+        let outcomes = self.run_turn(req, &paths, state.clone(), &calls).await;
+        let merged = state.apply_turn(outcomes.iter().map(|o| &o.update));
+        Ok(results(outcomes, merged))
+    }
+
+    async fn run_turn(
+        &self,
+        req: &AssemblyRequest,
+        paths: &ThreadPaths,
+        state: toolhost_core::ThreadState,
+        calls: &[(String, Value, Option<String>)],
+    ) -> Vec<ToolOutcome> {
         let assembly = self.get_available_tools(req).await;
-        let mut contexts = Vec::with_capacity(calls.len());
-        for (_, _, id) in &calls {
-            contexts.push(self.context(thread_id, id.clone()).await?);
-        }
+        let state = Arc::new(state);
+        let contexts: Vec<CallContext> = calls
+            .iter()
+            .map(|(_, _, id)| {
+                let n = self.call_seq.fetch_add(1, Ordering::Relaxed);
+                CallContext {
+                    thread_id: paths.thread_id.clone(),
+                    tool_call_id: id.clone().unwrap_or_else(|| format!("call_{}_{n}", std::process::id())),
+                    paths: paths.clone(),
+                    state: state.clone(),
+                }
+            })
+            .collect();
         let futures = calls.iter().zip(&contexts).map(|((name, args, _), ctx)| {
             let tool = assembly.tools.iter().find(|t| t.spec().name == *name);
             async move {
@@ -271,15 +311,16 @@ impl Toolhost {
                 self.pipeline.call(&req).await
             }
         });
-        let outcomes = join_all(futures).await;
-        let paths = self.thread_paths(thread_id)?;
-        let mut results = Vec::with_capacity(outcomes.len());
-        for outcome in outcomes {
-            let errors = self.states.apply(&paths, &[&outcome.update]).await?;
-            results.push(CallResult { outcome, state_errors: errors.iter().map(|e| e.to_string()).collect() });
-        }
-        Ok(results)
+        join_all(futures).await
     }
+}
+
+fn results(outcomes: Vec<ToolOutcome>, merged: Vec<Result<(), toolhost_core::state::ReducerError>>) -> Vec<CallResult> {
+    outcomes
+        .into_iter()
+        .zip(merged)
+        .map(|(outcome, r)| CallResult { outcome, state_errors: r.err().map(|e| e.to_string()).into_iter().collect() })
+        .collect()
 }
 
 /// Run futures concurrently on the current task and collect their outputs in order.

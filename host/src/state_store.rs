@@ -60,16 +60,20 @@ impl ThreadStore {
         Ok(guard.clone().unwrap_or_default())
     }
 
-    /// Merge updates (of one model turn, in call order) and persist. Returns the reducer errors
-    /// of updates that were refused; the others are applied.
-    pub async fn apply(&self, paths: &ThreadPaths, updates: &[&StateUpdate]) -> Result<Vec<ReducerError>, StateError> {
+    /// Merge updates (of one model turn, in call order) and persist. Returns one result per
+    /// update: a refused update (a reducer raised) is skipped, the others are applied.
+    pub async fn apply(
+        &self,
+        paths: &ThreadPaths,
+        updates: &[&StateUpdate],
+    ) -> Result<Vec<Result<(), ReducerError>>, StateError> {
         let slot = self.slot(&paths.thread_id);
         let mut guard = slot.lock().await;
         let mut state = match guard.take() {
             Some(s) => s,
             None => self.load(paths)?,
         };
-        let errors = state.apply_all(updates.iter().copied());
+        let errors = state.apply_turn(updates.iter().copied());
         if self.persist && updates.iter().any(|u| !u.is_empty()) {
             let path = Self::file(paths);
             let write = || -> std::io::Result<()> {

@@ -181,20 +181,30 @@ impl ThreadState {
     /// others' success. As in LangGraph, a second write to a channel without a reducer
     /// (`thread_data`, `uploaded_files`, `title`) in the same step is an error.
     pub fn apply_all<'a>(&mut self, updates: impl IntoIterator<Item = &'a StateUpdate>) -> Vec<ReducerError> {
+        self.apply_turn(updates).into_iter().filter_map(Result::err).collect()
+    }
+
+    /// [`apply_all`](Self::apply_all) with one result per update, in call order, so a caller can
+    /// tell which call's update was refused.
+    pub fn apply_turn<'a>(
+        &mut self,
+        updates: impl IntoIterator<Item = &'a StateUpdate>,
+    ) -> Vec<Result<(), ReducerError>> {
         let mut written: Vec<&'static str> = Vec::new();
-        let mut errors = Vec::new();
+        let mut results = Vec::new();
         for update in updates {
             let keys = last_value_keys(update);
             if let Some(dup) = keys.iter().find(|k| written.contains(k)) {
-                errors.push(ReducerError::ConcurrentWrite((*dup).to_string()));
+                results.push(Err(ReducerError::ConcurrentWrite((*dup).to_string())));
                 continue;
             }
-            match self.apply(update) {
-                Ok(()) => written.extend(keys),
-                Err(e) => errors.push(e),
+            let r = self.apply(update);
+            if r.is_ok() {
+                written.extend(keys);
             }
+            results.push(r);
         }
-        errors
+        results
     }
 }
 
