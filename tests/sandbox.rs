@@ -55,6 +55,7 @@ async fn assert_ok_still_works(env: &Env) {
 fn standard_host() -> Env {
     let mut tools = String::new();
     tools += &entry("ok", "{}");
+    tools += &entry("bad_update", "{}");
     tools += &entry("spin", "{timeout_s: 0.5}");
     tools += &entry("alloc", "{memory_mb: 32}");
     tools += &entry("read", "{filesystem: user-data}");
@@ -251,4 +252,15 @@ async fn second_start_compiles_nothing() {
     }
     let rt3 = toolhost::runtime::Runtime::new(Some(cache)).unwrap();
     assert!(rt3.load(&component, &|_| None).unwrap().compiled);
+}
+
+#[tokio::test]
+async fn malformed_result_is_an_error_result() {
+    let env = standard_host();
+    let r = env.host.call(&AssemblyRequest::default(), "t1", "bad_update", json!({}), None).await.unwrap();
+    let text = r.outcome.text_content();
+    assert!(r.outcome.is_error(), "{text}");
+    assert!(text.contains("returned todos that are not a JSON array"), "{text}");
+    assert!(env.host.thread_state("t1").await.unwrap().todos.is_none(), "nothing of the bad update was applied");
+    assert_ok_still_works(&env).await;
 }

@@ -34,7 +34,12 @@ struct Op {
 
 fn ops() -> Vec<Op> {
     vec![
-        Op { name: "read_file small", tool: "read_file", args: json!({"path": format!("{WS}/README.md")}), deerflow_ms: 0.30 },
+        Op {
+            name: "read_file small",
+            tool: "read_file",
+            args: json!({"path": format!("{WS}/README.md")}),
+            deerflow_ms: 0.30,
+        },
         Op {
             name: "read_file 100-200 of 1.2 MB",
             tool: "read_file",
@@ -66,7 +71,10 @@ fn setup() -> Bench {
     let v = vectors::load(VECTORS);
     let skills = dir.path().join("skills");
     vectors::build_skills(&v, &skills);
-    let yaml = v["environment"]["config_yaml"].as_str().expect("config_yaml").replace("{SKILLS_DIR}", &skills.display().to_string())
+    let yaml = v["environment"]["config_yaml"]
+        .as_str()
+        .expect("config_yaml")
+        .replace("{SKILLS_DIR}", &skills.display().to_string())
         + "read_before_write:\n  enabled: false\n";
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, yaml).expect("write config");
@@ -136,7 +144,12 @@ fn percentiles() {
     println!("{:<30} {:>10} {:>10} {:>12} {:>10}", "operation", "median ms", "p99 ms", "DeerFlow ms", "speed-up");
     for op in ops() {
         let (median, p99) = timed(&b, THREAD, op.tool, &op.args, P99_CALLS);
-        println!("{:<30} {median:>10.3} {p99:>10.3} {:>12.2} {:>9.1}x", op.name, op.deerflow_ms, op.deerflow_ms / median);
+        println!(
+            "{:<30} {median:>10.3} {p99:>10.3} {:>12.2} {:>9.1}x",
+            op.name,
+            op.deerflow_ms,
+            op.deerflow_ms / median
+        );
     }
     println!("peak RSS (VmHWM): {} KiB", proc_status_kib("VmHWM"));
 }

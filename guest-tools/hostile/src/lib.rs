@@ -87,6 +87,11 @@ fn flood(_: &Context, a: SizeArg) -> Output {
     Output::text("x".repeat(a.bytes as usize))
 }
 
+fn bad_update(_: &Context, _: Nothing) -> Output {
+    // A state update the host cannot accept: todos must be a JSON array.
+    Output::text("looks fine").with_todos(toolhost_sdk::serde_json::json!("not a list"))
+}
+
 fn ok(_: &Context, _: Nothing) -> Output {
     Output::text("ok")
 }
@@ -101,5 +106,6 @@ toolhost_sdk::export_tools!(
     tool("connect", "Open a TCP connection.", connect),
     tool("panic", "Panic.", panic),
     tool("flood", "Return a huge result.", flood),
+    tool("bad_update", "Return a malformed state update.", bad_update),
     tool("ok", "Succeed.", ok),
 );
