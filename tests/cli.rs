@@ -130,3 +130,21 @@ fn thread_state_persists_between_cli_calls() {
             .unwrap();
     assert_eq!(state["artifacts"], serde_json::json!(["/mnt/user-data/outputs/a.md", "/mnt/user-data/outputs/b.md"]));
 }
+
+#[test]
+fn audit_classifies_without_running() {
+    let data = tempfile::tempdir().unwrap();
+    let verdict = |cmd: &str| -> Value {
+        let o = toolhost(data.path(), &["audit", cmd, "--json"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let v = verdict("rm -rf /");
+    assert_eq!(v["verdict"], "block");
+    assert!(v["message"].as_str().unwrap().starts_with("Command blocked"), "{v}");
+    assert_eq!(verdict("pip install requests")["verdict"], "warn");
+    assert_eq!(verdict("ls -la /mnt/user-data/workspace")["verdict"], "pass");
+    let v = verdict("");
+    assert_eq!(v["verdict"], "block");
+    assert!(v["message"].as_str().unwrap().contains("empty command"), "{v}");
+}

@@ -208,6 +208,13 @@ async fn sandbox_fs_conformance_through_the_host() {
     }
     println!("cases with a deviation applied: {deviations}; not applicable through the host: {not_applicable:?}");
     assert_eq!(not_applicable.len(), 1, "only the no-thread-data case cannot run through the host");
+    // The host derives disabled skills from extensions_config.json itself; every one is refused.
+    let disabled = vectors::disabled_skill_dirs(&v);
+    assert!(!disabled.is_empty());
+    for dir in disabled {
+        let (text, err) = call(&hosts.plain, "shared", "ls", &json!({ "path": dir })).await;
+        assert!(err && text.contains("is disabled"), "{dir}: {text}");
+    }
     assert!(failures.is_empty(), "{} failing:\n{}", failures.len(), failures.join("\n\n"));
 }
 
