@@ -41,15 +41,16 @@ for i in range(3000):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, f"file{i:04d}.txt"), "w") as f:
         f.write(text(20_000, {50} if i in todo_files else ()))
-# 16 large files of ~900 KB (14 MB, under grep's 1 MB cap), 8 with a TODO near the end.
+# 16 large files of ~900 KB (14 MB, under grep's 1 MB cap), 8 with a TODO near the end. (Not
+# *.log: DeerFlow's IGNORE_PATTERNS skip those, rg would not.)
 os.makedirs(os.path.join(ws, "large"), exist_ok=True)
 for i in range(16):
-    with open(os.path.join(ws, "large", f"large{i:02d}.log"), "w") as f:
+    with open(os.path.join(ws, "large", f"large{i:02d}.txt"), "w") as f:
         f.write(text(900_000, {12_000} if i % 2 == 0 else ()))
 # 5 files over the 1 MB cap (12.5 MB): DeerFlow's grep skips them; rg is told the same cap.
 os.makedirs(os.path.join(ws, "huge"), exist_ok=True)
 for i in range(5):
-    with open(os.path.join(ws, "huge", f"huge{i}.log"), "w") as f:
+    with open(os.path.join(ws, "huge", f"huge{i}.txt"), "w") as f:
         f.write(text(2_500_000, {100}))
 # 100 binary files of 100 KB (10 MB) with NULs and a TODO: skipped as binary by both.
 os.makedirs(os.path.join(ws, "bin"), exist_ok=True)

@@ -29,7 +29,8 @@ impl Setup {
         let ext = serde_json::json!({
             "mcpServers": {
                 "everything": {"type": "stdio", "command": everything, "args": ["stdio"], "session_init_timeout": 60},
-                "time": {"type": "stdio", "command": time, "args": ["--local-timezone", "UTC"], "session_init_timeout": 60},
+                "time": {"type": "stdio", "command": time, "args": ["--local-timezone", "UTC"], "session_init_timeout": 60,
+                         "routing": {"mode": "prefer", "priority": 10, "keywords": ["clock", "timezone"]}},
                 "broken": {"type": "stdio", "command": "/nonexistent/mcp-server", "args": []},
                 "off": {"enabled": false, "type": "stdio", "command": "/nonexistent/other"}
             }
@@ -91,4 +92,46 @@ fn mcp_tools_assemble_after_builtins_and_answer_calls() {
 
     let o = s.run(&["tools", "--no-mcp"]);
     assert!(!String::from_utf8_lossy(&o.stdout).contains("everything_echo"));
+}
+
+#[test]
+fn deferred_tools_are_hidden_until_tool_search_promotes_them() {
+    let s = Setup::new(true);
+    let view = tool_names(&s.json(&["tools", "--json", "--thread", "t1"]));
+    assert!(view.contains(&"tool_search".to_string()) && view.contains(&"hello".to_string()), "{view:?}");
+    assert!(!view.iter().any(|n| n.starts_with("everything_") || n.starts_with("time_")), "{view:?}");
+
+    let o = s.run(&["tools", "--explain"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("<available-deferred-tools>\n") && out.contains("everything_echo\n"), "{out}");
+    assert!(out.contains("deferred: hidden until tool_search promotes it"), "{out}");
+
+    let refused = s.json(&["call", "everything_echo", r#"{"message": "x"}"#, "--thread", "t1", "--json"]);
+    assert_eq!(refused["status"], "error", "{refused}");
+    assert!(refused["content"].as_str().unwrap().contains("tool_search"), "{refused}");
+
+    let found = s.json(&["call", "tool_search", r#"{"query": "select:everything_echo"}"#, "--thread", "t1", "--json"]);
+    assert_eq!(found["status"], "success", "{found}");
+    assert_eq!(found["update"]["promoted"]["names"], serde_json::json!(["everything_echo"]), "{found}");
+    let hash = found["update"]["promoted"]["catalog_hash"].as_str().unwrap().to_string();
+    assert_eq!(hash.len(), 16);
+    let schemas: Value = serde_json::from_str(found["content"].as_str().unwrap()).unwrap();
+    assert_eq!(schemas[0]["name"], "everything_echo", "{schemas}");
+
+    let view = tool_names(&s.json(&["tools", "--json", "--thread", "t1"]));
+    assert!(view.contains(&"everything_echo".to_string()), "{view:?}");
+    let echoed = s.json(&["call", "everything_echo", r#"{"message": "now allowed"}"#, "--thread", "t1", "--json"]);
+    assert_eq!(echoed["status"], "success", "{echoed}");
+
+    // Promotions belong to their thread.
+    let other = tool_names(&s.json(&["tools", "--json", "--thread", "t2"]));
+    assert!(!other.contains(&"everything_echo".to_string()));
+
+    // McpRouting: a user message with a routing keyword promotes the preferred server's tools.
+    let o = s.run(&["route", "what does the clock say in my timezone?", "--thread", "t3"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && out.starts_with("promoted: ") && out.contains("time_"), "{out}");
+    let routed = tool_names(&s.json(&["tools", "--json", "--thread", "t3"]));
+    assert!(routed.iter().any(|n| n.starts_with("time_")), "{routed:?}");
+    assert!(!routed.iter().any(|n| n.starts_with("everything_")), "{routed:?}");
 }

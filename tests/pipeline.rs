@@ -44,12 +44,16 @@ fn names(tools: &[std::sync::Arc<dyn toolhost_core::Tool>]) -> Vec<String> {
 #[tokio::test]
 async fn layers_are_in_deerflow_order() {
     let env = open("", |_| {});
-    let expected = ["sandbox_audit", "read_before_write", "tool_error_handling", "skill_tool_policy", "clarification"];
-    let got = env.host.pipeline_layers();
-    // Deferred-tool layers sit between the skill policy and clarification when configured.
-    let core: Vec<&str> =
-        got.iter().copied().filter(|l| !["mcp_routing", "deferred_tool_filter"].contains(l)).collect();
-    assert_eq!(core, expected);
+    // DeerFlow's lead-agent order (spec §1.2), outermost first. Swapping any two fails here.
+    let expected = [
+        "sandbox_audit",
+        "read_before_write",
+        "tool_error_handling",
+        "skill_tool_policy",
+        "deferred_tool_filter",
+        "clarification",
+    ];
+    assert_eq!(env.host.pipeline_layers(), expected);
 }
 
 #[tokio::test]

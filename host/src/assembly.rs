@@ -95,6 +95,11 @@ pub trait ToolLayer: Send + Sync {
     /// `"mcp"` or `"acp"`; decides the position and whether `include_mcp` applies.
     fn kind(&self) -> LayerKind;
     async fn tools(&self) -> Vec<Arc<dyn Tool>>;
+
+    /// Routing metadata of this layer's tools (MCP `routing`), by exposed tool name.
+    async fn routing(&self) -> Vec<(String, toolhost_deferred::RoutingMeta)> {
+        Vec::new()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -127,6 +132,15 @@ pub struct Assembly {
     pub tools: Vec<Arc<dyn Tool>>,
     pub explain: Vec<Explanation>,
     pub warnings: Vec<String>,
+    /// The deferred-tool setup when `tool_search.enabled` and MCP tools exist (spec §8).
+    pub deferred: Option<Arc<Deferred>>,
+}
+
+/// Deferred MCP tools of one assembly: the catalog behind `tool_search` and the filter that
+/// hides and gates unpromoted tools.
+pub struct Deferred {
+    pub setup: toolhost_deferred::DeferredToolSetup,
+    pub filter: toolhost_deferred::DeferredToolFilter,
 }
 
 /// Assemble. `layers` are consulted in order, MCP ones before ACP ones.

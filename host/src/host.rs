@@ -208,6 +208,7 @@ impl Toolhost {
     pub async fn get_available_tools(&self, req: &AssemblyRequest) -> Assembly {
         let mut a = get_available_tools(req, &self.facts(req), &self.entries, &self.builtins, &self.layers).await;
         crate::wiring::agent_tools(&self.config.config, &self.data_dir, req, &mut a);
+        crate::wiring::defer(&self.config.config, &mut a);
         a
     }
 
@@ -227,7 +228,8 @@ impl Toolhost {
     pub async fn model_tools(&self, req: &AssemblyRequest, thread_id: &str) -> Result<Vec<Arc<dyn Tool>>, HostError> {
         let assembly = self.get_available_tools(req).await;
         let ctx = self.context(thread_id, None).await?;
-        Ok(self.pipeline.filter_tools(assembly.tools, &ctx))
+        let view = crate::middleware::ModelView { ctx: &ctx, deferred: assembly.deferred.as_deref() };
+        Ok(self.pipeline.filter_tools(assembly.tools, &view))
     }
 
     /// The thread's current state.
@@ -283,6 +285,43 @@ impl Toolhost {
         Ok(results(outcomes, merged))
     }
 
+    /// DeerFlow's McpRoutingMiddleware: promote the deferred MCP tools whose routing keywords
+    /// match the user's latest message (at most `tool_search.auto_promote_top_k`, by priority),
+    /// as if `tool_search` had selected them. Returns the names promoted.
+    pub async fn auto_promote(
+        &self,
+        req: &AssemblyRequest,
+        thread_id: &str,
+        user_message: &str,
+    ) -> Result<Vec<String>, HostError> {
+        let assembly = self.get_available_tools(req).await;
+        let Some(d) = assembly.deferred.as_deref() else { return Ok(Vec::new()) };
+        let Some(hash) = d.setup.catalog_hash.as_deref() else { return Ok(Vec::new()) };
+        let mut metas = Vec::new();
+        for layer in &self.layers {
+            metas.extend(layer.routing().await);
+        }
+        let index =
+            toolhost_deferred::build_routing_index(metas.iter().map(|(n, m)| (n.as_str(), m)), &d.setup.deferred_names);
+        let routing =
+            toolhost_deferred::McpRouting::new(&index, hash, self.config.config.tool_search.auto_promote_top_k);
+        let message = toolhost_deferred::ChatMessage::Human(toolhost_deferred::HumanMessage {
+            text: user_message.to_string(),
+            ..Default::default()
+        });
+        let Some(update) = routing.before_model(&[message]) else { return Ok(Vec::new()) };
+        let names: Vec<String> = update
+            .promoted
+            .as_ref()
+            .and_then(|p| p.get("names"))
+            .and_then(|n| n.as_array())
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        let paths = self.thread_paths(thread_id)?;
+        self.states.apply(&paths, &[&update]).await?;
+        Ok(names)
+    }
+
     async fn run_turn(
         &self,
         req: &AssemblyRequest,
@@ -306,8 +345,9 @@ impl Toolhost {
             .collect();
         let futures = calls.iter().zip(&contexts).map(|((name, args, _), ctx)| {
             let tool = assembly.tools.iter().find(|t| t.spec().name == *name);
+            let deferred = assembly.deferred.as_deref();
             async move {
-                let req = ToolRequest { name, args, ctx, tool };
+                let req = ToolRequest { name, args, ctx, tool, deferred };
                 self.pipeline.call(&req).await
             }
         });

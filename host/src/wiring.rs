@@ -13,13 +13,14 @@ use crate::assembly::{Assembly, AssemblyRequest, Builtin, BuiltinCondition, Expl
 use crate::config::AppConfig;
 use crate::host::{HostOptions, Problem, Severity};
 use crate::middleware::{
-    Clarification, Middleware, Pipeline, ReadBeforeWrite, SandboxAudit, SkillPolicy, ToolErrorHandling,
+    Clarification, DeferredGate, Middleware, Pipeline, ReadBeforeWrite, SandboxAudit, SkillPolicy, ToolErrorHandling,
 };
 use crate::tools::component::SharedDirs;
 
 /// The tool-call middleware chain, outermost first, in DeerFlow's lead-agent order (spec §1.2):
-/// SandboxAudit → ReadBeforeWrite → ToolErrorHandling → SkillToolPolicy → McpRouting →
-/// DeferredToolFilter → Clarification.
+/// SandboxAudit → ReadBeforeWrite → ToolErrorHandling → SkillToolPolicy → DeferredToolFilter →
+/// Clarification. (McpRouting, which DeerFlow runs before the deferred filter, acts before the
+/// model call, not around a tool call: it is [`crate::Toolhost::auto_promote`].)
 pub fn pipeline(
     config: &AppConfig,
     skills: toolhost_skills::SkillStore,
@@ -30,6 +31,7 @@ pub fn pipeline(
         Arc::new(ReadBeforeWrite::new(config.read_before_write.enabled)),
         Arc::new(ToolErrorHandling),
         Arc::new(SkillPolicy::new(skills, public)),
+        Arc::new(DeferredGate),
         Arc::new(Clarification { disable: false }),
     ];
     Pipeline::new(layers)
@@ -138,6 +140,26 @@ impl ToolLayer for McpLayer {
         LayerKind::Mcp
     }
 
+    async fn routing(&self) -> Vec<(String, toolhost_deferred::RoutingMeta)> {
+        let Ok(set) = self.manager.tools().await else { return Vec::new() };
+        set.tools
+            .iter()
+            .filter_map(|t| {
+                let r = t.routing()?;
+                let mode = match r.mode {
+                    toolhost_mcp::RoutingMode::Prefer => "prefer",
+                    toolhost_mcp::RoutingMode::Off => "off",
+                };
+                let meta = toolhost_deferred::RoutingMeta {
+                    mode: mode.into(),
+                    priority: r.priority,
+                    keywords: r.keywords.clone(),
+                };
+                Some((t.spec().name.clone(), meta))
+            })
+            .collect()
+    }
+
     async fn tools(&self) -> Vec<Arc<dyn Tool>> {
         match self.manager.tools().await {
             Ok(set) => {
@@ -215,6 +237,43 @@ pub fn disabled_skill_dirs(
                 message: format!("skills: {e}; treating skills as disabled"),
             });
             vec![store.layout().container_path.clone()]
+        }
+    }
+}
+
+/// `assemble_deferred_tools` (spec §8): with `tool_search.enabled` and MCP tools present, the MCP
+/// tools become deferred and `tool_search` is added. If no deferred set can be built, MCP tools
+/// are left out rather than bound with their schemas (DeerFlow's fail-closed rule).
+pub fn defer(config: &AppConfig, assembly: &mut Assembly) {
+    if !config.tool_search.enabled {
+        return;
+    }
+    let tools = std::mem::take(&mut assembly.tools);
+    match toolhost_deferred::assemble_deferred_tools(tools.clone(), true) {
+        Ok((tools, setup)) => {
+            assembly.tools = tools;
+            if setup.is_empty() {
+                return;
+            }
+            for e in assembly.explain.iter_mut().filter(|e| e.included && setup.deferred_names.contains(&e.name)) {
+                e.reason.push_str("; deferred: hidden until tool_search promotes it");
+            }
+            if let Some(ts) = &setup.tool_search {
+                assembly.explain.push(Explanation {
+                    name: ts.spec().name.clone(),
+                    layer: "deferred",
+                    included: true,
+                    reason: format!("tool_search over {} deferred MCP tool(s)", setup.deferred_names.len()),
+                });
+            }
+            let filter = setup.filter();
+            assembly.deferred = Some(Arc::new(crate::assembly::Deferred { setup, filter }));
+        }
+        Err(e) => {
+            let w = format!("tool_search: {e}; MCP tools left out");
+            tracing::warn!("{w}");
+            assembly.warnings.push(w);
+            assembly.tools = tools.into_iter().filter(|t| !t.spec().is_mcp()).collect();
         }
     }
 }

@@ -78,6 +78,13 @@ enum Command {
     Inspect { file: PathBuf },
     /// Validate a config and report every problem.
     Check,
+    /// Auto-promote deferred MCP tools whose routing keywords match a user message (DeerFlow's
+    /// McpRoutingMiddleware), in a thread.
+    Route {
+        message: String,
+        #[arg(long, default_value = "default")]
+        thread: String,
+    },
     /// Classify a bash command as the audit would (block / warn / pass) without running it.
     Audit {
         command: String,
@@ -149,7 +156,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     })
                     .collect();
                 let out = if *explain {
-                    serde_json::json!({"tools": list, "explain": assembly.explain, "warnings": assembly.warnings, "pipeline": host.pipeline_layers(), "host_bash_confinement": crate::tools::confinement_line()})
+                    serde_json::json!({
+                        "tools": list,
+                        "explain": assembly.explain,
+                        "warnings": assembly.warnings,
+                        "pipeline": host.pipeline_layers(),
+                        "host_bash_confinement": crate::tools::confinement_line(),
+                        "deferred_prompt_section": assembly.deferred.as_ref().map(|d| d.setup.prompt_section()),
+                    })
                 } else {
                     Value::Array(list)
                 };
@@ -162,6 +176,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 if let Some(t) = thread {
                     let visible: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
                     println!("model view in thread {t}: {}", visible.join(", "));
+                }
+                if let Some(d) = &assembly.deferred {
+                    println!("deferred tools, as the system prompt lists them:\n{}", d.setup.prompt_section());
                 }
                 println!("pipeline (outermost first): {}", host.pipeline_layers().join(" → "));
                 println!("host bash confinement: {}", crate::tools::confinement_line());
@@ -237,6 +254,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for t in &i.tools {
                 println!("  {} — {}", t.name, t.description);
                 println!("    parameters: {}", t.parameters);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Route { message, thread } => {
+            let host = open(&cli)?;
+            let names = host.auto_promote(&AssemblyRequest::default(), thread, message).await?;
+            if names.is_empty() {
+                println!("no deferred tool matched");
+            } else {
+                println!("promoted: {}", names.join(", "));
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -4,6 +4,7 @@
 
 mod audit;
 mod clarification;
+mod deferred;
 mod error_handling;
 mod read_before_write;
 mod skill_policy;
@@ -14,8 +15,11 @@ use async_trait::async_trait;
 use serde_json::Value;
 use toolhost_core::{CallContext, Tool, ToolOutcome};
 
+use crate::assembly::Deferred;
+
 pub use audit::SandboxAudit;
 pub use clarification::Clarification;
+pub use deferred::DeferredGate;
 pub use error_handling::{format_exception, ToolErrorHandling};
 pub use read_before_write::ReadBeforeWrite;
 pub use skill_policy::SkillPolicy;
@@ -27,6 +31,14 @@ pub struct ToolRequest<'a> {
     pub ctx: &'a CallContext,
     /// `None`: no tool of that name is available (the innermost layer answers so).
     pub tool: Option<&'a Arc<dyn Tool>>,
+    /// The assembly's deferred tools, when tool search is on.
+    pub deferred: Option<&'a Deferred>,
+}
+
+/// What the model-view filters see besides the tools.
+pub struct ModelView<'a> {
+    pub ctx: &'a CallContext,
+    pub deferred: Option<&'a Deferred>,
 }
 
 /// A middleware layer.
@@ -38,7 +50,7 @@ pub trait Middleware: Send + Sync {
     async fn wrap_call(&self, req: &ToolRequest<'_>, next: Next<'_>) -> ToolOutcome;
 
     /// Filter what the model sees; by default, everything.
-    fn filter_tools(&self, tools: Vec<Arc<dyn Tool>>, _ctx: &CallContext) -> Vec<Arc<dyn Tool>> {
+    fn filter_tools(&self, tools: Vec<Arc<dyn Tool>>, _view: &ModelView<'_>) -> Vec<Arc<dyn Tool>> {
         tools
     }
 }
@@ -85,9 +97,9 @@ impl Pipeline {
     }
 
     /// What the model sees: every layer's filter, outermost first.
-    pub fn filter_tools(&self, mut tools: Vec<Arc<dyn Tool>>, ctx: &CallContext) -> Vec<Arc<dyn Tool>> {
+    pub fn filter_tools(&self, mut tools: Vec<Arc<dyn Tool>>, view: &ModelView<'_>) -> Vec<Arc<dyn Tool>> {
         for l in &self.layers {
-            tools = l.filter_tools(tools, ctx);
+            tools = l.filter_tools(tools, view);
         }
         tools
     }

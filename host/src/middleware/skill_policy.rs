@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use toolhost_core::{CallContext, StateUpdate, Tool, ToolOutcome};
 use toolhost_skills::{ActiveSkills, PublicSkillStates, SkillStore, SkillToolPolicy};
 
-use super::{Middleware, Next, ToolRequest};
+use super::{Middleware, ModelView, Next, ToolRequest};
 
 /// Tools whose successful read of a SKILL.md activates the skill (DeerFlow's
 /// `skill_file_read_tool_names` default).
@@ -66,7 +66,7 @@ impl Middleware for SkillPolicy {
         outcome
     }
 
-    fn filter_tools(&self, tools: Vec<Arc<dyn Tool>>, ctx: &CallContext) -> Vec<Arc<dyn Tool>> {
-        self.policy(ctx).filter_tools(tools)
+    fn filter_tools(&self, tools: Vec<Arc<dyn Tool>>, view: &ModelView<'_>) -> Vec<Arc<dyn Tool>> {
+        self.policy(view.ctx).filter_tools(tools)
     }
 }
