@@ -87,12 +87,15 @@ fn setup() -> Bench {
 }
 
 fn open(config: &Path, data: &Path, scratch: &Path) -> Toolhost {
+    // An explicit, empty extensions config: no MCP servers, no lookup beside config.yaml.
+    let extensions = scratch.join("extensions_config.json");
+    std::fs::write(&extensions, r#"{"mcpServers": {}}"#).expect("write extensions");
     let host = Toolhost::open(HostOptions {
         config_path: config.to_path_buf(),
         data_dir: data.to_path_buf(),
         persist_state: false,
         cache_dir: Some(scratch.join("cache")),
-        extensions_path: Some(scratch.join("no-extensions.json")),
+        extensions_path: Some(extensions),
     })
     .expect("open host");
     assert!(host.problems().iter().all(|p| p.severity != toolhost::Severity::Error), "{:?}", host.problems());

@@ -96,6 +96,11 @@ pub trait ToolLayer: Send + Sync {
     fn kind(&self) -> LayerKind;
     async fn tools(&self) -> Vec<Arc<dyn Tool>>;
 
+    /// Warnings of the layer's last discovery (servers that failed, names dropped), in order.
+    async fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Routing metadata of this layer's tools (MCP `routing`), by exposed tool name.
     async fn routing(&self) -> Vec<(String, toolhost_deferred::RoutingMeta)> {
         Vec::new()
@@ -235,6 +240,7 @@ pub async fn get_available_tools(
             for t in layer.tools().await {
                 candidates.push((t, label, format!("{label} tool")));
             }
+            out.warnings.extend(layer.warnings().await);
         }
     }
 
@@ -246,7 +252,9 @@ pub async fn get_available_tools(
             out.explain.push(Explanation { name, layer, included: true, reason });
             out.tools.push(tool);
         } else {
-            let w = format!("Duplicate tool name {name:?} detected and skipped (from the {layer} layer)");
+            let w = format!(
+                "Duplicate tool name '{name}' detected and skipped — check your config.yaml and MCP server registrations (issue #1803)."
+            );
             tracing::warn!("{w}");
             out.warnings.push(w.clone());
             out.explain.push(Explanation { name, layer, included: false, reason: w });

@@ -12,6 +12,7 @@ pub mod config;
 pub mod host;
 pub mod middleware;
 pub mod runtime;
+pub mod server;
 pub mod state_store;
 pub mod tools;
 pub mod wiring;

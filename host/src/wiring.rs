@@ -140,6 +140,13 @@ impl ToolLayer for McpLayer {
         LayerKind::Mcp
     }
 
+    async fn warnings(&self) -> Vec<String> {
+        match self.manager.tools().await {
+            Ok(set) => set.warnings,
+            Err(e) => vec![format!("MCP tools unavailable: {e}")],
+        }
+    }
+
     async fn routing(&self) -> Vec<(String, toolhost_deferred::RoutingMeta)> {
         let Ok(set) = self.manager.tools().await else { return Vec::new() };
         set.tools

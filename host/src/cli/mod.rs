@@ -92,6 +92,25 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the assembled tools as an MCP server: stdio by default, streamable HTTP with --http.
+    Serve {
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765; port 0 picks one).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// stdio: the thread of the session (default `stdio`). HTTP: each MCP session is its own thread.
+        #[arg(long)]
+        thread: Option<String>,
+        /// HTTP: accept this Host (and Origin) besides the loopback names; repeatable.
+        #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
+        allow_host: Vec<String>,
+        /// HTTP: require `Authorization: Bearer TOKEN`.
+        #[arg(long, env = "TOOLHOST_SERVE_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        #[arg(long, value_delimiter = ',')]
+        groups: Option<Vec<String>>,
+        #[arg(long)]
+        model: Option<String>,
+    },
 }
 
 pub fn main() -> ExitCode {
@@ -282,6 +301,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 println!("{}: {message}", verdict.as_str());
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve { http, thread, allow_host, token, groups, model } => {
+            let host = std::sync::Arc::new(open(&cli)?);
+            let request = AssemblyRequest { groups: groups.clone(), model_name: model.clone(), ..Default::default() };
+            let opts = crate::server::ServeOptions {
+                http: *http,
+                thread: thread.clone(),
+                allow_hosts: allow_host.clone(),
+                token: token.clone().filter(|t| !t.is_empty()),
+                request,
+            };
+            crate::server::run(host, opts).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Check => {

@@ -1,0 +1,229 @@
+//! The MCP `ServerHandler` of `toolhost serve`: one value per MCP session, bound to one toolhost
+//! thread. tools/list is the model's view in that thread; tools/call runs through the pipeline
+//! there; promotions by `tool_search` are announced with `notifications/tools/list_changed`.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
+    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::Value;
+use toolhost_core::{ContentPart, ToolOutcome};
+
+use crate::assembly::AssemblyRequest;
+use crate::host::Toolhost;
+
+/// How a session finds its thread.
+#[derive(Debug, Clone)]
+pub enum ThreadBinding {
+    /// stdio: one session, one thread, named up front.
+    Fixed(String),
+    /// Streamable HTTP: `mcp-<Mcp-Session-Id>`. A request without a session id (a stateless
+    /// 2026-07-28 client) uses `fallback`, a thread of its own made for this handler.
+    HttpSession { fallback: String },
+}
+
+/// One MCP session's handler.
+#[derive(Clone)]
+pub struct Session {
+    host: Arc<Toolhost>,
+    request: Arc<AssemblyRequest>,
+    binding: ThreadBinding,
+}
+
+impl Session {
+    pub fn new(host: Arc<Toolhost>, request: Arc<AssemblyRequest>, binding: ThreadBinding) -> Self {
+        Self { host, request, binding }
+    }
+
+    /// The toolhost thread this request runs in.
+    fn thread(&self, cx: &RequestContext<RoleServer>) -> String {
+        match &self.binding {
+            ThreadBinding::Fixed(t) => t.clone(),
+            ThreadBinding::HttpSession { fallback } => cx
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|p| p.headers.get("mcp-session-id"))
+                .and_then(|v| v.to_str().ok())
+                .map(|id| sanitize_thread_id(&format!("mcp-{id}")))
+                .unwrap_or_else(|| fallback.clone()),
+        }
+    }
+}
+
+/// A thread id from arbitrary text: characters outside `[A-Za-z0-9_-]` become `_`, at most 128
+/// characters (what `ThreadPaths` accepts).
+pub fn sanitize_thread_id(raw: &str) -> String {
+    let s: String = raw
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .take(128)
+        .collect();
+    if s.is_empty() {
+        "_".to_string()
+    } else {
+        s
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> McpError {
+    McpError::internal_error(e.to_string(), None)
+}
+
+/// A toolhost outcome as an MCP tool result: text and image parts as such, MCP resources as the
+/// server sent them, `isError` from the status, `structuredContent` when present.
+pub fn outcome_to_result(outcome: &ToolOutcome) -> CallToolResult {
+    let content: Vec<ContentBlock> = outcome
+        .content
+        .iter()
+        .map(|part| match part {
+            ContentPart::Text { text } => ContentBlock::text(text.clone()),
+            ContentPart::Image { data, mime_type } => ContentBlock::image(data.clone(), mime_type.clone()),
+            // The MCP layer keeps the whole block it received; anything else is shown as JSON text.
+            ContentPart::Resource { resource } => serde_json::from_value::<ContentBlock>(resource.clone())
+                .unwrap_or_else(|_| ContentBlock::text(resource.to_string())),
+        })
+        .collect();
+    let mut result =
+        if outcome.is_error() { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    result.structured_content = outcome.structured.clone();
+    result
+}
+
+/// Whether a `tool_search` outcome promoted at least one tool.
+fn promoted_something(outcome: &ToolOutcome) -> bool {
+    outcome
+        .update
+        .promoted
+        .as_ref()
+        .and_then(|p| p.get("names"))
+        .and_then(Value::as_array)
+        .is_some_and(|names| !names.is_empty())
+}
+
+impl ServerHandler for Session {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "DeerFlow's tool set, sandboxed. Files live under /mnt/user-data/{workspace,uploads,outputs}; \
+                 each MCP session is its own thread with its own directories.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _req: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let thread = self.thread(&cx);
+        let tools = self.host.model_tools(&self.request, &thread).await.map_err(internal)?;
+        let tools = tools
+            .iter()
+            .map(|t| {
+                let s = t.spec();
+                let schema: JsonObject = match &s.parameters {
+                    Value::Object(o) => o.clone(),
+                    // MCP requires an object schema; a tool without parameters takes an empty object.
+                    _ => serde_json::json!({"type": "object", "properties": {}}).as_object().cloned().unwrap_or_default(),
+                };
+                Tool::new(s.name.clone(), s.description.clone(), Arc::new(schema))
+            })
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        req: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let thread = self.thread(&cx);
+        let args = Value::Object(req.arguments.unwrap_or_default());
+        let name = req.name.to_string();
+        tracing::debug!(thread = %thread, tool = %name, "tools/call");
+        let result = self.host.call(&self.request, &thread, &name, args, None).await.map_err(internal)?;
+        for e in &result.state_errors {
+            tracing::warn!(thread = %thread, tool = %name, "state update refused: {e}");
+        }
+        let outcome = result.outcome;
+        if promoted_something(&outcome) {
+            if let Err(e) = cx.peer.notify_tool_list_changed().await {
+                tracing::warn!("cannot send tools/list_changed: {e}");
+            }
+        }
+        let mut mcp = outcome_to_result(&outcome);
+        if name == toolhost_builtins::clarification::NAME && outcome.end_run && !outcome.is_error() {
+            if let Some(answer) = elicit_answer(&cx, &outcome.text_content()).await {
+                mcp.content.push(ContentBlock::text(format!("The user answered: {answer}")));
+            }
+        }
+        Ok(mcp.into())
+    }
+}
+
+/// `ask_clarification` as an elicitation: ask the client's user the formatted question and
+/// return the answer. `None` when the client cannot elicit or the user declines; the tool result
+/// then ends with the question, as in DeerFlow, and the client's agent asks it.
+async fn elicit_answer(cx: &RequestContext<RoleServer>, question: &str) -> Option<String> {
+    let supports = cx.peer.peer_info().is_some_and(|i| i.capabilities.elicitation.is_some());
+    if !supports {
+        return None;
+    }
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"answer": {"type": "string", "title": "Answer", "description": "Your answer to the question"}},
+        "required": ["answer"],
+    });
+    let requested_schema = match serde_json::from_value(schema) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!("elicitation schema: {e}");
+            return None;
+        }
+    };
+    let params = ElicitRequestParams::FormElicitationParams { meta: None, message: question.to_string(), requested_schema };
+    match cx.peer.create_elicitation(params).await {
+        Ok(r) if r.action == ElicitationAction::Accept => {
+            r.content.as_ref().and_then(|c| c.get("answer")).and_then(Value::as_str).map(str::to_string)
+        }
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!("elicitation for ask_clarification failed: {e}");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_ids_are_sanitized_to_what_thread_paths_accept() {
+        assert_eq!(sanitize_thread_id("mcp-3f2a/../x y"), "mcp-3f2a____x_y");
+        assert_eq!(sanitize_thread_id(""), "_");
+        assert_eq!(sanitize_thread_id(&"a".repeat(300)).len(), 128);
+        let dir = std::path::Path::new("/tmp");
+        assert!(toolhost_core::ThreadPaths::new(dir, &sanitize_thread_id("mcp-é!")).is_ok());
+    }
+
+    #[test]
+    fn outcomes_map_to_mcp_results() {
+        let mut o = ToolOutcome::error("Error: nope");
+        o.content.push(ContentPart::Image { data: "aGk=".into(), mime_type: "image/png".into() });
+        o.structured = Some(serde_json::json!({"k": 1}));
+        let r = outcome_to_result(&o);
+        assert_eq!(r.is_error, Some(true));
+        assert_eq!(r.content.len(), 2);
+        assert_eq!(r.content[0].as_text().map(|t| t.text.as_str()), Some("Error: nope"));
+        assert!(matches!(&r.content[1], ContentBlock::Image(i) if i.mime_type == "image/png"));
+        assert_eq!(r.structured_content, Some(serde_json::json!({"k": 1})));
+        let ok = outcome_to_result(&ToolOutcome::text("fine"));
+        assert_eq!(ok.is_error, Some(false));
+        assert!(ok.structured_content.is_none());
+    }
+}

@@ -1,0 +1,81 @@
+//! `toolhost serve`: the assembled tool set as an MCP server, over stdio or streamable HTTP.
+//! Owns the mapping MCP session → toolhost thread, tools/list and tools/call in that thread, and
+//! the HTTP front door (Host/Origin checks, bearer token).
+
+mod handler;
+mod http_server;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rmcp::ServiceExt as _;
+
+use crate::assembly::AssemblyRequest;
+use crate::host::Toolhost;
+
+pub use handler::{outcome_to_result, sanitize_thread_id, Session, ThreadBinding};
+pub use http_server::{serve_http, HttpOptions, MCP_PATH};
+
+/// The thread of the one stdio session when `--thread` is not given.
+pub const STDIO_THREAD: &str = "stdio";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("invalid thread id '{0}': use 1-128 characters of [A-Za-z0-9_-]")]
+    InvalidThread(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: SocketAddr, source: std::io::Error },
+    #[error("the MCP session over stdio failed: {0}")]
+    Stdio(String),
+    #[error("invalid --allow-host '{0}': give a host name or host:port")]
+    InvalidAllowHost(String),
+}
+
+/// What `toolhost serve` was asked for.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// `None`: stdio. `Some(addr)`: streamable HTTP at `http://addr/mcp` (port 0 picks one).
+    pub http: Option<SocketAddr>,
+    /// stdio: the thread of the session (default [`STDIO_THREAD`]). HTTP: ignored, every MCP
+    /// session gets its own thread.
+    pub thread: Option<String>,
+    /// Host names accepted besides the loopback ones (HTTP only).
+    pub allow_hosts: Vec<String>,
+    /// Required `Authorization: Bearer` token (HTTP only).
+    pub token: Option<String>,
+    /// What every session's tools are assembled for (groups, model, …).
+    pub request: AssemblyRequest,
+}
+
+/// Serve until the client goes away (stdio) or the process is stopped (HTTP).
+pub async fn run(host: Arc<Toolhost>, opts: ServeOptions) -> Result<(), ServeError> {
+    let request = Arc::new(opts.request);
+    match opts.http {
+        None => {
+            let thread = opts.thread.unwrap_or_else(|| STDIO_THREAD.to_string());
+            serve_stdio(host, request, thread).await
+        }
+        Some(addr) => {
+            if opts.thread.is_some() {
+                tracing::warn!("--thread is ignored with --http: every MCP session is its own thread");
+            }
+            let http = HttpOptions { addr, allow_hosts: opts.allow_hosts, token: opts.token };
+            serve_http(host, request, http, |bound| {
+                // Announced on stderr so scripts (and tests) can pick up a port chosen with `:0`.
+                eprintln!("toolhost: serving MCP (streamable HTTP) at http://{bound}/mcp");
+            })
+            .await
+        }
+    }
+}
+
+/// One MCP session over this process's stdin/stdout, in `thread`.
+pub async fn serve_stdio(host: Arc<Toolhost>, request: Arc<AssemblyRequest>, thread: String) -> Result<(), ServeError> {
+    if toolhost_core::ThreadPaths::new(std::path::Path::new(""), &thread).is_err() {
+        return Err(ServeError::InvalidThread(thread));
+    }
+    let session = Session::new(host, request, ThreadBinding::Fixed(thread));
+    let running = session.serve(rmcp::transport::stdio()).await.map_err(|e| ServeError::Stdio(e.to_string()))?;
+    running.waiting().await.map_err(|e| ServeError::Stdio(e.to_string()))?;
+    Ok(())
+}
