@@ -72,7 +72,9 @@ impl Setup {
     fn command(&self, extra: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_toolhost"));
         c.arg("serve").arg("--config").arg(self.config()).args(extra);
-        c.env("TOOLHOST_HOME", self.data()).env_remove("DEER_FLOW_EXTENSIONS_CONFIG_PATH").env_remove("TOOLHOST_SERVE_TOKEN");
+        c.env("TOOLHOST_HOME", self.data())
+            .env_remove("DEER_FLOW_EXTENSIONS_CONFIG_PATH")
+            .env_remove("TOOLHOST_SERVE_TOKEN");
         c
     }
 }
@@ -148,7 +150,8 @@ async fn exercise_tools(c: &Session, file: &str) {
     assert_eq!((text(&r).as_str(), r.is_error), ("Hello, MCP!", Some(false)));
 
     let path = format!("/mnt/user-data/workspace/{file}");
-    let r = call(c, "write_file", json!({"description": "note", "path": path, "content": "line one\nline two\n"})).await;
+    let r =
+        call(c, "write_file", json!({"description": "note", "path": path, "content": "line one\nline two\n"})).await;
     assert_eq!((text(&r).as_str(), r.is_error), ("OK", Some(false)), "{r:?}");
     let r = call(c, "read_file", json!({"description": "read it", "path": path})).await;
     assert_eq!(r.is_error, Some(false), "{r:?}");
@@ -173,7 +176,8 @@ async fn stdio_lists_and_calls_tools_in_its_thread() {
     assert_eq!(std::fs::read_to_string(&on_disk).unwrap(), "line one\nline two\n");
 
     // ask_clarification becomes an elicitation; the answer comes back with the question.
-    let r = call(&c, "ask_clarification", json!({"question": "Which colour?", "clarification_type": "missing_info"})).await;
+    let r =
+        call(&c, "ask_clarification", json!({"question": "Which colour?", "clarification_type": "missing_info"})).await;
     assert_eq!(r.is_error, Some(false), "{r:?}");
     let t = text(&r);
     assert!(t.contains("Which colour?") && t.ends_with("The user answered: blue"), "{t}");
@@ -409,5 +413,28 @@ async fn http_allow_host_and_token_from_env() {
     let c = http_session(&server.url(), Some("from-env")).await.expect("session");
     let r = call(&c, "hello", json!({"name": "env"})).await;
     assert_eq!(text(&r), "Hello, env.");
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_promotion_reaches_the_client_as_list_changed() {
+    let s = Setup::new(true, true);
+    let server = HttpServer::start(&s, &[]);
+    let client = Client::default();
+    let mut cfg = StreamableHttpClientTransportConfig::with_uri(server.url());
+    cfg = cfg.reinit_on_expired_session(false);
+    let c = client.clone().serve(StreamableHttpClientTransport::from_config(cfg)).await.expect("session");
+    c.set_response_cache_config(rmcp::ClientCacheConfig::disabled()).await;
+    assert!(!names(&c).await.iter().any(|n| n.starts_with("everything_")));
+    let r = call(&c, "tool_search", json!({"query": "select:everything_echo"})).await;
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    for _ in 0..50 {
+        if client.list_changed.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(client.list_changed.load(Ordering::SeqCst), 1);
+    assert!(names(&c).await.contains(&"everything_echo".to_string()));
     c.cancel().await.unwrap();
 }

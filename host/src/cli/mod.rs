@@ -106,8 +106,10 @@ enum Command {
         /// HTTP: require `Authorization: Bearer TOKEN`.
         #[arg(long, env = "TOOLHOST_SERVE_TOKEN", hide_env_values = true)]
         token: Option<String>,
+        /// Serve only config tools of these groups (comma-separated).
         #[arg(long, value_delimiter = ',')]
         groups: Option<Vec<String>>,
+        /// The model whose supports_vision decides view_image (default: the first model).
         #[arg(long)]
         model: Option<String>,
     },

@@ -87,8 +87,7 @@ pub fn outcome_to_result(outcome: &ToolOutcome) -> CallToolResult {
                 .unwrap_or_else(|_| ContentBlock::text(resource.to_string())),
         })
         .collect();
-    let mut result =
-        if outcome.is_error() { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    let mut result = if outcome.is_error() { CallToolResult::error(content) } else { CallToolResult::success(content) };
     result.structured_content = outcome.structured.clone();
     result
 }
@@ -128,7 +127,9 @@ impl ServerHandler for Session {
                 let schema: JsonObject = match &s.parameters {
                     Value::Object(o) => o.clone(),
                     // MCP requires an object schema; a tool without parameters takes an empty object.
-                    _ => serde_json::json!({"type": "object", "properties": {}}).as_object().cloned().unwrap_or_default(),
+                    _ => {
+                        serde_json::json!({"type": "object", "properties": {}}).as_object().cloned().unwrap_or_default()
+                    }
                 };
                 Tool::new(s.name.clone(), s.description.clone(), Arc::new(schema))
             })
@@ -185,7 +186,8 @@ async fn elicit_answer(cx: &RequestContext<RoleServer>, question: &str) -> Optio
             return None;
         }
     };
-    let params = ElicitRequestParams::FormElicitationParams { meta: None, message: question.to_string(), requested_schema };
+    let params =
+        ElicitRequestParams::FormElicitationParams { meta: None, message: question.to_string(), requested_schema };
     match cx.peer.create_elicitation(params).await {
         Ok(r) if r.action == ElicitationAction::Accept => {
             r.content.as_ref().and_then(|c| c.get("answer")).and_then(Value::as_str).map(str::to_string)

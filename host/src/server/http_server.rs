@@ -40,7 +40,8 @@ fn service_config(allow_hosts: &[String]) -> Result<StreamableHttpServerConfig, 
     let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
     let mut origin_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
     for h in allow_hosts {
-        let authority = http::uri::Authority::try_from(h.as_str()).map_err(|_| ServeError::InvalidAllowHost(h.clone()))?;
+        let authority =
+            http::uri::Authority::try_from(h.as_str()).map_err(|_| ServeError::InvalidAllowHost(h.clone()))?;
         if h.contains('/') || h.contains('@') || authority.host().is_empty() {
             return Err(ServeError::InvalidAllowHost(h.clone()));
         }
@@ -87,7 +88,8 @@ async fn route(
     }
     if let Some(token) = &token {
         if !authorized(&req, token) {
-            let mut r = plain(StatusCode::UNAUTHORIZED, "Unauthorized: a valid Authorization: Bearer token is required");
+            let mut r =
+                plain(StatusCode::UNAUTHORIZED, "Unauthorized: a valid Authorization: Bearer token is required");
             r.headers_mut().insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
             return Ok(r);
         }
@@ -114,8 +116,9 @@ pub async fn serve_http(
     };
     let svc: Service = StreamableHttpService::new(factory, LocalSessionManager::default().into(), config);
     let token: Option<Arc<str>> = opts.token.map(Arc::from);
-    let listener =
-        tokio::net::TcpListener::bind(opts.addr).await.map_err(|source| ServeError::Bind { addr: opts.addr, source })?;
+    let listener = tokio::net::TcpListener::bind(opts.addr)
+        .await
+        .map_err(|source| ServeError::Bind { addr: opts.addr, source })?;
     let bound = listener.local_addr().map_err(|source| ServeError::Bind { addr: opts.addr, source })?;
     on_bound(bound);
     loop {
@@ -132,7 +135,8 @@ pub async fn serve_http(
         let token = token.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| route(svc.clone(), token.clone(), req));
-            if let Err(e) = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await
+            if let Err(e) =
+                hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await
             {
                 tracing::debug!("connection from {peer}: {e}");
             }
