@@ -2,10 +2,12 @@
 //! support-path validation, atomic writes confined to the skill directory, removal, and the
 //! per-skill history log. Blocking I/O; `skill_manage` runs it off the async executor.
 
+// Python's `repr()` of a string, for messages that quote a path that way.
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
+use toolhost_core::state::py_repr_str as py_repr;
 
 use regex::Regex;
 use serde_json::Value;
@@ -96,29 +98,6 @@ pub fn windows_incompatible_segment(segment: &str) -> Option<&'static str> {
                 .is_some_and(|d| matches!(d, "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" | "¹" | "²" | "³"))
         });
     reserved.then_some("reserved Windows device name")
-}
-
-/// Python's `repr()` of a string, for messages that quote the path that way.
-pub fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// `Path.resolve()` (non-strict): the deepest existing ancestor canonicalised, the rest
