@@ -9,21 +9,21 @@
 //! tool. Everything else — order, gates, conditions, MCP names, dedup warnings, the deferred
 //! set, its prompt section and its hash — must match exactly.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Value;
 use toolhost::assembly::AssemblyRequest;
 use toolhost::{HostOptions, Toolhost};
 
+#[path = "support/paths.rs"]
+mod paths;
+use paths::root;
+
 const NOT_PROVIDED: [&str; 5] =
     ["review_skill_package", "list_background_tasks", "cancel_background_task", "task", "invoke_acp_agent"];
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
 fn shared() -> PathBuf {
-    root().join("../shared/conformance")
+    paths::conformance()
 }
 
 fn python() -> PathBuf {

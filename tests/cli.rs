@@ -1,14 +1,14 @@
 //! The `toolhost` binary end to end: check, tools --explain, call, inspect, on the bundled
 //! config.yaml and DeerFlow's own config.example.yaml.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
+#[path = "support/paths.rs"]
+mod paths;
+use paths::root;
 
 fn toolhost(data: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_toolhost"))

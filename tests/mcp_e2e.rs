@@ -2,20 +2,13 @@
 //! the MCP layer assembles after the builtins, calls reach the server, one broken server hides
 //! nothing else, and deferred tools stay hidden until `tool_search` promotes them.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-fn peer(rel: &str) -> PathBuf {
-    let p = root().join(".peers").join(rel);
-    assert!(p.exists(), "{} is missing: run scripts/install-peers.sh first", p.display());
-    p
-}
+#[path = "support/paths.rs"]
+mod paths;
+use paths::peer;
 
 struct Setup {
     dir: tempfile::TempDir,

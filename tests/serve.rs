@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -21,15 +21,9 @@ use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioC
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{json, Value};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-fn peer(rel: &str) -> PathBuf {
-    let p = root().join(".peers").join(rel);
-    assert!(p.exists(), "{} is missing: run scripts/install-peers.sh first", p.display());
-    p
-}
+#[path = "support/paths.rs"]
+mod paths;
+use paths::peer;
 
 /// A temp dir with a config.yaml (hello + DeerFlow's file tools), an optional
 /// extensions_config.json and the data dir.
