@@ -17,3 +17,10 @@ $bin call hello '{"name": "toolhost"}' --thread "$thread" --config config.yaml
 $bin call write_file '{"description": "demo", "path": "/mnt/user-data/workspace/notes.md", "content": "# Notes\nTODO: try toolhost\n"}' --thread "$thread" --config config.yaml
 $bin call grep '{"description": "demo", "pattern": "TODO", "path": "/mnt/user-data/workspace"}' --thread "$thread" --config config.yaml
 $bin call read_file '{"description": "demo", "path": "/mnt/user-data/workspace/notes.md"}' --thread "$thread" --config config.yaml --json
+echo "== toolhost serve: the same tools as an MCP server (stdio); initialize, then one tools/call"
+{
+  printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"quickstart","version":"0"}}}'
+  printf '%s\n' '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+  printf '%s\n' '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ls","arguments":{"description":"demo","path":"/mnt/user-data/workspace"}}}'
+  sleep 3 # keep stdin open until the answers are out
+} | $bin serve --config config.yaml --thread "$thread"
