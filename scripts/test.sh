@@ -4,8 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || rustup target add wasm32-wasip2
-if [ -f scripts/install-peers.sh ]; then
-  bash scripts/install-peers.sh
-fi
+bash scripts/install-peers.sh
+bash scripts/install-acp-peers.sh
 cargo test --workspace --all-targets
 cargo test --manifest-path guest-tools/Cargo.toml --workspace --exclude hostile --target-dir target/guest-native

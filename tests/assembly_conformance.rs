@@ -5,9 +5,9 @@
 //! What toolhost does not provide is taken out of DeerFlow's expected lists by name, and only
 //! that: the DeerFlow community tools toolhost does not bundle yet (reported as warnings and left
 //! out), and the builtins that need a model loop or a durable task runtime toolhost does not have
-//! (`review_skill_package`, `list_background_tasks`, `cancel_background_task`, `task`) and the ACP
-//! tool. Everything else — order, gates, conditions, MCP names, dedup warnings, the deferred
-//! set, its prompt section and its hash — must match exactly.
+//! (`review_skill_package`, `list_background_tasks`, `cancel_background_task`, `task`).
+//! Everything else — order, gates, conditions, MCP names, dedup warnings, the ACP tool, the
+//! deferred set, its prompt section and its hash — must match exactly.
 
 use std::path::PathBuf;
 
@@ -19,8 +19,7 @@ use toolhost::{HostOptions, Toolhost};
 mod paths;
 use paths::root;
 
-const NOT_PROVIDED: [&str; 5] =
-    ["review_skill_package", "list_background_tasks", "cancel_background_task", "task", "invoke_acp_agent"];
+const NOT_PROVIDED: [&str; 4] = ["review_skill_package", "list_background_tasks", "cancel_background_task", "task"];
 
 fn shared() -> PathBuf {
     paths::conformance()

@@ -148,3 +148,43 @@ fn audit_classifies_without_running() {
     assert_eq!(v["verdict"], "block");
     assert!(v["message"].as_str().unwrap().contains("empty command"), "{v}");
 }
+
+#[test]
+fn invoke_acp_agent_runs_a_real_agent_in_the_thread_acp_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let python = paths::peer("acp-venv/bin/python");
+    let agent = root().join("crates/acp/tests/agents/py_agent.py");
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "tools: []\nacp_agents:\n  echo:\n    command: {}\n    args: [{}, echo]\n    description: Echoes the prompt.\n    timeout_seconds: 60\n",
+            python.display(),
+            agent.display()
+        ),
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let o = toolhost(&data, &["tools", "--config", config.to_str().unwrap()]);
+    let out = stdout(&o);
+    assert!(out.lines().last().unwrap_or("").starts_with("invoke_acp_agent"), "ACP tool comes last: {out}");
+    let o = toolhost(
+        &data,
+        &[
+            "call",
+            "invoke_acp_agent",
+            r#"{"agent": "echo", "prompt": "hello agent"}"#,
+            "--thread",
+            "a1",
+            "--config",
+            config.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["content"].as_str().unwrap().contains("hello agent"), "{v}");
+    assert!(!v["content"].as_str().unwrap().contains(data.to_str().unwrap()), "no host path: {v}");
+    let ws = data.join("threads/a1/acp-workspace");
+    assert!(std::fs::read_dir(&ws).unwrap().next().is_some(), "the agent wrote into the thread's acp-workspace");
+}

@@ -146,6 +146,9 @@ impl Toolhost {
         if let Some(mcp) = crate::wiring::mcp_layer(&opts, &base) {
             layers.push(mcp);
         }
+        if let Some(acp) = crate::wiring::acp_layer(&config.config, extensions.as_ref()) {
+            layers.push(acp);
+        }
         let pipeline = crate::wiring::pipeline(&config.config, skills, public_skills);
         Ok(Self {
             config,

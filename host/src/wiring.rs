@@ -284,3 +284,75 @@ pub fn defer(config: &AppConfig, assembly: &mut Assembly) {
         }
     }
 }
+
+/// The ACP layer: `invoke_acp_agent`, appended last when `acp_agents` is non-empty (spec §1
+/// step 6). The enabled MCP servers of `extensions_config.json` are forwarded to the agent.
+pub fn acp_layer(config: &AppConfig, extensions: Option<&Value>) -> Option<Arc<dyn ToolLayer>> {
+    if config.acp_agents.is_empty() {
+        return None;
+    }
+    let agents = config
+        .acp_agents
+        .iter()
+        .map(|(name, a)| {
+            let agent = toolhost_acp::AcpAgentConfig {
+                command: a.command.clone(),
+                args: a.args.clone(),
+                env: a.env.clone(),
+                description: a.description.clone(),
+                model: a.model.clone(),
+                auto_approve_permissions: a.auto_approve_permissions,
+                timeout_seconds: a.timeout_seconds,
+            };
+            (name.clone(), agent)
+        })
+        .collect();
+    let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+    let map_of = |v: &Value, k: &str| -> indexmap::IndexMap<String, String> {
+        v.get(k)
+            .and_then(Value::as_object)
+            .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string()))).collect())
+            .unwrap_or_default()
+    };
+    let servers = extensions
+        .and_then(|e| e.get("mcpServers"))
+        .and_then(Value::as_object)
+        .map(|servers| {
+            servers
+                .iter()
+                .filter(|(_, s)| s.get("enabled").and_then(Value::as_bool).unwrap_or(true))
+                .map(|(name, s)| toolhost_acp::AcpMcpServerConfig {
+                    name: name.clone(),
+                    transport: str_of(s, "type").or_else(|| str_of(s, "transport")),
+                    command: str_of(s, "command"),
+                    args: s
+                        .get("args")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+                        .unwrap_or_default(),
+                    env: map_of(s, "env"),
+                    url: str_of(s, "url"),
+                    headers: map_of(s, "headers"),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let tool: Arc<dyn Tool> = Arc::new(toolhost_acp::InvokeAcpAgentTool::new(agents).with_mcp_servers(servers));
+    Some(Arc::new(AcpLayer { tool }))
+}
+
+/// The ACP tool as an assembly layer.
+pub struct AcpLayer {
+    tool: Arc<dyn Tool>,
+}
+
+#[async_trait]
+impl ToolLayer for AcpLayer {
+    fn kind(&self) -> LayerKind {
+        LayerKind::Acp
+    }
+
+    async fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        vec![self.tool.clone()]
+    }
+}
