@@ -5,7 +5,7 @@
 //! estimate; a plain loop of `P99_CALLS` calls gives the median and p99.
 //! Run with `cargo bench -p toolhost --bench file_tools`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion};
@@ -94,7 +94,11 @@ fn open(config: &Path, data: &Path, scratch: &Path) -> Toolhost {
         config_path: config.to_path_buf(),
         data_dir: data.to_path_buf(),
         persist_state: false,
-        cache_dir: Some(scratch.join("cache")),
+        // `FILE_TOOLS_CACHE`: a lasting precompile cache; a component loaded from it is a mapped
+        // file, so `perf report` can name the wasm functions (profiling the grep path).
+        cache_dir: Some(
+            std::env::var_os("FILE_TOOLS_CACHE").map(PathBuf::from).unwrap_or_else(|| scratch.join("cache")),
+        ),
         extensions_path: Some(extensions),
     })
     .expect("open host");

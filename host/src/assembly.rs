@@ -96,6 +96,12 @@ pub trait ToolLayer: Send + Sync {
     fn kind(&self) -> LayerKind;
     async fn tools(&self) -> Vec<Arc<dyn Tool>>;
 
+    /// Changes whenever what [`tools`](Self::tools) would return may have changed (a config
+    /// edit, a server's `tools/list_changed`), so the host can reuse an assembly until then.
+    async fn generation(&self) -> u64 {
+        0
+    }
+
     /// Warnings of the layer's last discovery (servers that failed, names dropped), in order.
     async fn warnings(&self) -> Vec<String> {
         Vec::new()

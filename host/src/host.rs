@@ -97,6 +97,8 @@ pub struct Toolhost {
     states: ThreadStore,
     problems: Vec<Problem>,
     call_seq: AtomicU64,
+    /// Assemblies by request, with the layer generation they were built at.
+    assemblies: std::sync::Mutex<std::collections::HashMap<String, (u64, Arc<Assembly>)>>,
 }
 
 impl Toolhost {
@@ -161,6 +163,7 @@ impl Toolhost {
             states: ThreadStore::new(opts.persist_state),
             problems,
             call_seq: AtomicU64::new(0),
+            assemblies: Default::default(),
         })
     }
 
@@ -208,10 +211,29 @@ impl Toolhost {
     /// DeerFlow's `get_available_tools`, then the lead agent's own tools (spec §1.1):
     /// `update_agent` for a named custom agent, `setup_agent` when bootstrapping, `write_todos`
     /// in plan mode.
-    pub async fn get_available_tools(&self, req: &AssemblyRequest) -> Assembly {
+    ///
+    /// The result is reused for the same request until a layer reports a change (an edited
+    /// `extensions_config.json`, a server's `tools/list_changed`).
+    pub async fn get_available_tools(&self, req: &AssemblyRequest) -> Arc<Assembly> {
+        let key = format!("{req:?}");
+        let mut generation = 0u64;
+        for layer in &self.layers {
+            generation = generation.wrapping_mul(31).wrapping_add(layer.generation().await);
+        }
+        if let Some((g, a)) = self.assemblies.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            if *g == generation {
+                return a.clone();
+            }
+        }
         let mut a = get_available_tools(req, &self.facts(req), &self.entries, &self.builtins, &self.layers).await;
         crate::wiring::agent_tools(&self.config.config, &self.data_dir, req, &mut a);
         crate::wiring::defer(&self.config.config, &mut a);
+        let a = Arc::new(a);
+        let mut cache = self.assemblies.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() > 64 {
+            cache.clear();
+        }
+        cache.insert(key, (generation, a.clone()));
         a
     }
 
@@ -232,7 +254,7 @@ impl Toolhost {
         let assembly = self.get_available_tools(req).await;
         let ctx = self.context(thread_id, None).await?;
         let view = crate::middleware::ModelView { ctx: &ctx, deferred: assembly.deferred.as_deref() };
-        Ok(self.pipeline.filter_tools(assembly.tools, &view))
+        Ok(self.pipeline.filter_tools(assembly.tools.clone(), &view))
     }
 
     /// The thread's current state.

@@ -126,18 +126,43 @@ pub fn public_skill_states(extensions: Option<&Value>) -> toolhost_skills::Publi
 /// The MCP layer: servers of `extensions_config.json`, discovered in parallel and cached.
 pub fn mcp_layer(opts: &HostOptions, base: &Path) -> Option<Arc<dyn ToolLayer>> {
     let manager = toolhost_mcp::McpManager::from_files(opts.extensions_path.clone(), base.to_path_buf());
-    Some(Arc::new(McpLayer { manager: Arc::new(manager) }))
+    Some(Arc::new(McpLayer {
+        manager: Arc::new(manager),
+        explicit: opts.extensions_path.clone(),
+        project_dir: base.to_path_buf(),
+    }))
 }
 
 /// The MCP tools as an assembly layer. A broken config or server never breaks assembly.
 pub struct McpLayer {
     pub manager: Arc<toolhost_mcp::McpManager>,
+    explicit: Option<PathBuf>,
+    project_dir: PathBuf,
 }
 
 #[async_trait]
 impl ToolLayer for McpLayer {
     fn kind(&self) -> LayerKind {
         LayerKind::Mcp
+    }
+
+    async fn generation(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        // The manager's counter moves on list_changed and rebuilds; the file's identity tells a
+        // config edit apart without reading it (the manager re-reads and hashes it on change).
+        self.manager.subscribe().borrow().hash(&mut h);
+        match toolhost_mcp::config::resolve_config_path(self.explicit.as_deref(), &self.project_dir) {
+            Ok(Some(path)) => {
+                path.hash(&mut h);
+                if let Ok(meta) = std::fs::metadata(&path) {
+                    meta.len().hash(&mut h);
+                    meta.modified().ok().hash(&mut h);
+                }
+            }
+            other => other.is_ok().hash(&mut h),
+        }
+        h.finish()
     }
 
     async fn warnings(&self) -> Vec<String> {

@@ -58,10 +58,21 @@ impl ThreadPaths {
     }
 
     /// Create the four tool-visible directories (DeerFlow's `ensure_thread_dirs`). Idempotent.
+    /// A thread whose directories this process already created is not checked again (calls are
+    /// hot); [`ensure_again`](Self::ensure_again) re-creates them when one went missing.
     pub fn ensure(&self) -> Result<(), PathsError> {
+        if ensured().lock().unwrap_or_else(|p| p.into_inner()).contains(&self.root) {
+            return Ok(());
+        }
+        self.ensure_again()
+    }
+
+    /// Create the directories unconditionally.
+    pub fn ensure_again(&self) -> Result<(), PathsError> {
         for dir in [self.workspace(), self.uploads(), self.outputs(), self.acp_workspace(), self.host_dir()] {
             std::fs::create_dir_all(&dir).map_err(|source| PathsError::Create { path: dir.clone(), source })?;
         }
+        ensured().lock().unwrap_or_else(|p| p.into_inner()).insert(self.root.clone());
         Ok(())
     }
 
@@ -105,6 +116,13 @@ impl ThreadPaths {
         }
         out
     }
+}
+
+/// Thread roots whose directories this process created.
+fn ensured() -> &'static std::sync::Mutex<std::collections::HashSet<PathBuf>> {
+    static ENSURED: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<PathBuf>>> =
+        std::sync::OnceLock::new();
+    ENSURED.get_or_init(Default::default)
 }
 
 /// `path` with `prefix` removed when `prefix` matches whole segments.

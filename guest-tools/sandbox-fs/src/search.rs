@@ -163,6 +163,82 @@ pub fn search_buffer(m: &Matcher, data: &[u8], vpath: &str, room: usize, out: &m
     }
 }
 
+/// A cheap whole-file test for plain-literal patterns (`TODO`, `fn main`, or any `literal`
+/// search): a file whose raw bytes do not contain the needle cannot match, so it is skipped
+/// before decoding and the regex. Why: in wasm the regex crate has no SIMD prefilter (Teddy is
+/// x86/aarch64 only), so a case-insensitive literal ran a byte-at-a-time Aho-Corasick scan over
+/// every file; this word-at-a-time scan is several times faster and most files are skipped.
+///
+/// Built only when the raw-byte test is exact: the needle is ASCII (decoding never creates or
+/// removes ASCII bytes), has no line break (universal newlines only rewrite `\r`), and, when
+/// matching ignores case, has no `k` or `s` (Unicode folding also matches U+212A and U+017F,
+/// which are not ASCII). The full search still decides every file that passes.
+#[derive(Debug, Clone)]
+pub struct LiteralFilter {
+    /// The needle, lower-cased when `fold`.
+    needle: Vec<u8>,
+    fold: bool,
+}
+
+/// Python `re` metacharacters: a pattern without any is matched as the literal string.
+const PY_META: &[u8] = b".^$*+?{}[]\\|()";
+
+impl LiteralFilter {
+    pub fn new(pattern: &str, literal: bool, case_sensitive: bool) -> Option<Self> {
+        let bytes = pattern.as_bytes();
+        if bytes.len() < 2 || !pattern.is_ascii() || bytes.iter().any(|b| matches!(b, b'\n' | b'\r')) {
+            return None;
+        }
+        if !literal && bytes.iter().any(|b| PY_META.contains(b)) {
+            return None;
+        }
+        if !case_sensitive && bytes.iter().any(|b| matches!(b.to_ascii_lowercase(), b'k' | b's')) {
+            return None;
+        }
+        let fold = !case_sensitive;
+        let needle = if fold { pattern.to_ascii_lowercase().into_bytes() } else { bytes.to_vec() };
+        Some(Self { needle, fold })
+    }
+
+    /// Whether `hay` contains the needle (ignoring ASCII case when folding).
+    pub fn may_match(&self, hay: &[u8]) -> bool {
+        let n = self.needle.len();
+        if hay.len() < n {
+            return false;
+        }
+        let first = self.needle[0];
+        let last = self.needle[n - 1];
+        // Letters compare with bit 0x20 set; other bytes exactly.
+        let mask = |b: u8| if self.fold && b.is_ascii_alphabetic() { 0x20u8 } else { 0 };
+        let (m1, m2) = (mask(first), mask(last));
+        let folded_eq = |h: u8, b: u8, m: u8| (h | m) == b;
+        let verify = |at: usize| hay[at..at + n].iter().zip(&self.needle).all(|(&h, &b)| folded_eq(h, b, mask(b)));
+        const LO: u64 = 0x0101_0101_0101_0101;
+        const SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+        // High bit of each byte set exactly where that byte of `x` is zero.
+        let zero_bytes = |x: u64| !(((x & SEVEN).wrapping_add(SEVEN)) | x | SEVEN);
+        let (f1, f2) = (LO * u64::from(first), LO * u64::from(last));
+        let (o1, o2) = (LO * u64::from(m1), LO * u64::from(m2));
+        // Packed pair: the first needle byte at `i + k` and the last at `i + k + n - 1`.
+        let end = hay.len() - n + 1;
+        let mut i = 0;
+        while i + 8 <= end {
+            let a = u64::from_le_bytes(hay[i..i + 8].try_into().unwrap_or([0; 8]));
+            let b = u64::from_le_bytes(hay[i + n - 1..i + n + 7].try_into().unwrap_or([0; 8]));
+            let mut hits = zero_bytes((a | o1) ^ f1) & zero_bytes((b | o2) ^ f2);
+            while hits != 0 {
+                let k = (hits.trailing_zeros() / 8) as usize;
+                if verify(i + k) {
+                    return true;
+                }
+                hits &= hits - 1;
+            }
+            i += 8;
+        }
+        (i..end).any(|at| folded_eq(hay[at], first, m1) && verify(at))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,5 +276,51 @@ mod tests {
     fn invalid_pattern_message() {
         assert_eq!(Matcher::new("[invalid", false, false).unwrap_err(), "unterminated character set at position 0");
         assert!(Matcher::new("[invalid", true, false).is_ok());
+    }
+    #[test]
+    fn literal_filter_is_exact_where_it_applies() {
+        let f = |p: &str, lit: bool, cs: bool| LiteralFilter::new(p, lit, cs);
+        // Not built where the raw bytes would not decide.
+        assert!(f("a.b", false, true).is_none() && f("x", false, true).is_none());
+        assert!(f("task", false, false).is_none() && f("Kelvin", false, false).is_none());
+        assert!(f("naïve", true, true).is_none() && f("a\nb", true, true).is_none());
+        assert!(f("task", false, true).is_some() && f("a.b", true, true).is_some());
+        // Against a naive search, at every alignment and around the word-scan boundaries.
+        let naive = |hay: &[u8], needle: &[u8], fold: bool| {
+            hay.windows(needle.len()).any(|w| if fold { w.eq_ignore_ascii_case(needle) } else { w == needle })
+        };
+        for (needle, cs) in
+            [("TODO", false), ("TODO", true), ("a.b", true), ("@`", false), ("[]", false), ("zz", false)]
+        {
+            let filter = f(needle, needle.bytes().any(|b| PY_META.contains(&b)), cs).unwrap();
+            for len in 0..40 {
+                for at in 0..len {
+                    for variant in
+                        [needle.to_string(), needle.to_ascii_lowercase(), "ToDo".to_string(), "`@".to_string()]
+                    {
+                        let mut hay = vec![b'x'; len];
+                        let v = variant.as_bytes();
+                        if at + v.len() <= len {
+                            hay[at..at + v.len()].copy_from_slice(v);
+                        }
+                        let want = naive(&hay, needle.as_bytes(), !cs);
+                        assert_eq!(
+                            filter.may_match(&hay),
+                            want,
+                            "{needle} cs={cs} in {:?}",
+                            String::from_utf8_lossy(&hay)
+                        );
+                    }
+                }
+            }
+        }
+        // Whatever the filter rejects, the full search finds nothing in.
+        let m = Matcher::new("todo", false, false).unwrap();
+        let filter = f("todo", false, false).unwrap();
+        for text in ["TODO\r\nx", "xx tOdO", "to do", "tod\ro", "T\u{0}ODO", "caf\u{e9} todo"] {
+            let mut out = Vec::new();
+            search_buffer(&m, text.as_bytes(), "/f", 10, &mut out);
+            assert_eq!(filter.may_match(text.as_bytes()), !out.is_empty(), "{text:?}");
+        }
     }
 }

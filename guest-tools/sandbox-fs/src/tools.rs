@@ -425,8 +425,16 @@ impl Sandbox {
             Err(e) => return format!("Error: Invalid regex pattern: {e}"),
         };
         let glob = glob.map(GlobMatcher::new);
-        let mut g =
-            GrepWalk { sb: self, matcher: &matcher, glob: glob.as_ref(), limit, found: Vec::new(), buf: Vec::new() };
+        let filter = search::LiteralFilter::new(pattern, literal, case_sensitive);
+        let mut g = GrepWalk {
+            sb: self,
+            matcher: &matcher,
+            filter: filter.as_ref(),
+            glob: glob.as_ref(),
+            limit,
+            found: Vec::new(),
+            buf: Vec::new(),
+        };
         let res = if is_file {
             let name = root.rsplit('/').next().unwrap_or_default().to_string();
             g.file(&root, &name).map(|_| ())
@@ -513,6 +521,8 @@ impl GlobWalk<'_> {
 struct GrepWalk<'a> {
     sb: &'a Sandbox,
     matcher: &'a search::Matcher,
+    /// Skips files that cannot match a plain-literal pattern (see `search::LiteralFilter`).
+    filter: Option<&'a search::LiteralFilter>,
     glob: Option<&'a GlobMatcher>,
     limit: usize,
     found: Vec<GrepMatch>,
@@ -551,6 +561,9 @@ impl GrepWalk<'_> {
             }
         }
         if !search::load_candidate(&self.sb.layout.host.real(vpath), &mut self.buf) {
+            return Ok(false);
+        }
+        if self.filter.is_some_and(|f| !f.may_match(&self.buf)) {
             return Ok(false);
         }
         let room = self.limit + 1 - self.found.len().min(self.limit + 1);

@@ -27,6 +27,10 @@ impl SkillPolicy {
 
     fn policy(&self, ctx: &CallContext) -> SkillToolPolicy {
         let active = ActiveSkills::from_thread_state(&ctx.state, None);
+        if active.slash_paths.is_empty() && active.read_paths.is_empty() {
+            // No active skill: nothing to filter, and no need to read the skills tree.
+            return SkillToolPolicy::passive();
+        }
         let registry = self.store.load_registry(&self.public);
         SkillToolPolicy::resolve(&active, registry.as_ref(), None)
     }
@@ -48,7 +52,9 @@ impl Middleware for SkillPolicy {
             outcome = policy.sanitize_tool_search(outcome);
         }
         if SKILL_READ_TOOLS.contains(&req.name) && !outcome.is_error() {
-            if let Some(path) = req.args.get("path").and_then(|p| p.as_str()) {
+            let container = &self.store.layout().container_path;
+            let in_skills = |p: &&str| toolhost_core::paths::strip_segment_prefix(p, container).is_some();
+            if let Some(path) = req.args.get("path").and_then(|p| p.as_str()).filter(in_skills) {
                 if let Ok(registry) = self.store.load_registry(&self.public) {
                     let now = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
