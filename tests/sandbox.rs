@@ -56,6 +56,7 @@ fn standard_host() -> Env {
     let mut tools = String::new();
     tools += &entry("ok", "{}");
     tools += &entry("bad_update", "{}");
+    tools += &entry("counter", "{}");
     tools += &entry("spin", "{timeout_s: 0.5}");
     tools += &entry("alloc", "{memory_mb: 32}");
     tools += &entry("read", "{filesystem: user-data}");
@@ -263,4 +264,20 @@ async fn malformed_result_is_an_error_result() {
     assert!(text.contains("returned todos that are not a JSON array"), "{text}");
     assert!(env.host.thread_state("t1").await.unwrap().todos.is_none(), "nothing of the bad update was applied");
     assert_ok_still_works(&env).await;
+}
+
+#[tokio::test]
+async fn no_state_survives_between_calls() {
+    let env = standard_host();
+    // Pooled memory slots stay resident between calls; wasmtime must still hand every call a
+    // pristine instance: the guest's static counter starts at zero each time.
+    for thread in ["t1", "t1", "t2", "t1"] {
+        let r = env.host.call(&AssemblyRequest::default(), thread, "counter", json!({}), None).await.unwrap();
+        assert_eq!(r.outcome.text_content(), "call 1");
+    }
+    let calls: Vec<(String, Value, Option<String>)> =
+        (0..6).map(|_| ("counter".to_string(), json!({}), None)).collect();
+    for r in env.host.call_turn(&AssemblyRequest::default(), "t3", calls).await.unwrap() {
+        assert_eq!(r.outcome.text_content(), "call 1");
+    }
 }

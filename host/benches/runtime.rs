@@ -70,7 +70,8 @@ fn hello_request() -> CallRequest {
 }
 
 fn load_hello(rt: &Runtime) -> Arc<LoadedComponent> {
-    rt.load(&ComponentRef::Bundled("hello".into()), &toolhost::bundled::bytes).expect("load the bundled hello component")
+    rt.load(&ComponentRef::Bundled("hello".into()), &toolhost::bundled::bytes)
+        .expect("load the bundled hello component")
 }
 
 fn call_hello(rt: &Runtime, hello: &LoadedComponent, caps: &CapabilitySet, req: &CallRequest) {
@@ -87,13 +88,22 @@ fn runtime_alone(c: &mut Criterion) {
     eprintln!("pooling allocator: {}", rt.pooling());
     let mut g = c.benchmark_group("runtime");
     g.bench_function("exec_call_hello", |b| b.iter(|| call_hello(&rt, &hello, &caps, &req)));
+    // `RTBENCH_HELLO_WASM=path` adds the same call on another build of hello (e.g. a changed SDK),
+    // measured in the same run.
+    if let Some(path) = std::env::var_os("RTBENCH_HELLO_WASM") {
+        let other = rt
+            .load(&ComponentRef::File { path: PathBuf::from(path), sha256: None }, &|_| None)
+            .expect("load RTBENCH_HELLO_WASM");
+        g.bench_function("exec_call_hello_other_build", |b| b.iter(|| call_hello(&rt, &other, &caps, &req)));
+    }
     g.finish();
 }
 
 /// A host whose config has `hello` as a component tool, plus the native twin as a builtin.
 fn bench_host(dir: &Path, extra_tools: &str) -> Toolhost {
     let config = dir.join("config.yaml");
-    std::fs::write(&config, format!("tools:\n  - {{name: hello, group: bench, use: hello}}\n{extra_tools}")).expect("write config");
+    std::fs::write(&config, format!("tools:\n  - {{name: hello, group: bench, use: hello}}\n{extra_tools}"))
+        .expect("write config");
     let opts = HostOptions {
         config_path: config,
         data_dir: dir.join("data"),
@@ -121,6 +131,11 @@ fn through_host(c: &mut Criterion) {
     let mut g = c.benchmark_group("toolhost_call");
     g.bench_function("component_hello", |b| b.iter(|| call("hello", "Hello, bench.")));
     g.bench_function("native_hello", |b| b.iter(|| call("native_hello", "Hello, bench.")));
+    // What handing a call to a blocking thread and back costs on its own (a component call runs
+    // on one so the executor keeps serving): part of the gap between the two above.
+    g.bench_function("spawn_blocking_noop", |b| {
+        b.iter(|| tokio.block_on(async { tokio::task::spawn_blocking(|| 1u8).await.expect("join") }))
+    });
     g.finish();
 }
 
@@ -139,7 +154,11 @@ fn memory() {
     let caps = CapabilitySet::default();
     let req = hello_request();
     println!("\nmemory (runtime alone, hello; /proc/self/status, whole bench process):");
-    println!("  after load:          VmRSS {:>7} KiB  VmHWM {:>7} KiB", proc_status_kib("VmRSS"), proc_status_kib("VmHWM"));
+    println!(
+        "  after load:          VmRSS {:>7} KiB  VmHWM {:>7} KiB",
+        proc_status_kib("VmRSS"),
+        proc_status_kib("VmHWM")
+    );
     let mut done = 0;
     for target in [1_000, 10_000, 50_000] {
         while done < target {
@@ -191,7 +210,8 @@ fn host_start() {
     let mut yaml = String::from("tools:\n");
     for i in 0..START_COMPONENTS {
         let path = dir.path().join(format!("hello{i}.wasm"));
-        std::fs::write(&path, with_custom_section(hello, "toolhost-bench", format!("variant {i}").as_bytes())).expect("write component");
+        std::fs::write(&path, with_custom_section(hello, "toolhost-bench", format!("variant {i}").as_bytes()))
+            .expect("write component");
         yaml += &format!("  - {{name: hello{i}, group: bench, use: \"{}:hello\"}}\n", path.display());
     }
     let config = dir.path().join("config.yaml");

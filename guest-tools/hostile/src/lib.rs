@@ -92,6 +92,15 @@ fn bad_update(_: &Context, _: Nothing) -> Output {
     Output::text("looks fine").with_todos(toolhost_sdk::serde_json::json!("not a list"))
 }
 
+static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn counter(_: &Context, _: Nothing) -> Output {
+    // Bumps a static and leaves a heap block behind: a reused instance would count past 1.
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    std::mem::forget(vec![7u8; 256 * 1024]);
+    Output::text(format!("call {n}"))
+}
+
 fn ok(_: &Context, _: Nothing) -> Output {
     Output::text("ok")
 }
@@ -107,5 +116,6 @@ toolhost_sdk::export_tools!(
     tool("panic", "Panic.", panic),
     tool("flood", "Return a huge result.", flood),
     tool("bad_update", "Return a malformed state update.", bad_update),
+    tool("counter", "Count calls in this instance.", counter),
     tool("ok", "Succeed.", ok),
 );

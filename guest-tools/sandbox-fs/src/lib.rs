@@ -63,6 +63,9 @@ pub struct ToolSpec {
 }
 
 /// The six tools, in DeerFlow's order, with DeerFlow's descriptions and schemas.
+/// The tool names, in the order of `schemas.json` (a test keeps the two in step).
+pub const TOOL_NAMES: [&str; 6] = ["ls", "read_file", "write_file", "str_replace", "glob", "grep"];
+
 pub fn specs() -> &'static [ToolSpec] {
     static SPECS: OnceLock<Vec<ToolSpec>> = OnceLock::new();
     SPECS.get_or_init(|| {
@@ -202,10 +205,11 @@ mod component {
 
     use super::{call, specs, HostMap, Sandbox, SandboxSettings};
 
+    /// The tools in `schemas.json` order; only listing the tools reads their specs (each call is
+    /// a fresh instance, so nothing parsed on a call is ever reused).
     fn def(index: usize) -> ToolDef {
-        let spec = &specs()[index];
-        let name: &'static str = spec.name.as_str();
-        toolhost_sdk::tool(name, spec.description.as_str(), move |ctx: &Context, args: serde_json::Value| {
+        let name: &'static str = super::TOOL_NAMES[index];
+        toolhost_sdk::tool(name, "", move |ctx: &Context, args: serde_json::Value| {
             let sb =
                 Sandbox::new(SandboxSettings::from_json(&ctx.sandbox), HostMap::identity(), !ctx.thread_id.is_empty());
             match call(&sb, name, &args, &ctx.config) {
@@ -213,7 +217,10 @@ mod component {
                 Err(e) => Output::error(e.to_string()),
             }
         })
-        .with_parameters(spec.parameters.clone())
+        .with_meta(move || {
+            let spec = &specs()[index];
+            (spec.description.clone(), spec.parameters.clone())
+        })
     }
 
     toolhost_sdk::export_tools!(def(0), def(1), def(2), def(3), def(4), def(5));
@@ -222,6 +229,12 @@ mod component {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tool_names_follow_the_schema_order() {
+        let names: Vec<&str> = specs().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, TOOL_NAMES);
+    }
 
     #[test]
     fn specs_have_description_first_and_required() {

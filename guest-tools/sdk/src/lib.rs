@@ -117,19 +117,29 @@ impl<T: Into<Output>, E: std::fmt::Display> From<Result<T, E>> for Output {
 }
 
 type Handler = Box<dyn Fn(&Context, &str) -> Result<Output, String>>;
+type Meta = Box<dyn Fn() -> (String, Value)>;
 
-/// One tool of a component: its name, description, schema and handler.
+/// One tool of a component: its name, how to describe it, and its handler. Every call runs in a
+/// fresh instance, so the description and schema are only built when the host lists the tools,
+/// never on a call.
 pub struct ToolDef {
     name: &'static str,
-    description: &'static str,
-    parameters: Value,
+    meta: Meta,
     handler: Handler,
 }
 
 impl ToolDef {
     /// Replace the derived schema, for tools that must match an existing schema byte for byte.
     pub fn with_parameters(mut self, parameters: Value) -> Self {
-        self.parameters = parameters;
+        let old = std::mem::replace(&mut self.meta, Box::new(|| (String::new(), Value::Null)));
+        self.meta = Box::new(move || (old().0, parameters.clone()));
+        self
+    }
+
+    /// Describe the tool lazily: `meta` returns (description, parameters schema) and runs only
+    /// when the host lists the tools.
+    pub fn with_meta(mut self, meta: impl Fn() -> (String, Value) + 'static) -> Self {
+        self.meta = Box::new(meta);
         self
     }
 }
@@ -143,8 +153,7 @@ where
 {
     ToolDef {
         name,
-        description,
-        parameters: schema_of::<A>(),
+        meta: Box::new(move || (description.to_string(), schema_of::<A>())),
         handler: Box::new(move |ctx, raw| {
             let args: A = serde_json::from_str(raw).map_err(|e| format!("invalid arguments for tool '{name}': {e}"))?;
             Ok(f(ctx, args).into())
@@ -176,10 +185,9 @@ pub fn log_warn(message: &str) {
 #[doc(hidden)]
 pub fn __list(defs: &[ToolDef]) -> Vec<types::ToolSpec> {
     defs.iter()
-        .map(|d| types::ToolSpec {
-            name: d.name.to_string(),
-            description: d.description.to_string(),
-            parameters: d.parameters.to_string(),
+        .map(|d| {
+            let (description, parameters) = (d.meta)();
+            types::ToolSpec { name: d.name.to_string(), description, parameters: parameters.to_string() }
         })
         .collect()
 }
