@@ -1,6 +1,5 @@
 //! The `toolhost` commands: `tools`, `call`, `inspect`, `check`, `audit`, `route`, `serve`.
-//! Results go to stdout,
-//! diagnostics to stderr; a failed command exits non-zero.
+//! Results go to stdout, diagnostics to stderr; a failed command exits non-zero.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
