@@ -275,8 +275,11 @@ criterion_group! {
 
 fn main() {
     benches();
-    // `RTBENCH_SKIP_EXTRAS=1` runs only the criterion groups (for profiling one of them).
-    if std::env::var_os("RTBENCH_SKIP_EXTRAS").is_none() {
+    // `RTBENCH_SKIP_EXTRAS=1` runs only the criterion groups (for profiling one of them); under
+    // `cargo test --benches` (no `--bench` flag) the criterion groups run once as a smoke test
+    // and the extras are skipped.
+    let bench_mode = std::env::args().any(|a| a == "--bench");
+    if bench_mode && std::env::var_os("RTBENCH_SKIP_EXTRAS").is_none() {
         memory();
         host_start();
         runtime_new();
