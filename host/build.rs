@@ -55,6 +55,8 @@ fn build_guests(guest_ws: &Path, target_dir: &Path) {
         .arg("--target-dir")
         .arg(target_dir);
     // The outer build's settings are for the host target, not for the guests.
+    // Guests may use wasm SIMD (wasmtime supports it; memchr and friends get their fast paths).
+    cmd.env("CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS", "-C target-feature=+simd128");
     for var in [
         "CARGO_ENCODED_RUSTFLAGS",
         "RUSTFLAGS",
