@@ -274,28 +274,36 @@ impl DeferredCatalog {
     }
 
     fn write_blob(&self, mut sink: impl FnMut(&str)) {
-        const CHUNK: usize = 64 * 1024;
         let mut order: Vec<&CatalogTool> = self.tools.iter().collect();
         // Stable, by code point (byte order of UTF-8), like Python's `sorted(key=name)`.
         order.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut out = String::with_capacity(CHUNK + 4096);
-        out.push('[');
-        for (i, t) in order.into_iter().enumerate() {
+        // Large catalogs are rendered in slices on all cores; the slices are hashed in order, so
+        // the bytes are exactly those of the sequential rendering.
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
+        let parts: Vec<String> = if order.len() < PARALLEL_BLOB_MIN_TOOLS || threads < 2 {
+            vec![render_entries(&order)]
+        } else {
+            let per = order.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                let handles: Vec<_> =
+                    order.chunks(per).map(|slice| scope.spawn(move || render_entries(slice))).collect();
+                handles
+                    .into_iter()
+                    .map(|h| match h.join() {
+                        Ok(part) => part,
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    })
+                    .collect()
+            })
+        };
+        sink("[");
+        for (i, part) in parts.iter().enumerate() {
             if i > 0 {
-                out.push_str(", ");
+                sink(", ");
             }
-            out.push_str("{\"name\": ");
-            write_py_str(&t.name, &mut out);
-            out.push_str(", \"schema\": ");
-            t.function.write_sorted(&mut out);
-            out.push('}');
-            if out.len() >= CHUNK {
-                sink(&out);
-                out.clear();
-            }
+            sink(part);
         }
-        out.push(']');
-        sink(&out);
+        sink("]");
     }
 
     /// `DeferredToolCatalog.search(query)`: matching tools, in result order.
@@ -417,9 +425,45 @@ impl DeferredCatalog {
     }
 }
 
+/// Catalogs at least this large render their hash blob on several threads.
+const PARALLEL_BLOB_MIN_TOOLS: usize = 1024;
+
+/// `{"name": …, "schema": …}` of each tool, joined with `", "`.
+fn render_entries(tools: &[&CatalogTool]) -> String {
+    let mut out = String::with_capacity(tools.len() * 256);
+    for (i, t) in tools.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str("{\"name\": ");
+        write_py_str(&t.name, &mut out);
+        out.push_str(", \"schema\": ");
+        t.function.write_sorted(&mut out);
+        out.push('}');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A catalog large enough to render its blob on several threads hashes exactly the bytes of
+    /// the one-thread rendering, in name order.
+    #[test]
+    fn parallel_blob_is_the_sequential_blob() {
+        let schema = r#"{"type": "object", "title": "T", "properties": {"x": {"type": "number", "default": 1e-07, "title": "X"}, "title": {"type": "string"}}, "required": ["x"]}"#;
+        let tools = (0..3 * PARALLEL_BLOB_MIN_TOOLS)
+            .rev()
+            .map(|i| DeferredToolInput::from_schema_text(&format!("tool_{i:05}"), "Does ✓ things.", schema).unwrap());
+        let catalog = DeferredCatalog::new(tools).unwrap();
+        let mut order: Vec<&CatalogTool> = catalog.tools().iter().collect();
+        order.sort_by(|a, b| a.name.cmp(&b.name));
+        let sequential = format!("[{}]", render_entries(&order));
+        assert_eq!(catalog.hash_blob(), sequential);
+        assert_eq!(catalog.hash(), hex::encode(&Sha256::digest(sequential.as_bytes())[..8]));
+        assert!(sequential.starts_with("[{\"name\": \"tool_00000\""), "name order");
+    }
 
     /// One scan over the joined texts gives what a search of each text alone gives, including
     /// for matches that would run across the separator and for empty matches.
