@@ -316,22 +316,7 @@ pub fn acp_layer(config: &AppConfig, extensions: Option<&Value>) -> Option<Arc<d
     if config.acp_agents.is_empty() {
         return None;
     }
-    let agents = config
-        .acp_agents
-        .iter()
-        .map(|(name, a)| {
-            let agent = toolhost_acp::AcpAgentConfig {
-                command: a.command.clone(),
-                args: a.args.clone(),
-                env: a.env.clone(),
-                description: a.description.clone(),
-                model: a.model.clone(),
-                auto_approve_permissions: a.auto_approve_permissions,
-                timeout_seconds: a.timeout_seconds,
-            };
-            (name.clone(), agent)
-        })
-        .collect();
+    let agents = config.acp_agents.clone();
     let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
     let map_of = |v: &Value, k: &str| -> indexmap::IndexMap<String, String> {
         v.get(k)

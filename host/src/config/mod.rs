@@ -212,26 +212,8 @@ impl Default for ToolSearchConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
-pub struct AcpAgentConfig {
-    pub command: String,
-    #[serde(default)]
-    pub args: Vec<String>,
-    #[serde(default)]
-    pub env: IndexMap<String, String>,
-    #[serde(default)]
-    pub description: String,
-    #[serde(default)]
-    pub model: Option<String>,
-    #[serde(default)]
-    pub auto_approve_permissions: bool,
-    #[serde(default = "default_acp_timeout")]
-    pub timeout_seconds: u64,
-}
-
-fn default_acp_timeout() -> u64 {
-    1800
-}
+/// One `acp_agents.<name>` entry: the ACP crate's type, read straight from config.yaml.
+pub use toolhost_acp::AcpAgentConfig;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
