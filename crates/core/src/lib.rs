@@ -3,6 +3,7 @@
 //! `Command(update=…)`), thread state with DeerFlow's reducers, and the thread directory layout.
 
 pub mod paths;
+pub mod py;
 pub mod state;
 pub mod tool;
 

@@ -2,7 +2,7 @@
 //! `command`, log `[SandboxAudit] {json}`, refuse a blocked command without running it, and
 //! append the warning to a medium-risk command's result.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde_json::Value;
 use toolhost_audit::{audit_log_command, audit_value, BlockReason, Verdict};
@@ -68,31 +68,12 @@ fn log_verdict(thread_id: &str, command: &str, verdict: &Verdict) {
     }
 }
 
-/// `datetime.now(UTC).isoformat()`: `2026-01-02T03:04:05.123456+00:00` (no fraction when zero).
-fn utc_isoformat(now: SystemTime) -> String {
-    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let micros = since.subsec_micros();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let time = format!("{:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60);
-    let fraction = if micros == 0 { String::new() } else { format!(".{micros:06}") };
-    format!("{year:04}-{month:02}-{day:02}T{time}{fraction}+00:00")
-}
+use toolhost_core::py::utc_isoformat;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
     fn isoformat_matches_python() {
