@@ -65,6 +65,7 @@ impl Env {
             persist_state: false,
             cache_dir: Some(self.dir.path().join("cache")),
             extensions_path: Some(self.dir.path().join("extensions_config.json")),
+            extra_ca_certs: None,
         })
         .expect("open host");
         let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();

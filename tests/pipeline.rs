@@ -27,6 +27,7 @@ fn open(extra_yaml: &str, setup: impl FnOnce(&Path)) -> Env {
         persist_state: false,
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: Some(dir.path().join("extensions_config.json")),
+        extra_ca_certs: None,
     };
     std::fs::write(dir.path().join("extensions_config.json"), r#"{"mcpServers": {}}"#).unwrap();
     let host = Toolhost::open(opts).unwrap();
@@ -238,6 +239,7 @@ async fn disabled_skill_files_are_refused_by_the_file_tools() {
         persist_state: false,
         cache_dir: Some(env.dir.path().join("cache")),
         extensions_path: Some(env.dir.path().join("extensions_config.json")),
+        extra_ca_certs: None,
     };
     let host = Toolhost::open(opts).unwrap();
     let r = host

@@ -30,6 +30,7 @@ fn host_with(tools_yaml: &str) -> Env {
         persist_state: false,
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: None,
+        extra_ca_certs: None,
     };
     let host = Toolhost::open(opts).unwrap();
     Env { _dir: dir, host, data }

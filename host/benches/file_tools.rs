@@ -100,6 +100,7 @@ fn open(config: &Path, data: &Path, scratch: &Path) -> Toolhost {
             std::env::var_os("FILE_TOOLS_CACHE").map(PathBuf::from).unwrap_or_else(|| scratch.join("cache")),
         ),
         extensions_path: Some(extensions),
+        extra_ca_certs: None,
     })
     .expect("open host");
     assert!(host.problems().iter().all(|p| p.severity != toolhost::Severity::Error), "{:?}", host.problems());

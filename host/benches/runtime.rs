@@ -110,6 +110,7 @@ fn bench_host(dir: &Path, extra_tools: &str) -> Toolhost {
         persist_state: false,
         cache_dir: Some(dir.join("cache")),
         extensions_path: None,
+        extra_ca_certs: None,
     };
     let mut host = Toolhost::open(opts).expect("open the host");
     host.add_builtin(Builtin { tool: Arc::new(NativeHello::new()), condition: BuiltinCondition::Always });
@@ -223,6 +224,7 @@ fn host_start() {
             persist_state: false,
             cache_dir: Some(cache.clone()),
             extensions_path: None,
+            extra_ca_certs: None,
         };
         let start = Instant::now();
         let host = Toolhost::open(opts).expect("open the host");

@@ -32,6 +32,9 @@ pub struct HostOptions {
     /// `extensions_config.json`; `None`: DeerFlow's search (`DEER_FLOW_EXTENSIONS_CONFIG_PATH`,
     /// then `extensions_config.json` / `mcp_config.json` beside config.yaml).
     pub extensions_path: Option<PathBuf>,
+    /// A PEM file of CA certificates that components' outbound HTTPS trusts besides the web PKI
+    /// roots (a private CA, a TLS-inspecting proxy). `new` reads `TOOLHOST_EXTRA_CA_CERTS`.
+    pub extra_ca_certs: Option<PathBuf>,
 }
 
 impl HostOptions {
@@ -42,8 +45,14 @@ impl HostOptions {
             persist_state: false,
             cache_dir: None,
             extensions_path: None,
+            extra_ca_certs: extra_ca_certs_from_env(),
         }
     }
+}
+
+/// `TOOLHOST_EXTRA_CA_CERTS`, when set and not empty.
+pub fn extra_ca_certs_from_env() -> Option<PathBuf> {
+    std::env::var_os("TOOLHOST_EXTRA_CA_CERTS").filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
 /// `$TOOLHOST_HOME`, else `./.toolhost`.
@@ -106,7 +115,8 @@ impl Toolhost {
     pub fn open(opts: HostOptions) -> Result<Self, HostError> {
         let config = config::load(&opts.config_path)?;
         let cache_dir = opts.cache_dir.clone().unwrap_or_else(|| opts.data_dir.join("cache"));
-        let runtime = Runtime::new(Some(cache_dir)).map_err(|e| HostError::Runtime(format!("{e:#}")))?;
+        let runtime = Runtime::with_extra_ca_certs(Some(cache_dir), opts.extra_ca_certs.as_deref())
+            .map_err(|e| HostError::Runtime(format!("{e:#}")))?;
         Self::with_runtime(config, runtime, opts)
     }
 
@@ -499,7 +509,10 @@ fn capability_set(caps: Option<&Capabilities>, problems: &mut Vec<String>) -> Ca
             Err(_) => problems.push(format!("capability env var {name} is not set on the host; not passed")),
         }
     }
-    set.network = c.network.clone();
+    let entries: Vec<String> = c.network.iter().map(|h| h.0.clone()).collect();
+    let (grant, bad) = crate::runtime::NetGrant::from_entries(&entries, c.allow_private_addresses);
+    problems.extend(bad.into_iter().map(|b| format!("capabilities.network: {b}; left out")));
+    set.network = Arc::new(grant);
     set.limits = CallLimits {
         timeout: c
             .timeout_s

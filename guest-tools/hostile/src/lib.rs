@@ -26,6 +26,20 @@ struct SizeArg {
     bytes: u64,
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct HttpArg {
+    url: String,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    body: Option<String>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct MillisArg {
+    ms: u64,
+}
+
 fn spin(_: &Context, _: Nothing) -> Output {
     let mut x: u64 = 0;
     loop {
@@ -79,6 +93,23 @@ fn connect(_: &Context, a: AddrArg) -> Output {
     }
 }
 
+fn http_get(_: &Context, a: HttpArg) -> Output {
+    let mut req = toolhost_sdk::http::Request::new(a.method.as_deref().unwrap_or("GET"), a.url.as_str());
+    if let Some(body) = a.body {
+        req = req.body(body);
+    }
+    match req.send() {
+        Ok(r) => Output::text(format!("STATUS {}\n{}", r.status, r.text())),
+        Err(e) => Output::error(format!("denied: {e}")),
+    }
+}
+
+fn sleep(_: &Context, a: MillisArg) -> Output {
+    // Blocks in the host (a wasi:clocks pollable), where no epoch deadline can interrupt it.
+    std::thread::sleep(std::time::Duration::from_millis(a.ms));
+    Output::text("slept")
+}
+
 fn panic(_: &Context, _: Nothing) -> Output {
     panic!("hostile component panicked on purpose")
 }
@@ -113,6 +144,8 @@ toolhost_sdk::export_tools!(
     tool("symlink_escape", "Follow a symlink.", symlink_escape),
     tool("env", "Read a host environment variable.", env),
     tool("connect", "Open a TCP connection.", connect),
+    tool("http_get", "Send an HTTP request over wasi:http.", http_get),
+    tool("sleep", "Sleep in the host.", sleep),
     tool("panic", "Panic.", panic),
     tool("flood", "Return a huge result.", flood),
     tool("bad_update", "Return a malformed state update.", bad_update),

@@ -18,6 +18,9 @@
 //! toolhost_sdk::export_tools!(tool("hello", "Greet someone by name.", hello));
 //! ```
 
+#[cfg(feature = "http")]
+pub mod http;
+
 pub use schemars;
 pub use serde;
 pub use serde_json;

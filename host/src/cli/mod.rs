@@ -143,6 +143,7 @@ fn open(cli: &Cli) -> anyhow::Result<Toolhost> {
         persist_state: true,
         cache_dir: None,
         extensions_path: cli.extensions.clone(),
+        extra_ca_certs: crate::host::extra_ca_certs_from_env(),
     };
     let host = Toolhost::open(opts)?;
     for p in host.problems() {

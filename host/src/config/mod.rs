@@ -93,9 +93,10 @@ pub struct ToolConfig {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Capabilities {
-    /// Outbound HTTPS hosts. Raw sockets are never granted.
+    /// Outbound HTTPS hosts (`api.example.com`, `*.example.com`, `host:8443`). Raw sockets are
+    /// never granted.
     #[serde(default)]
-    pub network: Vec<String>,
+    pub network: Vec<NetworkHost>,
     #[serde(default)]
     pub filesystem: Option<FilesystemAccess>,
     /// Host env var names passed through.
@@ -106,6 +107,20 @@ pub struct Capabilities {
     pub output_bytes: Option<u64>,
     #[serde(default)]
     pub allow_private_addresses: bool,
+}
+
+/// One `capabilities.network` entry, checked when the config is read so a bad one is reported
+/// with its line and column.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(try_from = "String")]
+pub struct NetworkHost(pub String);
+
+impl TryFrom<String> for NetworkHost {
+    type Error = String;
+
+    fn try_from(entry: String) -> Result<Self, String> {
+        crate::runtime::HostRule::parse(&entry).map(|_| Self(entry))
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]

@@ -3,11 +3,13 @@
 //! sockets, no files unless granted.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
 use super::exec::CallLimits;
+use super::net::NetGrant;
 
 /// File access of a component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +36,7 @@ pub struct CapabilitySet {
     /// Env vars handed to the component: (name, value), resolved when the tool was assembled.
     pub env: Vec<(String, String)>,
     /// Outbound HTTPS hosts (wasi:http). Raw sockets are never granted.
-    pub network: Vec<String>,
+    pub network: Arc<NetGrant>,
     pub limits: CallLimits,
 }
 
@@ -43,7 +45,7 @@ impl Default for CapabilitySet {
         Self {
             fs: FsGrant::None,
             env: Vec::new(),
-            network: Vec::new(),
+            network: Arc::default(),
             limits: CallLimits { timeout: Duration::from_secs(30), memory_bytes: 64 << 20, output_bytes: 4 << 20 },
         }
     }

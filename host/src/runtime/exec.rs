@@ -11,6 +11,7 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::capabilities::{CapabilitySet, Preopen};
+use super::net::NetHooks;
 use super::toolhost::tool::{host, types};
 use super::{ListedTool, Runtime, ToolComponentPre, EPOCH_TICK};
 
@@ -31,11 +32,19 @@ pub struct HostState {
     table: ResourceTable,
     limiter: Limiter,
     label: String,
+    http: wasmtime_wasi_http::WasiHttpCtx,
+    net: NetHooks,
 }
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.ctx, table: &mut self.table }
+    }
+}
+
+impl wasmtime_wasi_http::WasiHttpView for HostState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        wasmtime_wasi_http::WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.net }
     }
 }
 
@@ -131,6 +140,8 @@ fn new_store(
         table: ResourceTable::new(),
         limiter: Limiter { memory_bytes: usize::try_from(caps.limits.memory_bytes).unwrap_or(usize::MAX), hit: false },
         label: label.to_string(),
+        http: wasmtime_wasi_http::WasiHttpCtx::new(),
+        net: NetHooks::new(caps.network.clone(), rt.net().clone(), Instant::now() + caps.limits.timeout),
     };
     let mut store = Store::new(rt.engine(), state);
     store.limiter(|s| &mut s.limiter);
@@ -194,19 +205,34 @@ pub fn call(
         sandbox: req.sandbox.clone(),
     };
     let result = instance.toolhost_tool_tool().call_call(&mut store, &ctx, &req.tool, &req.args);
+    // When the call failed and the host refused an outbound request on the way, say so: the
+    // guest only saw an error code, the model should see which rule refused what.
+    let refused = refusal_note(&store.data().net.refusals());
     match result {
-        Err(e) => Err(classify(e, &store, caps, &stderr)),
+        Err(e) => Err(match classify(e, &store, caps, &stderr) {
+            ComponentCallError::Trap(t) => ComponentCallError::Trap(t + &refused),
+            other => other,
+        }),
         Ok(Err(types::CallError::UnknownTool(t))) => Err(ComponentCallError::UnknownTool(t)),
         Ok(Err(types::CallError::InvalidArguments(m))) => Err(ComponentCallError::InvalidArguments(m)),
-        Ok(Err(types::CallError::Failed(m))) => Err(ComponentCallError::Failed(m)),
+        Ok(Err(types::CallError::Failed(m))) => Err(ComponentCallError::Failed(m + &refused)),
         Ok(Ok(r)) => {
             let size = r.content.len() + r.update.as_ref().and_then(|u| u.todos.as_ref()).map_or(0, String::len);
             if size as u64 > caps.limits.output_bytes {
                 return Err(ComponentCallError::OutputTooLarge { size, limit: caps.limits.output_bytes });
             }
-            Ok(RawResult { content: r.content, is_error: r.is_error, update: r.update, elapsed: start.elapsed() })
+            let content = if r.is_error { r.content + &refused } else { r.content };
+            Ok(RawResult { content, is_error: r.is_error, update: r.update, elapsed: start.elapsed() })
         }
     }
+}
+
+/// `" (the host refused: …)"`, or nothing when nothing was refused.
+fn refusal_note(refusals: &[String]) -> String {
+    if refusals.is_empty() {
+        return String::new();
+    }
+    format!("\n[toolhost] outbound request refused: {}", refusals.join("; "))
 }
 
 /// Instantiate once with no capabilities and ask for the tool list.

@@ -5,6 +5,7 @@
 mod cache;
 mod capabilities;
 mod exec;
+mod net;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use wasmtime::{Config, Engine};
 
 pub use capabilities::{CapabilitySet, FsGrant, Preopen};
 pub use exec::{CallLimits, CallRequest, ComponentCallError, RawResult};
+pub use net::{forbidden_address, HostRule, NetGrant};
 
 use crate::config::ComponentRef;
 
@@ -73,6 +75,7 @@ pub struct Runtime {
     cache_dir: Option<PathBuf>,
     components: Mutex<HashMap<String, Arc<LoadedComponent>>>,
     pooling: bool,
+    net: Arc<net::NetShared>,
 }
 
 /// How the engine allocates instances, best first.
@@ -90,6 +93,13 @@ static TICKER_STARTED: OnceLock<()> = OnceLock::new();
 impl Runtime {
     /// Build the engine. `cache_dir` holds precompiled artifacts (`None`: compile every time).
     pub fn new(cache_dir: Option<PathBuf>) -> anyhow::Result<Arc<Self>> {
+        Self::with_extra_ca_certs(cache_dir, None)
+    }
+
+    /// Build the engine; outbound HTTPS of components also trusts the CA certificates in the
+    /// PEM file `extra_ca_certs` (a private CA, a TLS-inspecting proxy, a test server).
+    pub fn with_extra_ca_certs(cache_dir: Option<PathBuf>, extra_ca_certs: Option<&Path>) -> anyhow::Result<Arc<Self>> {
+        let net = Arc::new(net::NetShared::new(extra_ca_certs)?);
         // Prefer pooling with resident slots reset via PAGEMAP_SCAN; without that ioctl, plain
         // pooling (resident slots would be reset by memset of their whole low region, slower
         // than madvise); without pooling (address space limits), on-demand allocation.
@@ -108,8 +118,11 @@ impl Runtime {
         };
         let mut linker: Linker<exec::HostState> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        // Always linked, so a component that imports wasi:http loads; whether a request may leave
+        // is decided per call by the tool's network grant (see `net`).
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
         ToolComponent::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
-        let rt = Arc::new(Self { engine, linker, cache_dir, components: Mutex::new(HashMap::new()), pooling });
+        let rt = Arc::new(Self { engine, linker, cache_dir, components: Mutex::new(HashMap::new()), pooling, net });
         rt.start_ticker();
         Ok(rt)
     }
@@ -150,6 +163,10 @@ impl Runtime {
 
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    fn net(&self) -> &Arc<net::NetShared> {
+        &self.net
     }
 
     /// One background thread advances the epoch of the engine; deadlines are counted in ticks.

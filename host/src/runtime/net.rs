@@ -1,0 +1,627 @@
+//! Outbound HTTPS for components, over `wasi:http`. Raw sockets are never granted; this is the
+//! only way out of the sandbox, and every request passes three checks before a byte is sent:
+//!
+//! 1. the scheme is `https`;
+//! 2. the host (and port) is in the tool's `network:` grant;
+//! 3. every address the name resolves to is public — loopback, private, link-local, cloud
+//!    metadata, CGNAT, multicast and reserved ranges are refused unless the tool has
+//!    `allow_private_addresses: true`. The connection goes to a vetted address, never to a
+//!    second lookup, so DNS rebinding cannot slip past the check.
+//!
+//! A call's remaining time budget bounds DNS, connect, TLS, the response head and every body
+//! read: a host future cannot be stopped by the epoch deadline, so it carries the deadline itself.
+//! Refusals are recorded so the error the model sees can say which rule refused what.
+
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use http::uri::Scheme;
+use rustls::pki_types::{CertificateDer, ServerName};
+use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
+
+/// Port a rule without one allows: HTTPS's.
+const HTTPS_PORT: u16 = 443;
+
+/// Which ports a rule allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PortRule {
+    /// `host`: 443 only.
+    Default,
+    /// `host:8443`.
+    Exact(u16),
+    /// `host:*`.
+    Any,
+}
+
+/// Which hosts a rule allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HostPattern {
+    /// `api.example.com`, or an IP literal.
+    Exact(String),
+    /// `*.example.com`: any name below example.com, not example.com itself.
+    Below(String),
+}
+
+/// One entry of a tool's `network:` grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRule {
+    host: HostPattern,
+    port: PortRule,
+}
+
+impl HostRule {
+    /// Parse a grant entry: `host`, `*.domain`, `host:port`, `host:*`, `[v6]:port`; an `https://`
+    /// prefix and a trailing `/` are accepted. Anything else is refused with the reason.
+    pub fn parse(entry: &str) -> Result<Self, String> {
+        let raw = entry.trim();
+        let lower = raw.to_ascii_lowercase();
+        if lower.starts_with("http://") {
+            return Err(format!("'{raw}': only HTTPS is allowed; write the host name alone, e.g. '{}'", &raw[7..]));
+        }
+        let rest = lower.strip_prefix("https://").unwrap_or(&lower);
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        if rest.is_empty() {
+            return Err("an empty host name".to_string());
+        }
+        if rest.contains(['/', '?', '#', '@', ' ']) {
+            return Err(format!("'{raw}': expected a host name (with an optional :port), not a URL"));
+        }
+        let (host, port) = split_host_port(rest).ok_or_else(|| format!("'{raw}': not a host name with an optional :port"))?;
+        let port = match port {
+            None => PortRule::Default,
+            Some("*") => PortRule::Any,
+            Some(p) => match p.parse::<u16>() {
+                Ok(n) if n > 0 => PortRule::Exact(n),
+                _ => return Err(format!("'{raw}': port '{p}' is not a number from 1 to 65535 or '*'")),
+            },
+        };
+        let host = if host == "*" {
+            return Err(format!("'{raw}': a bare '*' would allow every host; list the hosts the tool needs"));
+        } else if let Some(domain) = host.strip_prefix("*.") {
+            if !is_dns_name(domain) || !domain.contains('.') {
+                return Err(format!("'{raw}': '*.' must be followed by a domain such as example.com"));
+            }
+            HostPattern::Below(domain.to_string())
+        } else if host.parse::<IpAddr>().is_ok() || is_dns_name(host) {
+            HostPattern::Exact(host.to_string())
+        } else {
+            return Err(format!("'{raw}': '{host}' is not a valid host name"));
+        };
+        Ok(Self { host, port })
+    }
+
+    fn allows(&self, host: &str, port: u16) -> bool {
+        let port_ok = match self.port {
+            PortRule::Default => port == HTTPS_PORT,
+            PortRule::Exact(p) => port == p,
+            PortRule::Any => true,
+        };
+        port_ok
+            && match &self.host {
+                HostPattern::Exact(h) => h == host,
+                HostPattern::Below(d) => host.len() > d.len() + 1 && host.ends_with(d.as_str()) && {
+                    let cut = host.len() - d.len();
+                    host.as_bytes()[cut - 1] == b'.'
+                },
+            }
+    }
+}
+
+/// `host[:port]` with IPv6 literals in brackets; the host without brackets.
+fn split_host_port(s: &str) -> Option<(&str, Option<&str>)> {
+    if let Some(rest) = s.strip_prefix('[') {
+        let (v6, after) = rest.split_once(']')?;
+        v6.parse::<Ipv6Addr>().ok()?;
+        return match after {
+            "" => Some((v6, None)),
+            a => Some((v6, Some(a.strip_prefix(':')?))),
+        };
+    }
+    match s.rsplit_once(':') {
+        Some((h, _)) if h.contains(':') => None, // a bare IPv6 literal needs brackets
+        Some((h, p)) => Some((h, Some(p))),
+        None => Some((s, None)),
+    }
+}
+
+fn is_dns_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+/// What a tool may reach.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetGrant {
+    rules: Vec<HostRule>,
+    entries: Vec<String>,
+    allow_private: bool,
+}
+
+impl NetGrant {
+    /// The grant of a `network:` list. Entries that do not parse are returned as problems and
+    /// left out (they allow nothing).
+    pub fn from_entries(entries: &[String], allow_private: bool) -> (Self, Vec<String>) {
+        let mut grant = Self { allow_private, ..Self::default() };
+        let mut problems = Vec::new();
+        for e in entries {
+            match HostRule::parse(e) {
+                Ok(r) => {
+                    grant.rules.push(r);
+                    grant.entries.push(e.trim().to_string());
+                }
+                Err(why) => problems.push(why),
+            }
+        }
+        (grant, problems)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    pub fn allow_private(&self) -> bool {
+        self.allow_private
+    }
+
+    pub fn allows(&self, host: &str, port: u16) -> bool {
+        self.rules.iter().any(|r| r.allows(host, port))
+    }
+
+    /// The grant as the config wrote it, for messages.
+    pub fn describe(&self) -> String {
+        format!("[{}]", self.entries.join(", "))
+    }
+}
+
+/// Why an address may not be reached without `allow_private_addresses`, if it may not.
+pub fn forbidden_address(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => forbidden_v4(v4),
+        IpAddr::V6(v6) => forbidden_v6(v6),
+    }
+}
+
+fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
+    let o = ip.octets();
+    if ip == Ipv4Addr::new(169, 254, 169, 254) || ip == Ipv4Addr::new(100, 100, 100, 200) {
+        return Some("cloud metadata");
+    }
+    if ip.is_loopback() {
+        Some("loopback")
+    } else if ip.is_private() {
+        Some("private")
+    } else if ip.is_link_local() {
+        Some("link-local")
+    } else if ip.is_unspecified() || o[0] == 0 {
+        Some("unspecified")
+    } else if o[0] == 100 && (o[1] & 0xc0) == 64 {
+        Some("shared (CGNAT)")
+    } else if ip.is_multicast() || ip.is_broadcast() {
+        Some("multicast or broadcast")
+    } else if o[0] >= 240 || (o[0] == 192 && o[1] == 0 && o[2] == 0) || (o[0] == 198 && (o[1] & 0xfe) == 18) {
+        Some("reserved")
+    } else if ip.is_documentation() {
+        Some("documentation")
+    } else {
+        None
+    }
+}
+
+fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
+    let s = ip.segments();
+    // Addresses that carry an IPv4 address are judged by it: mapped, NAT64, 6to4.
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return forbidden_v4(v4);
+    }
+    if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
+        return forbidden_v4(Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8));
+    }
+    if s[0] == 0x2002 {
+        return forbidden_v4(Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8));
+    }
+    if ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254) {
+        Some("cloud metadata")
+    } else if ip.is_loopback() {
+        Some("loopback")
+    } else if ip.is_unspecified() || s[0..6] == [0, 0, 0, 0, 0, 0] {
+        // `::` and the deprecated IPv4-compatible block.
+        Some("unspecified")
+    } else if (s[0] & 0xfe00) == 0xfc00 {
+        Some("private (unique local)")
+    } else if (s[0] & 0xffc0) == 0xfe80 || (s[0] & 0xffc0) == 0xfec0 {
+        Some("link-local")
+    } else if ip.is_multicast() {
+        Some("multicast")
+    } else if s[0] == 0x2001 && s[1] == 0x0db8 {
+        Some("documentation")
+    } else {
+        None
+    }
+}
+
+/// TLS set-up shared by every call of a runtime: the web PKI roots plus any extra CA
+/// certificates the operator configured (`TOOLHOST_EXTRA_CA_CERTS`).
+pub struct NetShared {
+    extra_roots: Vec<CertificateDer<'static>>,
+    tls: OnceLock<Arc<rustls::ClientConfig>>,
+}
+
+impl NetShared {
+    pub fn new(extra_ca_pem: Option<&Path>) -> anyhow::Result<Self> {
+        use rustls::pki_types::pem::PemObject;
+        let mut extra_roots = Vec::new();
+        if let Some(path) = extra_ca_pem {
+            let certs = CertificateDer::pem_file_iter(path)
+                .map_err(|e| anyhow::anyhow!("extra CA certificates {}: {e}", path.display()))?;
+            for c in certs {
+                extra_roots.push(c.map_err(|e| anyhow::anyhow!("extra CA certificates {}: {e}", path.display()))?);
+            }
+            if extra_roots.is_empty() {
+                anyhow::bail!("extra CA certificates {}: no PEM certificate in the file", path.display());
+            }
+            // Fail now, not at the first request, when a certificate is not usable as a root.
+            let mut store = rustls::RootCertStore::empty();
+            for c in &extra_roots {
+                store
+                    .add(c.clone())
+                    .map_err(|e| anyhow::anyhow!("extra CA certificates {}: {e}", path.display()))?;
+            }
+        }
+        Ok(Self { extra_roots, tls: OnceLock::new() })
+    }
+
+    fn tls(&self) -> Arc<rustls::ClientConfig> {
+        self.tls
+            .get_or_init(|| {
+                let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+                for c in &self.extra_roots {
+                    // Checked in `new`.
+                    let _ = roots.add(c.clone());
+                }
+                let provider = Arc::new(rustls::crypto::ring::default_provider());
+                let mut config = rustls::ClientConfig::builder_with_provider(provider)
+                    .with_safe_default_protocol_versions()
+                    .expect("ring supports the default TLS versions")
+                    .with_root_certificates(roots)
+                    .with_no_client_auth();
+                config.alpn_protocols = vec![b"http/1.1".to_vec()];
+                Arc::new(config)
+            })
+            .clone()
+    }
+}
+
+/// The `wasi:http` hooks of one call: its grant, deadline and refusal log.
+pub struct NetHooks {
+    grant: Arc<NetGrant>,
+    shared: Arc<NetShared>,
+    deadline: Instant,
+    refusals: Arc<Mutex<Vec<String>>>,
+}
+
+impl NetHooks {
+    pub fn new(grant: Arc<NetGrant>, shared: Arc<NetShared>, deadline: Instant) -> Self {
+        Self { grant, shared, deadline, refusals: Arc::default() }
+    }
+
+    /// What the host refused during the call, in order.
+    pub fn refusals(&self) -> Vec<String> {
+        self.refusals.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Check what can be checked before any I/O; `Ok((host, port))` when the request may go on
+    /// to the address check.
+    fn admit(&self, uri: &http::Uri) -> Result<(String, u16), String> {
+        let target = format!(
+            "{}://{}",
+            uri.scheme_str().unwrap_or("?"),
+            uri.authority().map(|a| a.as_str()).unwrap_or("")
+        );
+        if self.grant.is_empty() {
+            return Err(format!("{target}: this tool has no network grant (capabilities.network is empty)"));
+        }
+        if uri.scheme() != Some(&Scheme::HTTPS) {
+            return Err(format!("{target}: only https is allowed"));
+        }
+        let authority = uri.authority().ok_or_else(|| format!("{target}: the request has no host"))?;
+        let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+        let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+        let port = authority.port_u16().unwrap_or(HTTPS_PORT);
+        if !self.grant.allows(&host, port) {
+            return Err(format!("{target}: not in this tool's network grant {}", self.grant.describe()));
+        }
+        Ok((host, port))
+    }
+}
+
+type SendFuture = Box<
+    dyn Future<Output = Result<(http::Response<WasiBody>, Box<dyn Future<Output = Result<(), HttpError>> + Send>), HttpError>>
+        + Send,
+>;
+
+fn refuse(refusals: &Mutex<Vec<String>>, why: String) {
+    tracing::warn!("outbound request refused: {why}");
+    if let Ok(mut r) = refusals.lock() {
+        if r.len() < 32 {
+            r.push(why);
+        }
+    }
+}
+
+impl WasiHttpHooks for NetHooks {
+    // Plain http is refused in `send_request`, where the refusal can be explained.
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+    ) -> SendFuture {
+        let (host, port) = match self.admit(request.uri()) {
+            Ok(target) => target,
+            Err(why) => {
+                refuse(&self.refusals, why);
+                return Box::new(async { Err(HttpError::HttpRequestDenied) });
+            }
+        };
+        let tls = self.shared.tls();
+        let allow_private = self.grant.allow_private();
+        let deadline = tokio::time::Instant::from_std(self.deadline);
+        let refusals = self.refusals.clone();
+        Box::new(async move {
+            let (response, io) = send(request, host, port, allow_private, tls, deadline, options, &refusals).await?;
+            Ok((response, io))
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn send(
+    mut request: http::Request<WasiBody>,
+    host: String,
+    port: u16,
+    allow_private: bool,
+    tls: Arc<rustls::ClientConfig>,
+    deadline: tokio::time::Instant,
+    options: Option<RequestOptions>,
+    refusals: &Mutex<Vec<String>>,
+) -> Result<(http::Response<WasiBody>, Box<dyn Future<Output = Result<(), HttpError>> + Send>), HttpError> {
+    use http_body_util::BodyExt;
+    use tokio::time::timeout_at;
+
+    let step_deadline = |limit: Option<std::time::Duration>| match limit {
+        Some(d) => deadline.min(tokio::time::Instant::now() + d),
+        None => deadline,
+    };
+
+    // Resolve once; connect only to addresses that passed the check.
+    let candidates: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => timeout_at(deadline, tokio::net::lookup_host((host.as_str(), port)))
+            .await
+            .map_err(|_| HttpError::DnsTimeout)?
+            .map_err(|e| HttpError::DnsError { rcode: Some(e.to_string()), info_code: None })?
+            .collect(),
+    };
+    let mut vetted = Vec::new();
+    let mut refused = Vec::new();
+    for addr in candidates {
+        match forbidden_address(addr.ip()) {
+            Some(why) if !allow_private => refused.push(format!("{} ({why})", addr.ip())),
+            _ => vetted.push(addr),
+        }
+    }
+    if vetted.is_empty() {
+        if refused.is_empty() {
+            return Err(HttpError::DestinationNotFound);
+        }
+        refuse(
+            refusals,
+            format!(
+                "https://{host}:{port}: resolves to {}, which is refused unless the tool has allow_private_addresses: true",
+                refused.join(", ")
+            ),
+        );
+        return Err(HttpError::DestinationIpProhibited);
+    }
+
+    let connect_deadline = step_deadline(options.and_then(|o| o.connect_timeout));
+    let mut last_err = None;
+    let mut stream = None;
+    for addr in vetted {
+        match timeout_at(connect_deadline, tokio::net::TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => {
+                stream = Some(s);
+                break;
+            }
+            Ok(Err(e)) => last_err = Some(HttpError::Connect(e)),
+            Err(_) => {
+                last_err = Some(HttpError::ConnectionTimeout);
+                break;
+            }
+        }
+    }
+    let stream = match stream {
+        Some(s) => s,
+        None => return Err(last_err.unwrap_or(HttpError::ConnectionRefused)),
+    };
+    let server_name = match host.parse::<IpAddr>() {
+        Ok(ip) => ServerName::from(ip),
+        Err(_) => ServerName::try_from(host.clone()).map_err(|_| HttpError::HttpRequestUriInvalid)?,
+    };
+    let stream = timeout_at(connect_deadline, tokio_rustls::TlsConnector::from(tls).connect(server_name, stream))
+        .await
+        .map_err(|_| HttpError::ConnectionTimeout)?
+        .map_err(HttpError::Tls)?;
+    let (mut sender, conn) = timeout_at(
+        connect_deadline,
+        hyper::client::conn::http1::Builder::new().handshake(hyper_util::rt::TokioIo::new(stream)),
+    )
+    .await
+    .map_err(|_| HttpError::ConnectionTimeout)??;
+    let conn = AbortOnDrop(tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!("outbound connection ended: {e}");
+        }
+    }));
+
+    // The request line carries only the path; the authority is in the Host header.
+    let path = request.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
+    *request.uri_mut() = http::Uri::builder().path_and_query(path).build().map_err(|_| HttpError::HttpRequestUriInvalid)?;
+
+    let head_deadline = step_deadline(options.and_then(|o| o.first_byte_timeout));
+    let response = timeout_at(head_deadline, sender.send_request(request))
+        .await
+        .map_err(|_| HttpError::HttpResponseTimeout)??;
+    let response =
+        response.map(|incoming| DeadlineBody { incoming, deadline: Box::pin(tokio::time::sleep_until(deadline)), _conn: conn }.boxed_unsync());
+    Ok((response, Box::new(async { Ok(()) })))
+}
+
+/// Aborts the connection task when the response (or the call) is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A response body that fails once the call's deadline has passed.
+struct DeadlineBody {
+    incoming: hyper::body::Incoming,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    _conn: AbortOnDrop,
+}
+
+impl http_body::Body for DeadlineBody {
+    type Data = bytes::Bytes;
+    type Error = HttpError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        match Pin::new(&mut self.incoming).poll_frame(cx) {
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(HttpError::from(e)))),
+            Poll::Ready(other) => Poll::Ready(other.map(|f| f.map_err(HttpError::from))),
+            Poll::Pending => match self.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(HttpError::HttpResponseTimeout))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.incoming.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.incoming.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(entries: &[&str]) -> NetGrant {
+        let (g, problems) = NetGrant::from_entries(&entries.iter().map(|s| s.to_string()).collect::<Vec<_>>(), false);
+        assert!(problems.is_empty(), "{problems:?}");
+        g
+    }
+
+    #[test]
+    fn rules_match_host_and_port() {
+        let g = grant(&["api.tavily.com", "*.example.com", "localhost:8443", "https://r.jina.ai/", "svc.test:*", "[::1]:9000"]);
+        assert!(g.allows("api.tavily.com", 443));
+        assert!(!g.allows("api.tavily.com", 8443), "a rule without a port is 443 only");
+        assert!(!g.allows("evil.api.tavily.com", 443));
+        assert!(!g.allows("tavily.com", 443));
+        assert!(g.allows("a.example.com", 443) && g.allows("a.b.example.com", 443));
+        assert!(!g.allows("example.com", 443), "*. does not include the domain itself");
+        assert!(!g.allows("badexample.com", 443));
+        assert!(g.allows("localhost", 8443) && !g.allows("localhost", 443));
+        assert!(g.allows("r.jina.ai", 443));
+        assert!(g.allows("svc.test", 1) && g.allows("svc.test", 65535));
+        assert!(g.allows("::1", 9000));
+    }
+
+    #[test]
+    fn bad_rules_are_named() {
+        for (entry, needle) in [
+            ("http://api.example.com", "only HTTPS"),
+            ("https://api.example.com/v1/search", "not a URL"),
+            ("*", "every host"),
+            ("*.com", "must be followed by a domain"),
+            ("host:99999", "port '99999'"),
+            ("host:abc", "port 'abc'"),
+            ("bad host", "not a URL"),
+            ("exa$mple.com", "not a valid host name"),
+            ("::1", "not a host name"),
+            ("", "empty"),
+        ] {
+            let err = HostRule::parse(entry).unwrap_err();
+            assert!(err.contains(needle), "{entry}: {err}");
+        }
+    }
+
+    #[test]
+    fn private_ranges_are_refused() {
+        for (ip, why) in [
+            ("127.0.0.1", "loopback"),
+            ("10.1.2.3", "private"),
+            ("172.16.0.1", "private"),
+            ("192.168.1.1", "private"),
+            ("169.254.169.254", "cloud metadata"),
+            ("169.254.1.1", "link-local"),
+            ("100.64.0.1", "shared (CGNAT)"),
+            ("100.100.100.200", "cloud metadata"),
+            ("0.0.0.0", "unspecified"),
+            ("224.0.0.1", "multicast or broadcast"),
+            ("255.255.255.255", "multicast or broadcast"),
+            ("240.0.0.1", "reserved"),
+            ("::1", "loopback"),
+            ("::", "unspecified"),
+            ("fd00::1", "private (unique local)"),
+            ("fd00:ec2::254", "cloud metadata"),
+            ("fe80::1", "link-local"),
+            ("::ffff:127.0.0.1", "loopback"),
+            ("::ffff:10.0.0.1", "private"),
+            ("64:ff9b::a9fe:a9fe", "cloud metadata"),
+            ("2002:c0a8:0101::1", "private"),
+            ("ff02::1", "multicast"),
+        ] {
+            assert_eq!(forbidden_address(ip.parse().unwrap()), Some(why), "{ip}");
+        }
+        for ip in ["8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
+            assert_eq!(forbidden_address(ip.parse().unwrap()), None, "{ip}");
+        }
+    }
+
+    #[test]
+    fn admit_explains_refusals() {
+        let shared = Arc::new(NetShared::new(None).unwrap());
+        let far = Instant::now() + std::time::Duration::from_secs(5);
+        let none = NetHooks::new(Arc::new(NetGrant::default()), shared.clone(), far);
+        let err = none.admit(&"https://api.tavily.com/search".parse().unwrap()).unwrap_err();
+        assert!(err.contains("no network grant"), "{err}");
+        let some = NetHooks::new(Arc::new(grant(&["api.tavily.com"])), shared, far);
+        assert_eq!(some.admit(&"https://API.Tavily.com./x".parse().unwrap()).unwrap(), ("api.tavily.com".into(), 443));
+        let err = some.admit(&"http://api.tavily.com/x".parse().unwrap()).unwrap_err();
+        assert!(err.contains("only https"), "{err}");
+        let err = some.admit(&"https://evil.test/x".parse().unwrap()).unwrap_err();
+        assert!(err.contains("not in this tool's network grant [api.tavily.com]"), "{err}");
+    }
+}

@@ -1,0 +1,312 @@
+//! Outbound HTTPS of components (wasi:http) against a real TLS server on loopback. The hostile
+//! component's `http_get` tries every way out; only a request to a granted host, over https,
+//! to an address the grant allows, reaches the server.
+
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use serde_json::{json, Value};
+use toolhost::assembly::AssemblyRequest;
+use toolhost::{HostOptions, Severity, Toolhost};
+
+/// A TLS server on 127.0.0.1 with a certificate for `localhost` and 127.0.0.1, signed by a CA
+/// written to `ca.pem`. Counts accepted TCP connections.
+struct TlsServer {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    ca_pem: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn ring() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+async fn start_tls_server() -> TlsServer {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "toolhost test CA");
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, rcgen::KeyPair::generate().unwrap()).unwrap();
+    let leaf_key = rcgen::KeyPair::generate().unwrap();
+    let leaf = rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&leaf_key, &ca)
+        .unwrap();
+    let ca_pem = dir.path().join("ca.pem");
+    std::fs::write(&ca_pem, ca.pem()).unwrap();
+
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
+    let mut config = rustls::ServerConfig::builder_with_provider(ring())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![leaf.der().clone(), ca.der().clone()], key)
+        .unwrap();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counter = connections.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { return };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else { return };
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), hyper::service::service_fn(respond))
+                    .await;
+            });
+        }
+    });
+    TlsServer { port, connections, ca_pem, _dir: dir }
+}
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+async fn respond(req: hyper::Request<hyper::body::Incoming>) -> Result<hyper::Response<Body>, Infallible> {
+    let full = |s: String| Full::new(Bytes::from(s)).boxed();
+    let path = req.uri().path().to_string();
+    Ok(match path.as_str() {
+        "/hello" => hyper::Response::new(full("hello over tls".into())),
+        "/echo" => {
+            let method = req.method().to_string();
+            let host = req.headers().get("host").and_then(|h| h.to_str().ok()).unwrap_or("").to_string();
+            let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+            hyper::Response::new(full(format!("{method} host={host} body={}", String::from_utf8_lossy(&body))))
+        }
+        "/stall" => {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            hyper::Response::new(full("too late".into()))
+        }
+        "/trickle" => {
+            // One chunk, then nothing, forever.
+            hyper::Response::new(trickle().boxed())
+        }
+        _ => hyper::Response::builder().status(404).body(full("no such page".into())).unwrap(),
+    })
+}
+
+fn trickle() -> impl http_body::Body<Data = Bytes, Error = Infallible> + Send + Sync + 'static {
+    struct Trickle {
+        sent: bool,
+    }
+    impl http_body::Body for Trickle {
+        type Data = Bytes;
+        type Error = Infallible;
+        fn poll_frame(
+            mut self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+            if self.sent {
+                return std::task::Poll::Pending;
+            }
+            self.sent = true;
+            std::task::Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from_static(b"first chunk")))))
+        }
+    }
+    Trickle { sent: false }
+}
+
+fn hostile_wasm() -> PathBuf {
+    Path::new(toolhost::bundled::GUEST_DIR).join("hostile.wasm")
+}
+
+struct Env {
+    _dir: tempfile::TempDir,
+    host: Toolhost,
+}
+
+/// A host with one `http_get` tool per (name, capabilities), trusting `ca` when given.
+fn host_with(tools: &[(&str, String)], ca: Option<&Path>) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let mut yaml = String::from("tools:\n");
+    for (name, caps) in tools {
+        yaml += &format!(
+            "  - name: {name}\n    group: net\n    use: {}:{name}\n    capabilities: {caps}\n",
+            hostile_wasm().display()
+        );
+    }
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, yaml).unwrap();
+    let host = Toolhost::open(HostOptions {
+        config_path: config,
+        data_dir: dir.path().join("data"),
+        persist_state: false,
+        cache_dir: Some(dir.path().join("cache")),
+        extensions_path: None,
+        extra_ca_certs: ca.map(Path::to_path_buf),
+    })
+    .unwrap();
+    let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    Env { _dir: dir, host }
+}
+
+async fn call(env: &Env, name: &str, args: Value) -> (String, bool) {
+    let r = env.host.call(&AssemblyRequest::default(), "t1", name, args, None).await.unwrap();
+    (r.outcome.text_content(), r.outcome.is_error())
+}
+
+async fn assert_ok_still_works(env: &Env) {
+    let (text, err) = call(env, "ok", json!({})).await;
+    assert!(!err && text == "ok", "good tool after a bad one: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ungranted_request_is_refused_before_connecting() {
+    let server = start_tls_server().await;
+    let env = host_with(&[("http_get", "{}".into()), ("ok", "{}".into())], Some(&server.ca_pem));
+    let url = format!("https://localhost:{}/hello", server.port);
+    let (text, err) = call(&env, "http_get", json!({ "url": url })).await;
+    assert!(err, "{text}");
+    assert!(text.contains("request refused by the host"), "{text}");
+    assert!(text.contains("has no network grant"), "the model is told why: {text}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 0, "nothing reached the server");
+    assert_ok_still_works(&env).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_outside_the_grant_is_refused() {
+    let server = start_tls_server().await;
+    let env = host_with(
+        &[("http_get", "{network: [api.example.com, \"*.example.org\"], allow_private_addresses: true}".into())],
+        Some(&server.ca_pem),
+    );
+    for url in [
+        format!("https://localhost:{}/hello", server.port),
+        format!("https://127.0.0.1:{}/hello", server.port),
+        // The right host on a port the grant does not name.
+        "https://api.example.com:8443/".to_string(),
+        "https://example.org/".to_string(),
+    ] {
+        let (text, err) = call(&env, "http_get", json!({ "url": url })).await;
+        assert!(err, "{url}: {text}");
+        assert!(text.contains("not in this tool's network grant [api.example.com, *.example.org]"), "{url}: {text}");
+    }
+    assert_eq!(server.connections.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_is_refused_even_to_a_granted_host() {
+    let server = start_tls_server().await;
+    let grant = format!("{{network: [\"localhost:{}\"], allow_private_addresses: true}}", server.port);
+    let env = host_with(&[("http_get", grant)], Some(&server.ca_pem));
+    let (text, err) = call(&env, "http_get", json!({ "url": format!("http://localhost:{}/hello", server.port) })).await;
+    assert!(err && text.contains("only https is allowed"), "{text}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn private_addresses_are_refused_after_dns_unless_allowed() {
+    let server = start_tls_server().await;
+    let port = server.port;
+    let env = host_with(
+        &[
+            ("http_get", format!("{{network: [\"localhost:{port}\", \"127.0.0.1:{port}\", 169.254.169.254, \"[::1]:{port}\"]}}")),
+            ("ok", "{}".into()),
+        ],
+        Some(&server.ca_pem),
+    );
+    // A name that resolves to loopback: refused after resolution, naming the address.
+    let (text, err) = call(&env, "http_get", json!({ "url": format!("https://localhost:{port}/hello") })).await;
+    assert!(err, "{text}");
+    assert!(text.contains("resolves to") && text.contains("(loopback)"), "{text}");
+    assert!(text.contains("allow_private_addresses"), "the fix is named: {text}");
+    // IP literals: loopback and the cloud metadata endpoint.
+    let (text, err) = call(&env, "http_get", json!({ "url": format!("https://127.0.0.1:{port}/hello") })).await;
+    assert!(err && text.contains("127.0.0.1 (loopback)"), "{text}");
+    let (text, err) = call(&env, "http_get", json!({ "url": "https://169.254.169.254/latest/meta-data/" })).await;
+    assert!(err && text.contains("169.254.169.254 (cloud metadata)"), "{text}");
+    let (text, err) = call(&env, "http_get", json!({ "url": format!("https://[::1]:{port}/hello") })).await;
+    assert!(err && text.contains("::1 (loopback)"), "{text}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 0, "no connection was opened");
+    assert_ok_still_works(&env).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn granted_https_request_reaches_the_server() {
+    let server = start_tls_server().await;
+    let grant = format!("{{network: [\"localhost:{}\"], allow_private_addresses: true}}", server.port);
+    let env = host_with(&[("http_get", grant)], Some(&server.ca_pem));
+    let (text, err) = call(&env, "http_get", json!({ "url": format!("https://localhost:{}/hello", server.port) })).await;
+    assert!(!err, "{text}");
+    assert_eq!(text, "STATUS 200\nhello over tls");
+    let (text, err) = call(
+        &env,
+        "http_get",
+        json!({ "url": format!("https://LOCALHOST:{}/echo?x=1", server.port), "method": "POST", "body": "payload" }),
+    )
+    .await;
+    assert!(!err, "{text}");
+    assert_eq!(text, format!("STATUS 200\nPOST host=LOCALHOST:{} body=payload", server.port));
+    let (text, _) = call(&env, "http_get", json!({ "url": format!("https://localhost:{}/missing", server.port) })).await;
+    assert_eq!(text, "STATUS 404\nno such page");
+    assert!(server.connections.load(Ordering::SeqCst) >= 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn untrusted_certificate_fails_the_handshake() {
+    let server = start_tls_server().await;
+    let grant = format!("{{network: [\"localhost:{}\"], allow_private_addresses: true}}", server.port);
+    // This host does not trust the test CA.
+    let env = host_with(&[("http_get", grant)], None);
+    let (text, err) = call(&env, "http_get", json!({ "url": format!("https://localhost:{}/hello", server.port) })).await;
+    assert!(err, "{text}");
+    assert!(text.contains("request failed") && text.to_lowercase().contains("tls"), "{text}");
+    assert!(!text.contains("hello over tls"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_or_trickling_server_cannot_outlast_the_timeout() {
+    let server = start_tls_server().await;
+    let grant =
+        format!("{{network: [\"localhost:{}\"], allow_private_addresses: true, timeout_s: 1}}", server.port);
+    let env = host_with(&[("http_get", grant), ("ok", "{}".into())], Some(&server.ca_pem));
+    for page in ["stall", "trickle"] {
+        let start = Instant::now();
+        let (text, err) = call(&env, "http_get", json!({ "url": format!("https://localhost:{}/{page}", server.port) })).await;
+        let elapsed = start.elapsed();
+        assert!(err, "{page}: {text}");
+        assert!(elapsed < Duration::from_millis(1600), "{page}: took {elapsed:?}: {text}");
+        assert!(elapsed >= Duration::from_millis(900), "{page}: ended early ({elapsed:?}): {text}");
+    }
+    assert_ok_still_works(&env).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sleeping_in_the_host_cannot_outlast_the_timeout() {
+    let env = host_with(&[("sleep", "{timeout_s: 0.5}".into()), ("ok", "{}".into())], None);
+    let start = Instant::now();
+    let (text, err) = call(&env, "sleep", json!({ "ms": 20000 })).await;
+    let elapsed = start.elapsed();
+    assert!(err && text.contains("timed out"), "{text}");
+    assert!(elapsed < Duration::from_millis(1500), "took {elapsed:?}");
+    assert_ok_still_works(&env).await;
+}
+
+#[test]
+fn bad_grants_are_config_errors_with_line_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        "tools:\n  - name: a\n    group: g\n    use: hello\n    capabilities:\n      network: [\"http://api.example.com\"]\n",
+    )
+    .unwrap();
+    let err = match Toolhost::open(HostOptions::new(&config)) {
+        Ok(_) => panic!("a plain-http grant must not load"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("tools[0].capabilities.network[0]"), "{err}");
+    assert!(err.contains("only HTTPS is allowed"), "{err}");
+    assert!(err.contains(":6:") || err.contains("line 6"), "{err}");
+}
