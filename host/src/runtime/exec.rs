@@ -177,6 +177,12 @@ fn classify(
     }
 }
 
+/// Run a call's future on this (blocking) thread, bounded by `timeout` plus one epoch tick: the
+/// epoch traps a guest that computes past its deadline, this bounds one that waits in the host.
+fn run_bounded<F: std::future::Future>(timeout: Duration, fut: F) -> Option<F::Output> {
+    wasmtime_wasi::runtime::in_tokio(async move { tokio::time::timeout(timeout + EPOCH_TICK, fut).await.ok() })
+}
+
 /// Call `req.tool` in a fresh instance.
 pub fn call(
     rt: &Runtime,
@@ -189,22 +195,29 @@ pub fn call(
     let start = Instant::now();
     let stderr = MemoryOutputPipe::new(16 * 1024);
     let mut store = new_store(rt, caps, preopens, label, stderr.clone())?;
-    let instance = match pre.instantiate(&mut store) {
-        Ok(i) => i,
-        Err(e) => {
-            return Err(match classify(e, &store, caps, &stderr) {
-                ComponentCallError::Trap(t) => ComponentCallError::Instantiate(t),
-                other => other,
-            })
-        }
-    };
     let ctx = types::CallContext {
         thread_id: req.thread_id.clone(),
         tool_call_id: req.tool_call_id.clone(),
         config: req.config.clone(),
         sandbox: req.sandbox.clone(),
     };
-    let result = instance.toolhost_tool_tool().call_call(&mut store, &ctx, &req.tool, &req.args);
+    let run = async {
+        let instance = match pre.instantiate_async(&mut store).await {
+            Ok(i) => i,
+            Err(e) => return Err(e),
+        };
+        Ok(instance.toolhost_tool_tool().call_call(&mut store, &ctx, &req.tool, &req.args).await)
+    };
+    let result = match run_bounded(caps.limits.timeout, run) {
+        None => return Err(ComponentCallError::Timeout(caps.limits.timeout)),
+        Some(Err(e)) => {
+            return Err(match classify(e, &store, caps, &stderr) {
+                ComponentCallError::Trap(t) => ComponentCallError::Instantiate(t),
+                other => other,
+            })
+        }
+        Some(Ok(result)) => result,
+    };
     // When the call failed and the host refused an outbound request on the way, say so: the
     // guest only saw an error code, the model should see which rule refused what.
     let refused = refusal_note(&store.data().net.refusals());
@@ -240,9 +253,23 @@ pub fn list_tools(rt: &Runtime, pre: &ToolComponentPre<HostState>) -> Result<Vec
     let caps = CapabilitySet::default();
     let stderr = MemoryOutputPipe::new(16 * 1024);
     let mut store = new_store(rt, &caps, &[], "list-tools", stderr.clone())?;
-    let instance = pre.instantiate(&mut store).map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
-    let specs =
-        instance.toolhost_tool_tool().call_list_tools(&mut store).map_err(|e| classify(e, &store, &caps, &stderr))?;
+    let run = async {
+        let instance = pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
+        Ok::<_, ComponentCallError>(instance.toolhost_tool_tool().call_list_tools(&mut store).await)
+    };
+    // Loading may happen on an async worker (a host opened inside a runtime), which must not
+    // block: list on a thread of its own.
+    let listed = std::thread::scope(|scope| match tokio::runtime::Handle::try_current() {
+        Ok(_) => scope.spawn(|| run_bounded(caps.limits.timeout, run)).join().ok().flatten(),
+        Err(_) => run_bounded(caps.limits.timeout, run),
+    });
+    let specs = match listed {
+        None => return Err(ComponentCallError::Timeout(caps.limits.timeout)),
+        Some(r) => r?.map_err(|e| classify(e, &store, &caps, &stderr))?,
+    };
     let mut tools = Vec::with_capacity(specs.len());
     for s in specs {
         let parameters: serde_json::Value = serde_json::from_str(&s.parameters).map_err(|e| {

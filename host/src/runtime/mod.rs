@@ -26,6 +26,9 @@ use crate::config::ComponentRef;
 wasmtime::component::bindgen!({
     world: "tool-component",
     path: "../wit",
+    // Exports run as futures, so a call's deadline also bounds time the guest spends blocked in
+    // the host (a sleep, a slow HTTP response), where the epoch cannot interrupt it.
+    exports: { default: async },
 });
 
 /// How often the epoch ticks. Deadlines are whole ticks, so a call overruns its timeout by at
@@ -117,10 +120,10 @@ impl Runtime {
             }
         };
         let mut linker: Linker<exec::HostState> = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         // Always linked, so a component that imports wasi:http loads; whether a request may leave
         // is decided per call by the tool's network grant (see `net`).
-        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         ToolComponent::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
         let rt = Arc::new(Self { engine, linker, cache_dir, components: Mutex::new(HashMap::new()), pooling, net });
         rt.start_ticker();
