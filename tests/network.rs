@@ -211,7 +211,10 @@ async fn private_addresses_are_refused_after_dns_unless_allowed() {
     let port = server.port;
     let env = host_with(
         &[
-            ("http_get", format!("{{network: [\"localhost:{port}\", \"127.0.0.1:{port}\", 169.254.169.254, \"[::1]:{port}\"]}}")),
+            (
+                "http_get",
+                format!("{{network: [\"localhost:{port}\", \"127.0.0.1:{port}\", 169.254.169.254, \"[::1]:{port}\"]}}"),
+            ),
             ("ok", "{}".into()),
         ],
         Some(&server.ca_pem),
@@ -237,7 +240,8 @@ async fn granted_https_request_reaches_the_server() {
     let server = start_tls_server().await;
     let grant = format!("{{network: [\"localhost:{}\"], allow_private_addresses: true}}", server.port);
     let env = host_with(&[("http_get", grant)], Some(&server.ca_pem));
-    let (text, err) = call(&env, "http_get", json!({ "url": format!("https://localhost:{}/hello", server.port) })).await;
+    let (text, err) =
+        call(&env, "http_get", json!({ "url": format!("https://localhost:{}/hello", server.port) })).await;
     assert!(!err, "{text}");
     assert_eq!(text, "STATUS 200\nhello over tls");
     let (text, err) = call(
@@ -248,7 +252,8 @@ async fn granted_https_request_reaches_the_server() {
     .await;
     assert!(!err, "{text}");
     assert_eq!(text, format!("STATUS 200\nPOST host=LOCALHOST:{} body=payload", server.port));
-    let (text, _) = call(&env, "http_get", json!({ "url": format!("https://localhost:{}/missing", server.port) })).await;
+    let (text, _) =
+        call(&env, "http_get", json!({ "url": format!("https://localhost:{}/missing", server.port) })).await;
     assert_eq!(text, "STATUS 404\nno such page");
     assert!(server.connections.load(Ordering::SeqCst) >= 3);
 }
@@ -259,7 +264,8 @@ async fn untrusted_certificate_fails_the_handshake() {
     let grant = format!("{{network: [\"localhost:{}\"], allow_private_addresses: true}}", server.port);
     // This host does not trust the test CA.
     let env = host_with(&[("http_get", grant)], None);
-    let (text, err) = call(&env, "http_get", json!({ "url": format!("https://localhost:{}/hello", server.port) })).await;
+    let (text, err) =
+        call(&env, "http_get", json!({ "url": format!("https://localhost:{}/hello", server.port) })).await;
     assert!(err, "{text}");
     assert!(text.contains("request failed") && text.to_lowercase().contains("tls"), "{text}");
     assert!(!text.contains("hello over tls"));
@@ -268,12 +274,12 @@ async fn untrusted_certificate_fails_the_handshake() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_or_trickling_server_cannot_outlast_the_timeout() {
     let server = start_tls_server().await;
-    let grant =
-        format!("{{network: [\"localhost:{}\"], allow_private_addresses: true, timeout_s: 1}}", server.port);
+    let grant = format!("{{network: [\"localhost:{}\"], allow_private_addresses: true, timeout_s: 1}}", server.port);
     let env = host_with(&[("http_get", grant), ("ok", "{}".into())], Some(&server.ca_pem));
     for page in ["stall", "trickle"] {
         let start = Instant::now();
-        let (text, err) = call(&env, "http_get", json!({ "url": format!("https://localhost:{}/{page}", server.port) })).await;
+        let (text, err) =
+            call(&env, "http_get", json!({ "url": format!("https://localhost:{}/{page}", server.port) })).await;
         let elapsed = start.elapsed();
         assert!(err, "{page}: {text}");
         assert!(elapsed < Duration::from_millis(1600), "{page}: took {elapsed:?}: {text}");

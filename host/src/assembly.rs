@@ -67,6 +67,8 @@ pub struct ConfigEntry {
     pub group: String,
     pub use_: String,
     pub state: ConfigEntryState,
+    /// What a component tool is granted, for `--explain` (None: not a component).
+    pub grants: Option<String>,
 }
 
 /// When a builtin is assembled (spec §1 step 4).
@@ -194,6 +196,9 @@ pub async fn get_available_tools(
             ConfigEntryState::Ready(tool) => {
                 let bound = tool.spec().name.clone();
                 let mut reason = format!("config tool (group '{}', use {})", e.group, e.use_);
+                if let Some(g) = &e.grants {
+                    reason.push_str(&format!("; grants {g}"));
+                }
                 if bound != e.name {
                     let w = format!(
                         "tool config name '{}' differs from the tool's own name '{bound}'; binding '{bound}'",
@@ -303,6 +308,7 @@ mod tests {
             group: group.into(),
             use_: use_.into(),
             state: ConfigEntryState::Ready(tool(name, "config")),
+            grants: None,
         }
     }
 
@@ -398,12 +404,14 @@ mod tests {
                 group: "web".into(),
                 use_: "deerflow.community.ddg_search.tools:web_search_tool".into(),
                 state: ConfigEntryState::NotBundled { module: "ddg_search".into() },
+                grants: None,
             },
             ConfigEntry {
                 name: "pinned".into(),
                 group: "x".into(),
                 use_: "a.wasm@sha256:00".into(),
                 state: ConfigEntryState::Failed("digest mismatch".into()),
+                grants: None,
             },
         ];
         let a = get_available_tools(&AssemblyRequest::default(), &AssemblyFacts::default(), &entries, &[], &[]).await;

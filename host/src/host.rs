@@ -133,7 +133,8 @@ impl Toolhost {
         let sandbox_json = sandbox_json(&config.config, &shared, &disabled_skills);
         let mut entries = Vec::new();
         for (i, tc) in config.config.tools.iter().enumerate() {
-            let state = build_entry(tc, &config, &runtime, &shared, &sandbox_json, extensions.as_ref());
+            let mut grants = None;
+            let state = build_entry(tc, &config, &runtime, &shared, &sandbox_json, extensions.as_ref(), &mut grants);
             match &state {
                 ConfigEntryState::Failed(why) => {
                     let (line, col) = config::locate_path(&std::fs::read_to_string(&config.path).unwrap_or_default(), &format!("tools[{i}].use"));
@@ -151,7 +152,13 @@ impl Toolhost {
                 }),
                 ConfigEntryState::Ready(_) => {}
             }
-            entries.push(ConfigEntry { name: tc.name.clone(), group: tc.group.clone(), use_: tc.use_.clone(), state });
+            entries.push(ConfigEntry {
+                name: tc.name.clone(),
+                group: tc.group.clone(),
+                use_: tc.use_.clone(),
+                state,
+                grants,
+            });
         }
         let builtins = crate::wiring::builtins(&config.config, &opts, skills.clone());
         let mut layers: Vec<Arc<dyn ToolLayer>> = Vec::new();
@@ -532,6 +539,7 @@ fn build_entry(
     shared: &Arc<SharedDirs>,
     sandbox_json: &Value,
     extensions: Option<&Value>,
+    grants: &mut Option<String>,
 ) -> ConfigEntryState {
     let resolved = match config::resolve_use(&tc.use_, &crate::bundled::names(), &config.base_dir()) {
         Ok(r) => r,
@@ -568,6 +576,7 @@ fn build_entry(
             for w in warnings {
                 tracing::warn!("tool '{}': {w}", tc.name);
             }
+            *grants = Some(caps.describe());
             let spec = ToolSpec {
                 name: listed.name.clone(),
                 description: listed.description.clone(),

@@ -114,7 +114,8 @@ impl Response {
     }
 
     pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, HttpError> {
-        serde_json::from_slice(&self.body).map_err(|e| HttpError::Failed(format!("response is not the JSON expected: {e}")))
+        serde_json::from_slice(&self.body)
+            .map_err(|e| HttpError::Failed(format!("response is not the JSON expected: {e}")))
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -136,7 +137,8 @@ struct UrlParts<'a> {
 }
 
 fn split_url(url: &str) -> Result<UrlParts<'_>, HttpError> {
-    let (scheme, rest) = url.split_once("://").ok_or_else(|| HttpError::InvalidUrl(format!("'{url}' has no scheme")))?;
+    let (scheme, rest) =
+        url.split_once("://").ok_or_else(|| HttpError::InvalidUrl(format!("'{url}' has no scheme")))?;
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let authority = &rest[..end];
     if authority.is_empty() || authority.contains('@') {
@@ -164,8 +166,8 @@ fn send(req: &Request) -> Result<Response, HttpError> {
     let url = split_url(&req.url)?;
     let fields: Vec<(String, Vec<u8>)> =
         req.headers.iter().map(|(k, v)| (k.to_ascii_lowercase(), v.as_bytes().to_vec())).collect();
-    let headers =
-        Fields::from_list(&fields).map_err(|e| HttpError::InvalidUrl(format!("a request header is not allowed: {e:?}")))?;
+    let headers = Fields::from_list(&fields)
+        .map_err(|e| HttpError::InvalidUrl(format!("a request header is not allowed: {e:?}")))?;
     let out = OutgoingRequest::new(headers);
     let method = match req.method.to_ascii_uppercase().as_str() {
         "GET" => Method::Get,
@@ -193,7 +195,9 @@ fn send(req: &Request) -> Result<Response, HttpError> {
     {
         let stream = body.write().map_err(|_| HttpError::Failed("cannot write the request body".into()))?;
         for chunk in req.body.chunks(4096) {
-            stream.blocking_write_and_flush(chunk).map_err(|e| HttpError::Failed(format!("writing the body: {e:?}")))?;
+            stream
+                .blocking_write_and_flush(chunk)
+                .map_err(|e| HttpError::Failed(format!("writing the body: {e:?}")))?;
         }
     }
     OutgoingBody::finish(body, None).map_err(|e| describe(&e))?;
@@ -205,12 +209,8 @@ fn send(req: &Request) -> Result<Response, HttpError> {
         Some(Err(())) | None => return Err(HttpError::Failed("the response was already taken".into())),
     };
     let status = response.status();
-    let headers = response
-        .headers()
-        .entries()
-        .into_iter()
-        .map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned()))
-        .collect();
+    let headers =
+        response.headers().entries().into_iter().map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned())).collect();
     let incoming = response.consume().map_err(|_| HttpError::Failed("the response body was already taken".into()))?;
     let mut body = Vec::new();
     {
@@ -244,7 +244,10 @@ mod tests {
     #[test]
     fn urls_split() {
         let u = split_url("https://api.example.com:8443/v1/x?q=1#frag").unwrap();
-        assert_eq!(u, UrlParts { scheme: "https", authority: "api.example.com:8443", path_with_query: "/v1/x?q=1".into() });
+        assert_eq!(
+            u,
+            UrlParts { scheme: "https", authority: "api.example.com:8443", path_with_query: "/v1/x?q=1".into() }
+        );
         let u = split_url("https://example.com").unwrap();
         assert_eq!(u.path_with_query, "/");
         let u = split_url("https://example.com?q=2").unwrap();

@@ -52,6 +52,30 @@ impl Default for CapabilitySet {
 }
 
 impl CapabilitySet {
+    /// One line for `tools --explain`: files, network, env and limits.
+    pub fn describe(&self) -> String {
+        let fs = match self.fs {
+            FsGrant::None => "none",
+            FsGrant::ReadOnly => "read-only",
+            FsGrant::UserData => "user-data",
+        };
+        let network = if self.network.is_empty() {
+            "none".to_string()
+        } else if self.network.allow_private() {
+            format!("{} (private addresses allowed)", self.network.describe())
+        } else {
+            self.network.describe()
+        };
+        let env: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
+        format!(
+            "[files {fs}, network {network}, env [{}], memory {} MiB, timeout {:?}, output {} bytes]",
+            env.join(", "),
+            self.limits.memory_bytes >> 20,
+            self.limits.timeout,
+            self.limits.output_bytes
+        )
+    }
+
     /// The WASI context of one call. `preopens` are the directories the caller computed for
     /// this thread; they are only attached when the grant allows files, and read-only grants
     /// turn every preopen read-only.

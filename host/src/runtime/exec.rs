@@ -254,10 +254,8 @@ pub fn list_tools(rt: &Runtime, pre: &ToolComponentPre<HostState>) -> Result<Vec
     let stderr = MemoryOutputPipe::new(16 * 1024);
     let mut store = new_store(rt, &caps, &[], "list-tools", stderr.clone())?;
     let run = async {
-        let instance = pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
+        let instance =
+            pre.instantiate_async(&mut store).await.map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
         Ok::<_, ComponentCallError>(instance.toolhost_tool_tool().call_list_tools(&mut store).await)
     };
     // Loading may happen on an async worker (a host opened inside a runtime), which must not

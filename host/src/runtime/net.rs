@@ -71,7 +71,8 @@ impl HostRule {
         if rest.contains(['/', '?', '#', '@', ' ']) {
             return Err(format!("'{raw}': expected a host name (with an optional :port), not a URL"));
         }
-        let (host, port) = split_host_port(rest).ok_or_else(|| format!("'{raw}': not a host name with an optional :port"))?;
+        let (host, port) =
+            split_host_port(rest).ok_or_else(|| format!("'{raw}': not a host name with an optional :port"))?;
         let port = match port {
             None => PortRule::Default,
             Some("*") => PortRule::Any,
@@ -104,10 +105,12 @@ impl HostRule {
         port_ok
             && match &self.host {
                 HostPattern::Exact(h) => h == host,
-                HostPattern::Below(d) => host.len() > d.len() + 1 && host.ends_with(d.as_str()) && {
-                    let cut = host.len() - d.len();
-                    host.as_bytes()[cut - 1] == b'.'
-                },
+                HostPattern::Below(d) => {
+                    host.len() > d.len() + 1 && host.ends_with(d.as_str()) && {
+                        let cut = host.len() - d.len();
+                        host.as_bytes()[cut - 1] == b'.'
+                    }
+                }
             }
     }
 }
@@ -274,9 +277,7 @@ impl NetShared {
             // Fail now, not at the first request, when a certificate is not usable as a root.
             let mut store = rustls::RootCertStore::empty();
             for c in &extra_roots {
-                store
-                    .add(c.clone())
-                    .map_err(|e| anyhow::anyhow!("extra CA certificates {}: {e}", path.display()))?;
+                store.add(c.clone()).map_err(|e| anyhow::anyhow!("extra CA certificates {}: {e}", path.display()))?;
             }
         }
         Ok(Self { extra_roots, tls: OnceLock::new() })
@@ -324,11 +325,8 @@ impl NetHooks {
     /// Check what can be checked before any I/O; `Ok((host, port))` when the request may go on
     /// to the address check.
     fn admit(&self, uri: &http::Uri) -> Result<(String, u16), String> {
-        let target = format!(
-            "{}://{}",
-            uri.scheme_str().unwrap_or("?"),
-            uri.authority().map(|a| a.as_str()).unwrap_or("")
-        );
+        let target =
+            format!("{}://{}", uri.scheme_str().unwrap_or("?"), uri.authority().map(|a| a.as_str()).unwrap_or(""));
         if self.grant.is_empty() {
             return Err(format!("{target}: this tool has no network grant (capabilities.network is empty)"));
         }
@@ -347,8 +345,12 @@ impl NetHooks {
 }
 
 type SendFuture = Box<
-    dyn Future<Output = Result<(http::Response<WasiBody>, Box<dyn Future<Output = Result<(), HttpError>> + Send>), HttpError>>
-        + Send,
+    dyn Future<
+            Output = Result<
+                (http::Response<WasiBody>, Box<dyn Future<Output = Result<(), HttpError>> + Send>),
+                HttpError,
+            >,
+        > + Send,
 >;
 
 fn refuse(refusals: &Mutex<Vec<String>>, why: String) {
@@ -478,14 +480,15 @@ async fn send(
 
     // The request line carries only the path; the authority is in the Host header.
     let path = request.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
-    *request.uri_mut() = http::Uri::builder().path_and_query(path).build().map_err(|_| HttpError::HttpRequestUriInvalid)?;
+    *request.uri_mut() =
+        http::Uri::builder().path_and_query(path).build().map_err(|_| HttpError::HttpRequestUriInvalid)?;
 
     let head_deadline = step_deadline(options.and_then(|o| o.first_byte_timeout));
-    let response = timeout_at(head_deadline, sender.send_request(request))
-        .await
-        .map_err(|_| HttpError::HttpResponseTimeout)??;
     let response =
-        response.map(|incoming| DeadlineBody { incoming, deadline: Box::pin(tokio::time::sleep_until(deadline)), _conn: conn }.boxed_unsync());
+        timeout_at(head_deadline, sender.send_request(request)).await.map_err(|_| HttpError::HttpResponseTimeout)??;
+    let response = response.map(|incoming| {
+        DeadlineBody { incoming, deadline: Box::pin(tokio::time::sleep_until(deadline)), _conn: conn }.boxed_unsync()
+    });
     Ok((response, Box::new(async { Ok(()) })))
 }
 
@@ -544,7 +547,14 @@ mod tests {
 
     #[test]
     fn rules_match_host_and_port() {
-        let g = grant(&["api.tavily.com", "*.example.com", "localhost:8443", "https://r.jina.ai/", "svc.test:*", "[::1]:9000"]);
+        let g = grant(&[
+            "api.tavily.com",
+            "*.example.com",
+            "localhost:8443",
+            "https://r.jina.ai/",
+            "svc.test:*",
+            "[::1]:9000",
+        ]);
         assert!(g.allows("api.tavily.com", 443));
         assert!(!g.allows("api.tavily.com", 8443), "a rule without a port is 443 only");
         assert!(!g.allows("evil.api.tavily.com", 443));
