@@ -172,7 +172,11 @@ impl Sandbox {
         let real = self.real(&target);
         let bytes = match fs::metadata(&real) {
             Ok(m) if m.is_dir() => return format!("Error: Path is a directory, not a file: {path}"),
-            Ok(_) => fs::read(&real),
+            // A range with an end needs only a prefix of the file (`read_for_range`).
+            Ok(_) => match end_line {
+                Some(e) => read_for_range(&real, usize::try_from(e).unwrap_or(usize::MAX)),
+                None => fs::read(&real),
+            },
             Err(e) => Err(e),
         };
         let bytes = match bytes {
@@ -575,6 +579,71 @@ impl GrepWalk<'_> {
 /// `read_file` with a line range: Python's line iteration over universal newlines, failing like
 /// Python only when an undecodable byte lies within the chunks it would have decoded. `None`
 /// means "not UTF-8 text".
+/// Bytes read per step by `read_for_range`.
+const RANGE_READ_STEP: usize = 64 * 1024;
+
+/// The part of a file `ranged_read(…, Some(end))` looks at: everything up to one Python read
+/// chunk past the end of line `end + 1`, or the whole file when it is shorter. `ranged_read` gives
+/// the same answer on this prefix as on the whole file (tested), so a range near the top of a
+/// large file no longer copies all of it into guest memory.
+fn read_for_range(path: &std::path::Path, end: usize) -> io::Result<Vec<u8>> {
+    read_for_range_by(path, end, RANGE_READ_STEP)
+}
+
+fn read_for_range_by(path: &std::path::Path, end: usize, step: usize) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = fs::File::open(path)?;
+    let mut buf: Vec<u8> = Vec::new();
+    // Newline scan state: lines seen and the next byte to look at.
+    let (mut line, mut i) = (0usize, 0usize);
+    let mut need: Option<usize> = None;
+    loop {
+        if need.is_some_and(|n| buf.len() >= n) {
+            return Ok(buf);
+        }
+        let old = buf.len();
+        buf.resize(old + step, 0);
+        let got = loop {
+            match file.read(&mut buf[old..]) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        let got = match got {
+            Ok(n) => n,
+            Err(e) => return Err(e),
+        };
+        buf.truncate(old + got);
+        if got == 0 {
+            return Ok(buf);
+        }
+        if need.is_some() {
+            continue;
+        }
+        while i < buf.len() {
+            let b = buf[i];
+            if b == b'\n' || b == b'\r' {
+                if b == b'\r' {
+                    // Whether a '\n' follows is only known once the next byte is read.
+                    if i + 1 == buf.len() {
+                        break;
+                    }
+                    if buf[i + 1] == b'\n' {
+                        i += 1;
+                    }
+                }
+                line += 1;
+                if line > end {
+                    let stop = i + 1;
+                    need = Some(stop.div_ceil(PY_CHUNK).saturating_mul(PY_CHUNK).saturating_add(PY_CHUNK));
+                    break;
+                }
+            }
+            i += 1;
+        }
+    }
+}
+
 fn ranged_read(bytes: &[u8], start: usize, end: Option<usize>) -> Option<String> {
     let check_upto = match end {
         None => bytes.len(),
@@ -678,6 +747,65 @@ fn replace_keeping_bytes(raw: &[u8], old: &str, new: &str, all: bool) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_range_read_from_a_prefix_matches_one_from_the_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        // Files that stress the prefix: CRLF and lone CR at chunk boundaries, invalid UTF-8 and
+        // a split multi-byte character at and around the bytes a range consumes, no final newline.
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        let mut lines = Vec::new();
+        for n in 0..30_000u32 {
+            let sep: &[u8] = match n % 5 {
+                0 => b"\r\n",
+                1 => b"\r",
+                _ => b"\n",
+            };
+            lines.extend_from_slice(format!("line {n} {}", "x".repeat((n % 97) as usize)).as_bytes());
+            lines.extend_from_slice(sep);
+        }
+        cases.push(lines.clone());
+        for bad_at in [100usize, PY_CHUNK - 1, PY_CHUNK, 3 * PY_CHUNK + 5, 70_000, 200_000, lines.len() - 3] {
+            let mut c = lines.clone();
+            c[bad_at] = 0xff;
+            cases.push(c);
+            let mut c = lines.clone();
+            c.insert(bad_at, 0xe2); // the first byte of a three-byte character, alone
+            cases.push(c);
+        }
+        let mut cr_at_step = lines.clone();
+        cr_at_step[RANGE_READ_STEP - 1] = b'\r';
+        cr_at_step[RANGE_READ_STEP] = b'\n';
+        cases.push(cr_at_step);
+        cases.push(b"no newline at all".to_vec());
+        cases.push(Vec::new());
+        for (ci, bytes) in cases.iter().enumerate() {
+            std::fs::write(&path, bytes).unwrap();
+            for (start, end) in
+                [(1, 1), (1, 5), (100, 200), (2000, 2100), (5000, 5001), (29_990, 30_010), (40_000, 40_001), (1, 29_999)]
+            {
+                let whole = ranged_read(bytes, start, Some(end));
+                for step in [7, 4093, RANGE_READ_STEP] {
+                    if step == 7 && end > 2100 {
+                        continue; // byte-sized steps through a megabyte are slow in a debug build
+                    }
+                    let prefix = read_for_range_by(&path, end, step).unwrap();
+                    assert!(prefix.len() <= bytes.len() && bytes.starts_with(&prefix));
+                    assert_eq!(
+                        ranged_read(&prefix, start, Some(end)),
+                        whole,
+                        "case {ci}, lines {start}-{end}, step {step}, prefix {} of {} bytes",
+                        prefix.len(),
+                        bytes.len()
+                    );
+                }
+            }
+        }
+        // A range near the top of a large file reads a small prefix.
+        std::fs::write(&path, &lines).unwrap();
+        assert!(read_for_range(&path, 200).unwrap().len() <= 2 * RANGE_READ_STEP);
+    }
 
     #[test]
     fn keeps_crlf_bytes() {
