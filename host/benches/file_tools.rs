@@ -162,6 +162,70 @@ fn percentiles() {
     println!("peak RSS (VmHWM): {} KiB", proc_status_kib("VmHWM"));
 }
 
+/// `FILE_TOOLS_BREAKDOWN=1`: where a small `read_file` spends its time, layer by layer, in one
+/// run: the runtime alone (fresh instance of sandbox-fs, with and without the thread's preopens)
+/// next to the whole `Toolhost::call`.
+fn breakdown() {
+    use toolhost::runtime::{exec_call, CallRequest, CapabilitySet, FsGrant, Preopen, Runtime};
+    if std::env::var_os("FILE_TOOLS_BREAKDOWN").is_none() {
+        return;
+    }
+    let b = setup();
+    let paths = b.host.thread_paths(THREAD).expect("paths");
+    let rt = Runtime::new(None).expect("runtime");
+    let fs = rt
+        .load(&toolhost::config::ComponentRef::Bundled("sandbox-fs".into()), &toolhost::bundled::bytes)
+        .expect("load");
+    let preopens = vec![
+        Preopen { host: paths.workspace(), guest: "/mnt/user-data/workspace".into(), read_only: false },
+        Preopen { host: paths.uploads(), guest: "/mnt/user-data/uploads".into(), read_only: false },
+        Preopen { host: paths.outputs(), guest: "/mnt/user-data/outputs".into(), read_only: false },
+        Preopen { host: paths.acp_workspace(), guest: "/mnt/acp-workspace".into(), read_only: true },
+    ];
+    let caps = CapabilitySet { fs: FsGrant::UserData, ..CapabilitySet::default() };
+    let req = |args: Value| CallRequest {
+        tool: "read_file".into(),
+        args: args.to_string(),
+        thread_id: THREAD.into(),
+        tool_call_id: "c".into(),
+        config: "{}".into(),
+        sandbox: "{}".into(),
+    };
+    let small = req(json!({"description": "d", "path": format!("{WS}/README.md")}));
+    let not_found = req(json!({"description": "d", "path": format!("{WS}/no-such-file")}));
+    let median_us = |f: &dyn Fn()| {
+        let mut t: Vec<f64> = (0..2000)
+            .map(|_| {
+                let s = Instant::now();
+                f();
+                s.elapsed().as_secs_f64() * 1e6
+            })
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    };
+    let none = CapabilitySet::default();
+    println!("\nread_file small, layer by layer (medians of 2000 calls, µs)");
+    let rows: [(&str, Box<dyn Fn()>); 5] = [
+        ("runtime, no preopens (not found)", Box::new(|| drop(exec_call(&rt, &fs, &none, &[], &not_found)))),
+        ("runtime, 4 preopens, not found", Box::new(|| drop(exec_call(&rt, &fs, &caps, &preopens, &not_found)))),
+        ("runtime, 4 preopens, read", Box::new(|| drop(exec_call(&rt, &fs, &caps, &preopens, &small)))),
+        (
+            "Toolhost::call read_file",
+            Box::new(|| drop(call(&b, THREAD, "read_file", &json!({"path": format!("{WS}/README.md")})))),
+        ),
+        (
+            "Toolhost::call write_file",
+            Box::new(|| {
+                drop(call(&b, THREAD, "write_file", &json!({"path": format!("{WS}/bench_out.txt"), "content": "x\n"})))
+            }),
+        ),
+    ];
+    for (name, f) in rows.iter() {
+        println!("  {name:<40} {:>8.1}", median_us(f.as_ref()));
+    }
+}
+
 /// `grep` over the tree `scripts/bench-grep.sh` wrote to
 /// `$GREP_TREE_DATA/threads/grep/user-data/workspace`, `GREP_RUNS` times (default 5).
 fn grep_tree() {
@@ -212,6 +276,7 @@ fn main() {
         benches();
         if bench_mode {
             percentiles();
+            breakdown();
         }
     }
     grep_tree();
