@@ -260,17 +260,18 @@ impl Sandbox {
             return truncate_middle_write_error(&format!("Error: Path is a directory, not a file: {path}"), 2000);
         }
         let result = (|| -> io::Result<()> {
-            // A directory is refused by the open itself (EISDIR); the parents are made only when
-            // the open says they are missing.
+            // The common case first: the parent exists and the open succeeds. When it fails,
+            // take DeerFlow's order (make the parents, then open), so the error is the one
+            // Python raises (a parent that is a file fails in makedirs, a directory in open).
             let open = || fs::OpenOptions::new().write(true).create(true).append(append).open(&real);
             let f = match open() {
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Ok(f) => f,
+                Err(_) => {
                     if let Some(parent) = real.parent() {
                         fs::create_dir_all(parent)?;
                     }
                     open()?
                 }
-                other => other?,
             };
             if append {
                 return (&f).write_all(content.as_bytes());

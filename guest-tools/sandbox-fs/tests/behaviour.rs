@@ -211,3 +211,26 @@ fn no_thread_data() {
     assert!(out.is_error);
     drop(t);
 }
+
+#[test]
+fn rewrites_replace_the_whole_file_and_keep_python_errors() {
+    let t = setup();
+    let f = "/mnt/user-data/workspace/notes.txt";
+    assert_eq!(run(&t, "write_file", json!({"path": f, "content": "a long first version\nline two\n"})), "OK");
+    // Shorter content rewritten in place: the old tail is cut.
+    assert_eq!(run(&t, "write_file", json!({"path": f, "content": "short\n"})), "OK");
+    assert_eq!(std::fs::read_to_string(t.root.join("ws/notes.txt")).unwrap(), "short\n");
+    assert_eq!(run(&t, "write_file", json!({"path": f, "content": "more\n", "append": true})), "OK");
+    assert_eq!(std::fs::read_to_string(t.root.join("ws/notes.txt")).unwrap(), "short\nmore\n");
+    // str_replace that shortens the file.
+    assert_eq!(run(&t, "str_replace", json!({"path": f, "old_str": "short\nmore\n", "new_str": "x"})), "OK");
+    assert_eq!(std::fs::read_to_string(t.root.join("ws/notes.txt")).unwrap(), "x");
+    // Missing parents are made; a parent that is a file fails as Python's makedirs does.
+    assert_eq!(run(&t, "write_file", json!({"path": "/mnt/user-data/workspace/a/b/c.txt", "content": "deep"})), "OK");
+    assert_eq!(std::fs::read_to_string(t.root.join("ws/a/b/c.txt")).unwrap(), "deep");
+    let out = run(&t, "write_file", json!({"path": format!("{f}/child.txt"), "content": "x"}));
+    assert!(out.contains("FileExistsError: [Errno 17] File exists"), "{out}");
+    // A directory is refused by name.
+    let out = run(&t, "write_file", json!({"path": "/mnt/user-data/workspace/a", "content": "x"}));
+    assert!(out.contains("Path is a directory, not a file"), "{out}");
+}
