@@ -20,6 +20,8 @@ struct TlsServer {
     port: u16,
     connections: Arc<AtomicUsize>,
     ca_pem: PathBuf,
+    /// Every request: (path, authorization header, body).
+    requests: Arc<std::sync::Mutex<Vec<(String, String, String)>>>,
     _dir: tempfile::TempDir,
 }
 
@@ -54,27 +56,83 @@ async fn start_tls_server() -> TlsServer {
     let port = listener.local_addr().unwrap().port();
     let connections = Arc::new(AtomicUsize::new(0));
     let counter = connections.clone();
+    let requests: Arc<std::sync::Mutex<Vec<(String, String, String)>>> = Arc::default();
+    let log = requests.clone();
     tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else { return };
             counter.fetch_add(1, Ordering::SeqCst);
             let acceptor = acceptor.clone();
+            let log = log.clone();
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else { return };
+                let service = hyper::service::service_fn(move |req| respond(req, log.clone()));
                 let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(tls), hyper::service::service_fn(respond))
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
                     .await;
             });
         }
     });
-    TlsServer { port, connections, ca_pem, _dir: dir }
+    TlsServer { port, connections, ca_pem, requests, _dir: dir }
 }
 
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+type Log = Arc<std::sync::Mutex<Vec<(String, String, String)>>>;
 
-async fn respond(req: hyper::Request<hyper::body::Incoming>) -> Result<hyper::Response<Body>, Infallible> {
+/// The API key the Tavily mock accepts.
+const TAVILY_KEY: &str = "tvly-test-key";
+
+/// Tavily's `POST /search` and `POST /extract`, in the response format its API documents.
+fn tavily(path: &str, auth: &str, body: &str) -> (u16, String) {
+    if auth != format!("Bearer {TAVILY_KEY}") {
+        return (401, json!({"detail": {"error": "Unauthorized: missing or invalid API key."}}).to_string());
+    }
+    let req: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    match path {
+        "/search" => {
+            let n = req["max_results"].as_u64().unwrap_or(5) as usize;
+            let results: Vec<Value> = (1..=3)
+                .take(n)
+                .map(|i| {
+                    json!({"title": format!("Result {i} for {}", req["query"].as_str().unwrap_or("")),
+                           "url": format!("https://example.com/{i}"), "content": format!("snippet {i} — ünïcode"),
+                           "score": 0.9, "raw_content": null})
+                })
+                .collect();
+            (
+                200,
+                json!({"query": req["query"], "answer": null, "images": [], "results": results, "response_time": 0.5})
+                    .to_string(),
+            )
+        }
+        "/extract" => {
+            let url = req["urls"][0].as_str().unwrap_or("");
+            if url.contains("blocked") {
+                (200, json!({"results": [], "failed_results": [{"url": url, "error": "Failed to fetch url"}], "response_time": 0.1}).to_string())
+            } else {
+                let raw = format!("Page at {url}. {}", "long text ".repeat(1000));
+                (200, json!({"results": [{"url": url, "raw_content": raw, "images": []}], "failed_results": [], "response_time": 0.1}).to_string())
+            }
+        }
+        _ => (404, json!({"detail": {"error": "not found"}}).to_string()),
+    }
+}
+
+async fn respond(req: hyper::Request<hyper::body::Incoming>, log: Log) -> Result<hyper::Response<Body>, Infallible> {
     let full = |s: String| Full::new(Bytes::from(s)).boxed();
     let path = req.uri().path().to_string();
+    if req.method() == hyper::Method::POST && (path == "/search" || path == "/extract") {
+        let auth = req.headers().get("authorization").and_then(|h| h.to_str().ok()).unwrap_or("").to_string();
+        let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        let body = String::from_utf8_lossy(&body).into_owned();
+        log.lock().unwrap().push((path.clone(), auth.clone(), body.clone()));
+        let (status, text) = tavily(&path, &auth, &body);
+        return Ok(hyper::Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(full(text))
+            .unwrap());
+    }
     Ok(match path.as_str() {
         "/hello" => hyper::Response::new(full("hello over tls".into())),
         "/echo" => {
@@ -127,7 +185,6 @@ struct Env {
 
 /// A host with one `http_get` tool per (name, capabilities), trusting `ca` when given.
 fn host_with(tools: &[(&str, String)], ca: Option<&Path>) -> Env {
-    let dir = tempfile::tempdir().unwrap();
     let mut yaml = String::from("tools:\n");
     for (name, caps) in tools {
         yaml += &format!(
@@ -135,6 +192,11 @@ fn host_with(tools: &[(&str, String)], ca: Option<&Path>) -> Env {
             hostile_wasm().display()
         );
     }
+    host_with_yaml(&yaml, ca)
+}
+
+fn host_with_yaml(yaml: &str, ca: Option<&Path>) -> Env {
+    let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, yaml).unwrap();
     let host = Toolhost::open(HostOptions {
@@ -315,4 +377,63 @@ fn bad_grants_are_config_errors_with_line_numbers() {
     assert!(err.contains("tools[0].capabilities.network[0]"), "{err}");
     assert!(err.contains("only HTTPS is allowed"), "{err}");
     assert!(err.contains(":6:") || err.contains("line 6"), "{err}");
+}
+
+/// DeerFlow's `deerflow.community.tavily.tools` entries, unchanged but for `base_url` (the mock)
+/// and a grant for it.
+fn tavily_host(server: &TlsServer, key: Option<&str>, caps: Option<String>) -> Env {
+    let caps = caps.unwrap_or_else(|| {
+        format!("{{network: [\"localhost:{}\"], allow_private_addresses: true, timeout_s: 10}}", server.port)
+    });
+    let key = key.map(|k| format!("    api_key: {k}\n")).unwrap_or_default();
+    let yaml = format!(
+        "tools:\n  - name: web_search\n    group: web\n    use: deerflow.community.tavily.tools:web_search_tool\n    max_results: 2\n{key}    base_url: https://localhost:{port}\n    capabilities: {caps}\n  - name: web_fetch\n    group: web\n    use: deerflow.community.tavily.tools:web_fetch_tool\n{key}    base_url: https://localhost:{port}\n    capabilities: {caps}\n",
+        port = server.port
+    );
+    host_with_yaml(&yaml, Some(&server.ca_pem))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tavily_web_search_and_web_fetch_work_end_to_end() {
+    let server = start_tls_server().await;
+    let env = tavily_host(&server, Some(TAVILY_KEY), None);
+    let (text, err) = call(&env, "web_search", json!({ "query": "wasm sandboxes" })).await;
+    assert!(!err, "{text}");
+    let expected = serde_json::to_string_pretty(&json!([
+        {"title": "Result 1 for wasm sandboxes", "url": "https://example.com/1", "snippet": "snippet 1 — ünïcode"},
+        {"title": "Result 2 for wasm sandboxes", "url": "https://example.com/2", "snippet": "snippet 2 — ünïcode"},
+    ]))
+    .unwrap();
+    assert_eq!(text, expected);
+    let (path, auth, body) = server.requests.lock().unwrap()[0].clone();
+    assert_eq!((path.as_str(), auth.as_str()), ("/search", format!("Bearer {TAVILY_KEY}").as_str()));
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), json!({"query": "wasm sandboxes", "max_results": 2}));
+
+    let (text, err) = call(&env, "web_fetch", json!({ "url": "https://example.com/page" })).await;
+    assert!(!err, "{text}");
+    assert!(text.starts_with("# https://example.com/page\n\nPage at https://example.com/page. long text"), "{text}");
+    assert_eq!(text.chars().count(), "# https://example.com/page\n\n".chars().count() + 4096, "cut to 4096 characters");
+    let (text, _) = call(&env, "web_fetch", json!({ "url": "https://blocked.example/" })).await;
+    assert_eq!(text, "Error: Failed to fetch url");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tavily_errors_read_as_deerflow_exceptions() {
+    let server = start_tls_server().await;
+    let env = tavily_host(&server, Some("tvly-wrong"), None);
+    let (text, err) = call(&env, "web_search", json!({ "query": "q" })).await;
+    assert!(err);
+    assert_eq!(
+        text,
+        "Error: Tool 'web_search' failed with InvalidAPIKeyError: Unauthorized: missing or invalid API key.. Continue with available context, or choose an alternative tool."
+    );
+    // No key in the config and none granted from the environment.
+    let env = tavily_host(&server, None, None);
+    let (text, _) = call(&env, "web_fetch", json!({ "url": "https://example.com/" })).await;
+    assert!(text.starts_with("Error: Tool 'web_fetch' failed with MissingAPIKeyError: No API key provided."), "{text}");
+    // Without a capabilities block the bundled default grant is api.tavily.com alone.
+    let yaml_default = tavily_host(&server, Some(TAVILY_KEY), Some("null".into()));
+    let (text, _) = call(&yaml_default, "web_search", json!({ "query": "q" })).await;
+    assert!(text.contains("failed with ConnectionError: request refused by the host"), "{text}");
+    assert!(text.contains("not in this tool's network grant [api.tavily.com]"), "{text}");
 }

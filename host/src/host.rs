@@ -12,7 +12,7 @@ use crate::assembly::{
     get_available_tools, Assembly, AssemblyFacts, AssemblyRequest, Builtin, ConfigEntry, ConfigEntryState, ToolLayer,
 };
 use crate::config::{
-    self, AppConfig, Capabilities, ComponentRef, FilesystemAccess, LoadedConfig, ResolvedUse, ToolConfig,
+    self, AppConfig, Capabilities, ComponentRef, FilesystemAccess, LoadedConfig, NetworkHost, ResolvedUse, ToolConfig,
 };
 use crate::middleware::{Pipeline, ToolRequest};
 use crate::runtime::{CallLimits, CapabilitySet, FsGrant, Runtime};
@@ -496,6 +496,14 @@ fn bundled_defaults(component: &ComponentRef) -> Option<Capabilities> {
             memory_mb: Some(256),
             timeout_s: Some(60.0),
             output_bytes: Some(16 << 20),
+            ..Default::default()
+        }),
+        // Tavily's API and its key, as DeerFlow's TavilyClient reaches them.
+        ComponentRef::Bundled(n) if n == "tavily" => Some(Capabilities {
+            network: vec![NetworkHost("api.tavily.com".into())],
+            env: vec!["TAVILY_API_KEY".into()],
+            memory_mb: Some(64),
+            timeout_s: Some(60.0),
             ..Default::default()
         }),
         _ => None,

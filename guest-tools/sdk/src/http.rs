@@ -192,15 +192,18 @@ fn send(req: &Request) -> Result<Response, HttpError> {
     let body = out.body().map_err(|_| HttpError::Failed("the request body was already taken".into()))?;
 
     let pending = outgoing_handler::handle(out, None).map_err(|e| describe(&e))?;
-    {
+    // A refused or failed request closes the body stream: finish writing either way, then let
+    // the response say what happened, which explains a failed write better than the write does.
+    let written = (|| {
         let stream = body.write().map_err(|_| HttpError::Failed("cannot write the request body".into()))?;
         for chunk in req.body.chunks(4096) {
             stream
                 .blocking_write_and_flush(chunk)
                 .map_err(|e| HttpError::Failed(format!("writing the body: {e:?}")))?;
         }
-    }
-    OutgoingBody::finish(body, None).map_err(|e| describe(&e))?;
+        Ok(())
+    })();
+    let finished = OutgoingBody::finish(body, None).map_err(|e| describe(&e));
 
     pending.subscribe().block();
     let response = match pending.get() {
@@ -208,6 +211,8 @@ fn send(req: &Request) -> Result<Response, HttpError> {
         Some(Ok(Err(code))) => return Err(describe(&code)),
         Some(Err(())) | None => return Err(HttpError::Failed("the response was already taken".into())),
     };
+    written?;
+    finished?;
     let status = response.status();
     let headers =
         response.headers().entries().into_iter().map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned())).collect();

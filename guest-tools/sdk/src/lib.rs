@@ -77,6 +77,9 @@ pub struct Output {
     pub artifacts: Option<Vec<String>>,
     pub viewed_images: Option<Vec<ViewedImage>>,
     pub todos: Option<Value>,
+    /// An exception the tool raises instead of answering: `(class, detail)`. The host reports
+    /// it as DeerFlow's error middleware does: `Error: Tool '…' failed with {class}: {detail}. …`
+    pub raised: Option<(String, String)>,
 }
 
 impl Output {
@@ -85,6 +88,10 @@ impl Output {
     }
     pub fn error(content: impl Into<String>) -> Self {
         Self { content: content.into(), is_error: true, ..Self::default() }
+    }
+    /// Raise `class` (an exception name ending in `Error` or `Exception`) with `detail`.
+    pub fn raised(class: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self { raised: Some((class.into(), detail.into())), is_error: true, ..Self::default() }
     }
     pub fn with_artifacts(mut self, artifacts: Vec<String>) -> Self {
         self.artifacts = Some(artifacts);
@@ -218,6 +225,10 @@ pub fn __call(
         sandbox: parse(&ctx.sandbox, "sandbox settings")?,
     };
     let out = (def.handler)(&context, &args).map_err(types::CallError::InvalidArguments)?;
+    if let Some((class, detail)) = out.raised {
+        // The host reads `failed("Class: detail")` as that exception.
+        return Err(types::CallError::Failed(format!("{class}: {detail}")));
+    }
     let update = if out.artifacts.is_some() || out.viewed_images.is_some() || out.todos.is_some() {
         Some(types::StateUpdate {
             artifacts: out.artifacts,

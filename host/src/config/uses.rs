@@ -50,6 +50,12 @@ const DEERFLOW_SANDBOX_TOOLS: [(&str, &str); 6] = [
     ("deerflow.sandbox.tools:grep_tool", "grep"),
 ];
 
+/// DeerFlow community tools toolhost bundles (the `tavily` component).
+const DEERFLOW_COMMUNITY_TOOLS: [(&str, &str); 2] = [
+    ("deerflow.community.tavily.tools:web_search_tool", "web_search"),
+    ("deerflow.community.tavily.tools:web_fetch_tool", "web_fetch"),
+];
+
 /// Resolve a `use:` value. `bundled` lists the bundled component names; relative file paths are
 /// taken from `base_dir`. The error text says what is known.
 pub fn resolve_use(use_: &str, bundled: &[&str], base_dir: &Path) -> Result<ResolvedUse, String> {
@@ -60,6 +66,12 @@ pub fn resolve_use(use_: &str, bundled: &[&str], base_dir: &Path) -> Result<Reso
     if let Some((_, tool)) = DEERFLOW_SANDBOX_TOOLS.iter().find(|(u, _)| *u == use_) {
         return Ok(ResolvedUse::Component {
             component: ComponentRef::Bundled("sandbox-fs".into()),
+            tool: Some((*tool).to_string()),
+        });
+    }
+    if let Some((_, tool)) = DEERFLOW_COMMUNITY_TOOLS.iter().find(|(u, _)| *u == use_) {
+        return Ok(ResolvedUse::Component {
+            component: ComponentRef::Bundled("tavily".into()),
             tool: Some((*tool).to_string()),
         });
     }
@@ -104,6 +116,7 @@ pub fn resolve_use(use_: &str, bundled: &[&str], base_dir: &Path) -> Result<Reso
 
 fn known_deerflow() -> String {
     let mut names: Vec<&str> = DEERFLOW_SANDBOX_TOOLS.iter().map(|(u, _)| *u).collect();
+    names.extend(DEERFLOW_COMMUNITY_TOOLS.iter().map(|(u, _)| *u));
     names.push(BASH_TOOL_USE);
     names.join(", ")
 }
@@ -141,7 +154,14 @@ mod tests {
         );
         assert_eq!(
             resolve_use("deerflow.community.tavily.tools:web_search_tool", B, base).unwrap(),
-            ResolvedUse::NotBundled { module: "tavily".into() }
+            ResolvedUse::Component {
+                component: ComponentRef::Bundled("tavily".into()),
+                tool: Some("web_search".into())
+            }
+        );
+        assert_eq!(
+            resolve_use("deerflow.community.jina_ai.tools:web_fetch_tool", B, base).unwrap(),
+            ResolvedUse::NotBundled { module: "jina_ai".into() }
         );
         assert!(resolve_use("deerflow.sandbox.tools:nope_tool", B, base).unwrap_err().contains("ls_tool"));
     }

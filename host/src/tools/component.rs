@@ -97,6 +97,17 @@ impl ComponentTool {
     }
 }
 
+/// `("SomeError", "detail")` when a component's `failed` message names an exception the way
+/// the WIT documents: a class name ending in `Error` or `Exception`, then `: `.
+fn exception_of(message: &str) -> Option<(&str, &str)> {
+    let (class, detail) = message.split_once(": ")?;
+    let valid = class.len() <= 64
+        && class.starts_with(|c: char| c.is_ascii_uppercase())
+        && class.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && (class.ends_with("Error") || class.ends_with("Exception"));
+    valid.then_some((class, detail))
+}
+
 /// The state update a component returned, in host terms.
 fn convert_update(u: crate::runtime::toolhost::tool::types::StateUpdate) -> Result<StateUpdate, String> {
     let mut out = StateUpdate { artifacts: u.artifacts, ..StateUpdate::default() };
@@ -162,6 +173,10 @@ impl Tool for ComponentTool {
                 outcome.with_update(update)
             }
             Err(ComponentCallError::InvalidArguments(m)) => ToolOutcome::error(format!("Error: {m}")),
+            Err(ComponentCallError::Failed(m)) if exception_of(&m).is_some() => {
+                let (class, detail) = exception_of(&m).unwrap_or_default();
+                ToolOutcome::raised(class, ctx.paths.mask(detail))
+            }
             Err(e) => {
                 let class = match &e {
                     ComponentCallError::Timeout(_) => "TimeoutError",
