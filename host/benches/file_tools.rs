@@ -206,7 +206,8 @@ fn breakdown() {
     };
     let none = CapabilitySet::default();
     println!("\nread_file small, layer by layer (medians of 2000 calls, µs)");
-    let rows: [(&str, Box<dyn Fn()>); 5] = [
+    type Row<'a> = (&'a str, Box<dyn Fn() + 'a>);
+    let rows: [Row; 5] = [
         ("runtime, no preopens (not found)", Box::new(|| drop(exec_call(&rt, &fs, &none, &[], &not_found)))),
         ("runtime, 4 preopens, not found", Box::new(|| drop(exec_call(&rt, &fs, &caps, &preopens, &not_found)))),
         ("runtime, 4 preopens, read", Box::new(|| drop(exec_call(&rt, &fs, &caps, &preopens, &small)))),

@@ -638,10 +638,7 @@ fn read_for_range_by(file: &mut fs::File, end: usize, step: usize) -> io::Result
                 other => break other,
             }
         };
-        let got = match got {
-            Ok(n) => n,
-            Err(e) => return Err(e),
-        };
+        let got = got?;
         buf.truncate(old + got);
         if got == 0 {
             return Ok(buf);

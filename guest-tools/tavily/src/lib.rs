@@ -289,7 +289,10 @@ mod tests {
             b,
             json!({"query": "rust wasm", "max_results": 2, "include_domains": ["a.com"], "include_domains_mode": "filter"})
         );
-        assert_eq!(search_body("q", &json!({"include_domains": []})), json!({"query": "q", "max_results": 5, "include_domains": []}));
+        assert_eq!(
+            search_body("q", &json!({"include_domains": []})),
+            json!({"query": "q", "max_results": 5, "include_domains": []})
+        );
     }
 
     #[test]
@@ -309,14 +312,17 @@ mod tests {
     #[test]
     fn fetch_output_follows_deerflow() {
         let long: String = "é".repeat(5000);
-        let out = format_extract(&json!({"results": [{"url": "https://x/", "raw_content": long}]}), "https://x/").unwrap();
+        let out =
+            format_extract(&json!({"results": [{"url": "https://x/", "raw_content": long}]}), "https://x/").unwrap();
         assert!(out.starts_with("# https://x/\n\n"));
         assert_eq!(out.chars().count(), "# https://x/\n\n".chars().count() + 4096, "cut by characters");
-        let out = format_extract(&json!({"results": [{"title": "T", "url": "u", "raw_content": "body"}]}), "u").unwrap();
+        let out =
+            format_extract(&json!({"results": [{"title": "T", "url": "u", "raw_content": "body"}]}), "u").unwrap();
         assert_eq!(out, "# T\n\nbody");
         let out = format_extract(&json!({"results": [{"title": "", "url": "", "raw_content": "b"}]}), "asked").unwrap();
         assert_eq!(out, "# asked\n\nb");
-        let out = format_extract(&json!({"results": [], "failed_results": [{"url": "u", "error": "blocked"}]}), "u").unwrap();
+        let out =
+            format_extract(&json!({"results": [], "failed_results": [{"url": "u", "error": "blocked"}]}), "u").unwrap();
         assert_eq!(out, "Error: blocked");
         assert_eq!(format_extract(&json!({"results": []}), "u").unwrap(), "Error: No results found");
     }
