@@ -47,6 +47,7 @@ async fn layers_are_in_deerflow_order() {
     let env = open("", |_| {});
     // DeerFlow's lead-agent order (spec §1.2), outermost first. Swapping any two fails here.
     let expected = [
+        "tool_result_sanitization",
         "sandbox_audit",
         "read_before_write",
         "tool_error_handling",

@@ -14,12 +14,13 @@ use crate::config::AppConfig;
 use crate::host::{HostOptions, Problem, Severity};
 use crate::middleware::{
     Clarification, DeferredGate, Middleware, Pipeline, ReadBeforeWrite, SandboxAudit, SkillPolicy, ToolErrorHandling,
+    ToolResultSanitization,
 };
 use crate::tools::component::SharedDirs;
 
 /// The tool-call middleware chain, outermost first, in DeerFlow's lead-agent order (spec §1.2):
-/// SandboxAudit → ReadBeforeWrite → ToolErrorHandling → SkillToolPolicy → DeferredToolFilter →
-/// Clarification. (McpRouting, which DeerFlow runs before the deferred filter, acts before the
+/// ToolResultSanitization → SandboxAudit → ReadBeforeWrite → ToolErrorHandling → SkillToolPolicy →
+/// DeferredToolFilter → Clarification. (McpRouting, which DeerFlow runs before the deferred filter, acts before the
 /// model call, not around a tool call: it is [`crate::Toolhost::auto_promote`].)
 pub fn pipeline(
     config: &AppConfig,
@@ -27,6 +28,7 @@ pub fn pipeline(
     public: toolhost_skills::PublicSkillStates,
 ) -> Pipeline {
     let layers: Vec<Arc<dyn Middleware>> = vec![
+        Arc::new(ToolResultSanitization),
         Arc::new(SandboxAudit),
         Arc::new(ReadBeforeWrite::new(config.read_before_write.enabled)),
         Arc::new(ToolErrorHandling),

@@ -7,6 +7,7 @@ mod clarification;
 mod deferred;
 mod error_handling;
 mod read_before_write;
+mod result_sanitization;
 mod skill_policy;
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ pub use clarification::Clarification;
 pub use deferred::DeferredGate;
 pub use error_handling::{format_exception, ToolErrorHandling};
 pub use read_before_write::ReadBeforeWrite;
+pub use result_sanitization::{neutralize_untrusted_tags, ToolResultSanitization};
 pub use skill_policy::SkillPolicy;
 
 /// One tool call travelling through the pipeline.
