@@ -167,7 +167,7 @@ fn percentiles() {
 /// next to the whole `Toolhost::call`.
 fn breakdown() {
     use toolhost::runtime::{exec_call, CallRequest, CapabilitySet, FsGrant, Preopen, Runtime};
-    if std::env::var_os("FILE_TOOLS_BREAKDOWN").is_none() {
+    if std::env::var_os("FILE_TOOLS_BREAKDOWN").is_none() && std::env::var_os("FILE_TOOLS_BREAKDOWN_ONLY").is_none() {
         return;
     }
     let b = setup();
@@ -207,10 +207,19 @@ fn breakdown() {
     let none = CapabilitySet::default();
     println!("\nread_file small, layer by layer (medians of 2000 calls, µs)");
     type Row<'a> = (&'a str, Box<dyn Fn() + 'a>);
-    let rows: [Row; 5] = [
+    let (rt2, fs2, caps2, pre2, small2) = (rt.clone(), fs.clone(), caps.clone(), preopens.clone(), small.clone());
+    let host_rt = &b.rt;
+    let handed_off = move || {
+        let (rt, fs, caps, pre, small) = (rt2.clone(), fs2.clone(), caps2.clone(), pre2.clone(), small2.clone());
+        host_rt.block_on(async move {
+            tokio::task::spawn_blocking(move || drop(exec_call(&rt, &fs, &caps, &pre, &small))).await.expect("join")
+        })
+    };
+    let rows: [Row; 6] = [
         ("runtime, no preopens (not found)", Box::new(|| drop(exec_call(&rt, &fs, &none, &[], &not_found)))),
         ("runtime, 4 preopens, not found", Box::new(|| drop(exec_call(&rt, &fs, &caps, &preopens, &not_found)))),
         ("runtime, 4 preopens, read", Box::new(|| drop(exec_call(&rt, &fs, &caps, &preopens, &small)))),
+        ("same, via spawn_blocking on the host's runtime", Box::new(handed_off)),
         (
             "Toolhost::call read_file",
             Box::new(|| drop(call(&b, THREAD, "read_file", &json!({"path": format!("{WS}/README.md")})))),
@@ -273,6 +282,10 @@ fn main() {
     // smoke test; the timed loops only run under `cargo bench`.
     let bench_mode = std::env::args().any(|a| a == "--bench");
     // `GREP_ONLY=1` (the grep script): skip the per-call figures.
+    if std::env::var_os("FILE_TOOLS_BREAKDOWN_ONLY").is_some() {
+        breakdown();
+        return;
+    }
     if std::env::var_os("GREP_ONLY").is_none() {
         benches();
         if bench_mode {

@@ -393,6 +393,12 @@ impl Toolhost {
                 self.pipeline.call(&req).await
             }
         });
+        if calls.len() == 1 {
+            // A lone call has nothing to run beside it: a component may run on this thread
+            // instead of being handed to a blocking thread and back (see `ComponentTool`).
+            let futures: Vec<_> = futures.collect();
+            return crate::tools::component::RUN_INLINE.scope(true, join_all(futures)).await;
+        }
         join_all(futures).await
     }
 }

@@ -92,6 +92,40 @@ pub fn py_repr(s: &str) -> String {
     out
 }
 
+/// Write all of `buf` at `offset` with positioned writes. On WASI this is the filesystem's own
+/// `write(buffer, offset)`, which the host runs in place; `std`'s `Write` goes through an output
+/// stream whose every write the host hands to another thread and back (about 40 µs each).
+#[cfg(target_os = "wasi")]
+pub fn write_all_at(file: &std::fs::File, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    while !buf.is_empty() {
+        let off = libc::off_t::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: `buf` is a live slice of `buf.len()` bytes and the descriptor belongs to `file`,
+        // which outlives the call.
+        let n = unsafe { libc::pwrite(file.as_raw_fd(), buf.as_ptr().cast(), buf.len(), off) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        let n = n as usize;
+        buf = &buf[n..];
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+/// Write all of `buf` at `offset` (native builds, for the tests).
+#[cfg(not(target_os = "wasi"))]
+pub fn write_all_at(file: &std::fs::File, buf: &[u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, buf, offset)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
