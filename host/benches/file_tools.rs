@@ -192,6 +192,8 @@ fn breakdown() {
         sandbox: "{}".into(),
     };
     let small = req(json!({"description": "d", "path": format!("{WS}/README.md")}));
+    let ranged =
+        req(json!({"description": "d", "path": format!("{WS}/data/big.txt"), "start_line": 100, "end_line": 200}));
     let not_found = req(json!({"description": "d", "path": format!("{WS}/no-such-file")}));
     let median_us = |f: &dyn Fn()| {
         let mut t: Vec<f64> = (0..2000)
@@ -215,11 +217,12 @@ fn breakdown() {
             tokio::task::spawn_blocking(move || drop(exec_call(&rt, &fs, &caps, &pre, &small))).await.expect("join")
         })
     };
-    let rows: [Row; 6] = [
+    let rows: [Row; 7] = [
         ("runtime, no preopens (not found)", Box::new(|| drop(exec_call(&rt, &fs, &none, &[], &not_found)))),
         ("runtime, 4 preopens, not found", Box::new(|| drop(exec_call(&rt, &fs, &caps, &preopens, &not_found)))),
         ("runtime, 4 preopens, read", Box::new(|| drop(exec_call(&rt, &fs, &caps, &preopens, &small)))),
         ("same, via spawn_blocking on the host's runtime", Box::new(handed_off)),
+        ("runtime, 4 preopens, lines 100-200 of 1.2 MB", Box::new(|| drop(exec_call(&rt, &fs, &caps, &preopens, &ranged)))),
         (
             "Toolhost::call read_file",
             Box::new(|| drop(call(&b, THREAD, "read_file", &json!({"path": format!("{WS}/README.md")})))),

@@ -92,6 +92,57 @@ pub fn py_repr(s: &str) -> String {
     out
 }
 
+/// One positioned read into `buf` at `offset`; 0 at the end of the file. On WASI this is the
+/// filesystem's own `read(length, offset)`, which the host runs in place; `std`'s `Read` goes
+/// through an input stream whose every 4 KiB the host reads on another thread.
+#[cfg(target_os = "wasi")]
+pub fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let off = libc::off_t::try_from(offset).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    loop {
+        // SAFETY: `buf` is a live, writable slice of `buf.len()` bytes and the descriptor belongs
+        // to `file`, which outlives the call.
+        let n = unsafe { libc::pread(file.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), off) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// One positioned read (native builds, for the tests).
+#[cfg(not(target_os = "wasi"))]
+pub fn read_at(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+/// Append the whole file (from its start) to `out` with positioned reads; `size_hint` is the
+/// length `metadata` reported, which sizes the first read.
+pub fn read_to_end_at(file: &std::fs::File, out: &mut Vec<u8>, size_hint: u64) -> io::Result<()> {
+    let start = out.len();
+    let mut want = usize::try_from(size_hint).unwrap_or(usize::MAX).saturating_add(1).clamp(4096, 1 << 20);
+    loop {
+        let len = out.len();
+        out.resize(len + want, 0);
+        let n = match read_at(file, &mut out[len..], (len - start) as u64) {
+            Ok(n) => n,
+            Err(e) => {
+                out.truncate(len);
+                return Err(e);
+            }
+        };
+        out.truncate(len + n);
+        if n == 0 {
+            return Ok(());
+        }
+        // The hint was short (the file grew): go on in larger steps.
+        want = 64 * 1024;
+    }
+}
+
 /// Write all of `buf` at `offset` with positioned writes. On WASI this is the filesystem's own
 /// `write(buffer, offset)`, which the host runs in place; `std`'s `Write` goes through an output
 /// stream whose every write the host hands to another thread and back (about 40 µs each).

@@ -4,7 +4,6 @@
 //! look-around or back-references fall back to `fancy-regex`, line by line.
 
 use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
 use regex::{Regex, RegexBuilder};
@@ -83,12 +82,12 @@ fn first_line(s: &str) -> String {
 /// 1 MB, or binary (a NUL in the first 8 KiB). Unreadable files are skipped too.
 pub fn load_candidate(real: &Path, buf: &mut Vec<u8>) -> bool {
     buf.clear();
-    let Ok(mut f) = File::open(real) else { return false };
+    let Ok(f) = File::open(real) else { return false };
     let Ok(meta) = f.metadata() else { return false };
     if !meta.is_file() || meta.len() > MAX_FILE_SIZE {
         return false;
     }
-    if f.read_to_end(buf).is_err() {
+    if crate::fsutil::read_to_end_at(&f, buf, meta.len()).is_err() {
         return false;
     }
     let sample = &buf[..buf.len().min(BINARY_SAMPLE)];

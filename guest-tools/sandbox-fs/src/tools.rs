@@ -180,8 +180,8 @@ impl Sandbox {
                 // A range with an end needs only a prefix of the file (`read_for_range`).
                 Some(e) => read_for_range(&mut file, usize::try_from(e).unwrap_or(usize::MAX)),
                 None => {
-                    let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
-                    io::Read::read_to_end(&mut file, &mut buf)?;
+                    let mut buf = Vec::new();
+                    crate::fsutil::read_to_end_at(&file, &mut buf, meta.len())?;
                     Ok(buf)
                 }
             }
@@ -307,7 +307,11 @@ impl Sandbox {
         let unexpected = |detail: String| format!("Error: Unexpected error replacing string: {detail}");
         let raw = match fs::metadata(&real) {
             Ok(m) if m.is_dir() => return unexpected(py_os_error(&io::Error::from(io::ErrorKind::IsADirectory), path)),
-            _ => fs::read(&real),
+            _ => fs::File::open(&real).and_then(|f| {
+                let mut buf = Vec::new();
+                let hint = f.metadata().map(|m| m.len()).unwrap_or(0);
+                crate::fsutil::read_to_end_at(&f, &mut buf, hint).map(|()| buf)
+            }),
         };
         let raw = match raw {
             Ok(b) => b,
@@ -615,7 +619,7 @@ fn overwrite(file: fs::File, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Bytes read per step by `read_for_range`.
-const RANGE_READ_STEP: usize = 64 * 1024;
+const RANGE_READ_STEP: usize = 16 * 1024;
 
 /// The part of a file `ranged_read(…, Some(end))` looks at: everything up to one Python read
 /// chunk past the end of line `end + 1`, or the whole file when it is shorter. `ranged_read` gives
@@ -626,7 +630,6 @@ fn read_for_range(file: &mut fs::File, end: usize) -> io::Result<Vec<u8>> {
 }
 
 fn read_for_range_by(file: &mut fs::File, end: usize, step: usize) -> io::Result<Vec<u8>> {
-    use std::io::Read;
     let mut buf: Vec<u8> = Vec::new();
     // Newline scan state: lines seen and the next byte to look at.
     let (mut line, mut i) = (0usize, 0usize);
@@ -638,7 +641,7 @@ fn read_for_range_by(file: &mut fs::File, end: usize, step: usize) -> io::Result
         let old = buf.len();
         buf.resize(old + step, 0);
         let got = loop {
-            match file.read(&mut buf[old..]) {
+            match crate::fsutil::read_at(file, &mut buf[old..], old as u64) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 other => break other,
             }
