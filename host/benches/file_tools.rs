@@ -222,7 +222,10 @@ fn breakdown() {
         ("runtime, 4 preopens, not found", Box::new(|| drop(exec_call(&rt, &fs, &caps, &preopens, &not_found)))),
         ("runtime, 4 preopens, read", Box::new(|| drop(exec_call(&rt, &fs, &caps, &preopens, &small)))),
         ("same, via spawn_blocking on the host's runtime", Box::new(handed_off)),
-        ("runtime, 4 preopens, lines 100-200 of 1.2 MB", Box::new(|| drop(exec_call(&rt, &fs, &caps, &preopens, &ranged)))),
+        (
+            "runtime, 4 preopens, lines 100-200 of 1.2 MB",
+            Box::new(|| drop(exec_call(&rt, &fs, &caps, &preopens, &ranged))),
+        ),
         (
             "Toolhost::call read_file",
             Box::new(|| drop(call(&b, THREAD, "read_file", &json!({"path": format!("{WS}/README.md")})))),
