@@ -23,7 +23,7 @@ pub use clarification::Clarification;
 pub use deferred::DeferredGate;
 pub use error_handling::{format_exception, ToolErrorHandling};
 pub use read_before_write::ReadBeforeWrite;
-pub use result_sanitization::{neutralize_untrusted_tags, ToolResultSanitization};
+pub use result_sanitization::ToolResultSanitization;
 pub use skill_policy::SkillPolicy;
 
 /// One tool call travelling through the pipeline.

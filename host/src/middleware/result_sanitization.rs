@@ -1,83 +1,17 @@
 //! ToolResultSanitizationMiddleware: the results of the remote-content tools (`web_fetch`,
 //! `web_search`, `image_search`) are untrusted text from the web, so the framework and
 //! prompt-injection tags in them are HTML-escaped and the user-input boundary markers are
-//! replaced with inert look-alikes, as DeerFlow's `neutralize_untrusted_tags` does. Other tools'
-//! output is never touched.
-
-use std::sync::LazyLock;
+//! replaced with inert look-alikes, by the same `neutralize_untrusted_tags` that guards upload
+//! names. Other tools' output is never touched.
 
 use async_trait::async_trait;
-use regex::Regex;
+use toolhost_builtins::uploads::neutralize_untrusted_tags;
 use toolhost_core::{ContentPart, ToolOutcome};
 
 use super::{Middleware, Next, ToolRequest};
 
 /// Tools whose results carry remote, attacker-influenceable content.
 const REMOTE_CONTENT_TOOLS: [&str; 3] = ["web_fetch", "web_search", "image_search"];
-
-/// DeerFlow's blocked tag names: its framework's authority blocks and common injection tags.
-const BLOCKED_TAGS: [&str; 39] = [
-    "system-reminder",
-    "system_reminder",
-    "memory",
-    "current_date",
-    "think",
-    "analysis",
-    "role",
-    "soul",
-    "self_update",
-    "thinking_style",
-    "clarification_system",
-    "critical_reminders",
-    "response_style",
-    "citations",
-    "uploaded_files",
-    "current_uploads",
-    "subagent_system",
-    "skill_system",
-    "skill_index",
-    "available_skills",
-    "disabled_skills",
-    "memory_tool_system",
-    "todo_list_system",
-    "durable_context_data",
-    "slash_skill_activation",
-    "mcp_routing_hints",
-    "available-deferred-tools",
-    "goal_continuation",
-    "file_editing_workflow",
-    "guidelines",
-    "output_format",
-    "working_directory",
-    "tool_restrictions",
-    "system",
-    "instruction",
-    "important",
-    "override",
-    "ignore",
-    "prompt",
-];
-
-const USER_INPUT_BEGIN: &str = "--- BEGIN USER INPUT ---";
-const USER_INPUT_END: &str = "--- END USER INPUT ---";
-
-/// `<tag>`, `</tag>`, `<tag attrs>`, `<tag/>` and a bare `<tag`, any case; names sorted as
-/// DeerFlow sorts them, so alternation picks the same match.
-static BLOCKED_TAG: LazyLock<Regex> = LazyLock::new(|| {
-    let mut names: Vec<&str> = BLOCKED_TAGS.to_vec();
-    names.sort_unstable();
-    let alternation: Vec<String> = names.iter().map(|n| regex::escape(n)).collect();
-    Regex::new(&format!(r"(?i)<\s*/?\s*(?:{})\b[^>]*>?", alternation.join("|"))).expect("static pattern")
-});
-
-/// Escape the blocked tags and neutralize the boundary markers in untrusted text.
-pub fn neutralize_untrusted_tags(text: &str) -> String {
-    if text.trim().is_empty() {
-        return text.to_string();
-    }
-    let escaped = BLOCKED_TAG.replace_all(text, |c: &regex::Captures| c[0].replace('<', "&lt;").replace('>', "&gt;"));
-    escaped.replace(USER_INPUT_BEGIN, "[BEGIN USER INPUT]").replace(USER_INPUT_END, "[END USER INPUT]")
-}
 
 pub struct ToolResultSanitization;
 
