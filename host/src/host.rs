@@ -15,7 +15,7 @@ use crate::config::{
     self, AppConfig, Capabilities, ComponentRef, FilesystemAccess, LoadedConfig, NetworkHost, ResolvedUse, ToolConfig,
 };
 use crate::middleware::{Pipeline, ToolRequest};
-use crate::runtime::{CallLimits, CapabilitySet, FsGrant, Runtime};
+use crate::runtime::{CallLimits, CapabilitySet, FsGrant, HostRule, Runtime};
 use crate::state_store::{StateError, ThreadStore};
 use crate::tools::component::{ComponentTool, SharedDirs};
 
@@ -506,7 +506,7 @@ fn bundled_defaults(component: &ComponentRef) -> Option<Capabilities> {
         }),
         // Tavily's API and its key, as DeerFlow's TavilyClient reaches them.
         ComponentRef::Bundled(n) if n == "tavily" => Some(Capabilities {
-            network: vec![NetworkHost("api.tavily.com".into())],
+            network: vec![NetworkHost(HostRule::parse("api.tavily.com").expect("a valid host rule"))],
             env: vec!["TAVILY_API_KEY".into()],
             memory_mb: Some(64),
             timeout_s: Some(60.0),
@@ -530,10 +530,8 @@ fn capability_set(caps: Option<&Capabilities>, problems: &mut Vec<String>) -> Ca
             Err(_) => problems.push(format!("capability env var {name} is not set on the host; not passed")),
         }
     }
-    let entries: Vec<String> = c.network.iter().map(|h| h.0.clone()).collect();
-    let (grant, bad) = crate::runtime::NetGrant::from_entries(&entries, c.allow_private_addresses);
-    problems.extend(bad.into_iter().map(|b| format!("capabilities.network: {b}; left out")));
-    set.network = Arc::new(grant);
+    let rules = c.network.iter().map(|h| h.0.clone()).collect();
+    set.network = Arc::new(crate::runtime::NetGrant::new(rules, c.allow_private_addresses));
     set.limits = CallLimits {
         timeout: c
             .timeout_s

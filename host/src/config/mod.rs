@@ -109,17 +109,17 @@ pub struct Capabilities {
     pub allow_private_addresses: bool,
 }
 
-/// One `capabilities.network` entry, checked when the config is read so a bad one is reported
+/// One `capabilities.network` entry, parsed when the config is read so a bad one is reported
 /// with its line and column.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(try_from = "String")]
-pub struct NetworkHost(pub String);
+pub struct NetworkHost(pub crate::runtime::HostRule);
 
 impl TryFrom<String> for NetworkHost {
     type Error = String;
 
     fn try_from(entry: String) -> Result<Self, String> {
-        crate::runtime::HostRule::parse(&entry).map(|_| Self(entry))
+        crate::runtime::HostRule::parse(&entry).map(Self)
     }
 }
 

@@ -52,6 +52,8 @@ enum HostPattern {
 pub struct HostRule {
     host: HostPattern,
     port: PortRule,
+    /// The entry as the config wrote it, for messages.
+    written: String,
 }
 
 impl HostRule {
@@ -93,7 +95,7 @@ impl HostRule {
         } else {
             return Err(format!("'{raw}': '{host}' is not a valid host name"));
         };
-        Ok(Self { host, port })
+        Ok(Self { host, port, written: raw.to_string() })
     }
 
     fn allows(&self, host: &str, port: u16) -> bool {
@@ -148,26 +150,13 @@ fn is_dns_name(s: &str) -> bool {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NetGrant {
     rules: Vec<HostRule>,
-    entries: Vec<String>,
     allow_private: bool,
 }
 
 impl NetGrant {
-    /// The grant of a `network:` list. Entries that do not parse are returned as problems and
-    /// left out (they allow nothing).
-    pub fn from_entries(entries: &[String], allow_private: bool) -> (Self, Vec<String>) {
-        let mut grant = Self { allow_private, ..Self::default() };
-        let mut problems = Vec::new();
-        for e in entries {
-            match HostRule::parse(e) {
-                Ok(r) => {
-                    grant.rules.push(r);
-                    grant.entries.push(e.trim().to_string());
-                }
-                Err(why) => problems.push(why),
-            }
-        }
-        (grant, problems)
+    /// The grant of a `network:` list (its entries were checked when the config was read).
+    pub fn new(rules: Vec<HostRule>, allow_private: bool) -> Self {
+        Self { rules, allow_private }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -184,7 +173,8 @@ impl NetGrant {
 
     /// The grant as the config wrote it, for messages.
     pub fn describe(&self) -> String {
-        format!("[{}]", self.entries.join(", "))
+        let written: Vec<&str> = self.rules.iter().map(|r| r.written.as_str()).collect();
+        format!("[{}]", written.join(", "))
     }
 }
 
@@ -540,9 +530,7 @@ mod tests {
     use super::*;
 
     fn grant(entries: &[&str]) -> NetGrant {
-        let (g, problems) = NetGrant::from_entries(&entries.iter().map(|s| s.to_string()).collect::<Vec<_>>(), false);
-        assert!(problems.is_empty(), "{problems:?}");
-        g
+        NetGrant::new(entries.iter().map(|e| HostRule::parse(e).unwrap()).collect(), false)
     }
 
     #[test]
