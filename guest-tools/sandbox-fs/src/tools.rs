@@ -171,14 +171,14 @@ impl Sandbox {
         }
         let real = self.real(&target);
         // One open, then the open file's metadata: fewer host calls than stat + read by path.
-        let bytes = fs::File::open(&real).and_then(|mut file| {
+        let bytes = fs::File::open(&real).and_then(|file| {
             let meta = file.metadata()?;
             if meta.is_dir() {
                 return Err(io::Error::from(io::ErrorKind::IsADirectory));
             }
             match end_line {
                 // A range with an end needs only a prefix of the file (`read_for_range`).
-                Some(e) => read_for_range(&mut file, usize::try_from(e).unwrap_or(usize::MAX)),
+                Some(e) => read_for_range(&file, usize::try_from(e).unwrap_or(usize::MAX)),
                 None => {
                     let mut buf = Vec::new();
                     crate::fsutil::read_to_end_at(&file, &mut buf, meta.len())?;
@@ -625,11 +625,11 @@ const RANGE_READ_STEP: usize = 16 * 1024;
 /// chunk past the end of line `end + 1`, or the whole file when it is shorter. `ranged_read` gives
 /// the same answer on this prefix as on the whole file (tested), so a range near the top of a
 /// large file no longer copies all of it into guest memory.
-fn read_for_range(file: &mut fs::File, end: usize) -> io::Result<Vec<u8>> {
+fn read_for_range(file: &fs::File, end: usize) -> io::Result<Vec<u8>> {
     read_for_range_by(file, end, RANGE_READ_STEP)
 }
 
-fn read_for_range_by(file: &mut fs::File, end: usize, step: usize) -> io::Result<Vec<u8>> {
+fn read_for_range_by(file: &fs::File, end: usize, step: usize) -> io::Result<Vec<u8>> {
     let mut buf: Vec<u8> = Vec::new();
     // Newline scan state: lines seen and the next byte to look at.
     let (mut line, mut i) = (0usize, 0usize);
@@ -831,7 +831,7 @@ mod tests {
                     if step == 7 && end > 2100 {
                         continue; // byte-sized steps through a megabyte are slow in a debug build
                     }
-                    let prefix = read_for_range_by(&mut fs::File::open(&path).unwrap(), end, step).unwrap();
+                    let prefix = read_for_range_by(&fs::File::open(&path).unwrap(), end, step).unwrap();
                     assert!(prefix.len() <= bytes.len() && bytes.starts_with(&prefix));
                     assert_eq!(
                         ranged_read(&prefix, start, Some(end)),
@@ -845,7 +845,7 @@ mod tests {
         }
         // A range near the top of a large file reads a small prefix.
         std::fs::write(&path, &lines).unwrap();
-        assert!(read_for_range(&mut fs::File::open(&path).unwrap(), 200).unwrap().len() <= 2 * RANGE_READ_STEP);
+        assert!(read_for_range(&fs::File::open(&path).unwrap(), 200).unwrap().len() <= 2 * RANGE_READ_STEP);
     }
 
     #[test]

@@ -220,21 +220,21 @@ pub fn call(
     };
     // When the call failed and the host refused an outbound request on the way, say so: the
     // guest only saw an error code, the model should see which rule refused what.
-    let refused = refusal_note(&store.data().net.refusals());
+    let refused = || refusal_note(&store.data().net.refusals());
     match result {
         Err(e) => Err(match classify(e, &store, caps, &stderr) {
-            ComponentCallError::Trap(t) => ComponentCallError::Trap(t + &refused),
+            ComponentCallError::Trap(t) => ComponentCallError::Trap(t + &refused()),
             other => other,
         }),
         Ok(Err(types::CallError::UnknownTool(t))) => Err(ComponentCallError::UnknownTool(t)),
         Ok(Err(types::CallError::InvalidArguments(m))) => Err(ComponentCallError::InvalidArguments(m)),
-        Ok(Err(types::CallError::Failed(m))) => Err(ComponentCallError::Failed(m + &refused)),
+        Ok(Err(types::CallError::Failed(m))) => Err(ComponentCallError::Failed(m + &refused())),
         Ok(Ok(r)) => {
             let size = r.content.len() + r.update.as_ref().and_then(|u| u.todos.as_ref()).map_or(0, String::len);
             if size as u64 > caps.limits.output_bytes {
                 return Err(ComponentCallError::OutputTooLarge { size, limit: caps.limits.output_bytes });
             }
-            let content = if r.is_error { r.content + &refused } else { r.content };
+            let content = if r.is_error { r.content + &refused() } else { r.content };
             Ok(RawResult { content, is_error: r.is_error, update: r.update, elapsed: start.elapsed() })
         }
     }

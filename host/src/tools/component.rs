@@ -186,11 +186,12 @@ impl Tool for ComponentTool {
                 outcome.with_update(update)
             }
             Err(ComponentCallError::InvalidArguments(m)) => ToolOutcome::error(format!("Error: {m}")),
-            Err(ComponentCallError::Failed(m)) if exception_of(&m).is_some() => {
-                let (class, detail) = exception_of(&m).unwrap_or_default();
-                ToolOutcome::raised(class, ctx.paths.mask(detail))
-            }
             Err(e) => {
+                if let ComponentCallError::Failed(m) = &e {
+                    if let Some((class, detail)) = exception_of(m) {
+                        return ToolOutcome::raised(class, ctx.paths.mask(detail));
+                    }
+                }
                 let class = match &e {
                     ComponentCallError::Timeout(_) => "TimeoutError",
                     ComponentCallError::Memory(_) => "MemoryError",
