@@ -2,16 +2,16 @@
 //! escapes through `..`, absolute paths and symlinks, host env, sockets, panics and floods all
 //! end as error results, and the next call of a good tool still works.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use toolhost::assembly::AssemblyRequest;
 use toolhost::{HostOptions, Severity, Toolhost};
 
-fn hostile_wasm() -> PathBuf {
-    Path::new(toolhost::bundled::GUEST_DIR).join("hostile.wasm")
-}
+#[path = "support/hostile.rs"]
+mod hostile;
+use hostile::{assert_ok_still_works, call, hostile_wasm};
 
 struct Env {
     _dir: tempfile::TempDir,
@@ -43,16 +43,6 @@ fn entry(name: &str, caps: &str) -> String {
     )
 }
 
-async fn call(env: &Env, name: &str, args: Value) -> (String, bool) {
-    let r = env.host.call(&AssemblyRequest::default(), "t1", name, args, None).await.unwrap();
-    (r.outcome.text_content(), r.outcome.is_error())
-}
-
-async fn assert_ok_still_works(env: &Env) {
-    let (text, err) = call(env, "ok", json!({})).await;
-    assert!(!err && text == "ok", "good tool after a bad one: {text}");
-}
-
 fn standard_host() -> Env {
     let mut tools = String::new();
     tools += &entry("ok", "{}");
@@ -80,7 +70,7 @@ async fn infinite_loop_stops_within_timeout_plus_100ms() {
     let mut best = Duration::MAX;
     for _ in 0..3 {
         let start = Instant::now();
-        let (text, err) = call(&env, "spin", json!({})).await;
+        let (text, err) = call(&env.host, "spin", json!({})).await;
         let elapsed = start.elapsed();
         assert!(err, "{text}");
         assert!(text.starts_with("Error: Tool 'spin' failed with TimeoutError:"), "{text}");
@@ -92,16 +82,16 @@ async fn infinite_loop_stops_within_timeout_plus_100ms() {
         }
     }
     assert!(best < Duration::from_millis(600), "stopped after {best:?}");
-    assert_ok_still_works(&env).await;
+    assert_ok_still_works(&env.host).await;
 }
 
 #[tokio::test]
 async fn memory_bomb_stops_at_its_limit() {
     let env = standard_host();
-    let (text, err) = call(&env, "alloc", json!({})).await;
+    let (text, err) = call(&env.host, "alloc", json!({})).await;
     assert!(err && text.contains("memory limit of 32 MiB"), "{text}");
     assert!(text.contains("MemoryError"), "{text}");
-    assert_ok_still_works(&env).await;
+    assert_ok_still_works(&env.host).await;
 }
 
 #[tokio::test]
@@ -118,27 +108,27 @@ async fn reads_outside_the_sandbox_fail() {
         "../secret.txt".to_string(),
         outside.display().to_string(),
     ] {
-        let (text, err) = call(&env, "read", json!({"path": path})).await;
+        let (text, err) = call(&env.host, "read", json!({"path": path})).await;
         assert!(err && text.starts_with("denied"), "{path}: {text}");
         assert!(!text.contains("host secret") && !text.contains("root:"), "{path}: {text}");
     }
     // Inside works.
     let ws = env.host.thread_paths("t1").unwrap().workspace();
     std::fs::write(ws.join("in.txt"), "inside").unwrap();
-    let (text, err) = call(&env, "read", json!({"path": "/mnt/user-data/workspace/in.txt"})).await;
+    let (text, err) = call(&env.host, "read", json!({"path": "/mnt/user-data/workspace/in.txt"})).await;
     assert!(!err && text.contains("inside"), "{text}");
     // A symlink inside the workspace that points out is not followed.
     std::os::unix::fs::symlink(&outside, ws.join("link.txt")).unwrap();
     std::os::unix::fs::symlink("/etc/passwd", ws.join("passwd")).unwrap();
     for p in ["/mnt/user-data/workspace/link.txt", "/mnt/user-data/workspace/passwd"] {
-        let (text, err) = call(&env, "symlink_escape", json!({"path": p})).await;
+        let (text, err) = call(&env.host, "symlink_escape", json!({"path": p})).await;
         assert!(err && text.starts_with("denied"), "{p}: {text}");
     }
     // Writing outside fails too; nothing appears on the host.
-    let (text, err) = call(&env, "write", json!({"path": "/mnt/user-data/workspace/../../../pwned.txt"})).await;
+    let (text, err) = call(&env.host, "write", json!({"path": "/mnt/user-data/workspace/../../../pwned.txt"})).await;
     assert!(err, "{text}");
     assert!(!env.data.join("pwned.txt").exists());
-    assert_ok_still_works(&env).await;
+    assert_ok_still_works(&env.host).await;
 }
 
 #[tokio::test]
@@ -146,12 +136,12 @@ async fn host_env_is_invisible_unless_granted() {
     std::env::set_var("TOOLHOST_TEST_SECRET", "do-not-leak");
     std::env::set_var("TOOLHOST_TEST_GRANTED", "granted-value");
     let env = standard_host();
-    let (text, err) = call(&env, "env", json!({"name": "TOOLHOST_TEST_SECRET"})).await;
+    let (text, err) = call(&env.host, "env", json!({"name": "TOOLHOST_TEST_SECRET"})).await;
     assert!(err && !text.contains("do-not-leak"), "{text}");
     assert!(!text.contains("PATH") && !text.contains("HOME"), "no host vars at all: {text}");
-    let (text, err) = call(&env, "env", json!({"name": "TOOLHOST_TEST_GRANTED"})).await;
+    let (text, err) = call(&env.host, "env", json!({"name": "TOOLHOST_TEST_GRANTED"})).await;
     assert!(!err && text.contains("granted-value"), "{text}");
-    assert_ok_still_works(&env).await;
+    assert_ok_still_works(&env.host).await;
 }
 
 #[tokio::test]
@@ -159,39 +149,39 @@ async fn ungranted_network_fails() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let env = standard_host();
-    let (text, err) = call(&env, "connect", json!({"addr": addr.to_string()})).await;
+    let (text, err) = call(&env.host, "connect", json!({"addr": addr.to_string()})).await;
     assert!(err && text.starts_with("denied"), "{text}");
     listener.set_nonblocking(true).unwrap();
     assert!(listener.accept().is_err(), "nothing connected");
-    assert_ok_still_works(&env).await;
+    assert_ok_still_works(&env.host).await;
 }
 
 #[tokio::test]
 async fn panic_is_an_error_result() {
     let env = standard_host();
-    let (text, err) = call(&env, "panic", json!({})).await;
+    let (text, err) = call(&env.host, "panic", json!({})).await;
     assert!(err, "{text}");
     assert!(text.starts_with("Error: Tool 'panic' failed with RuntimeError:"), "{text}");
     assert!(text.contains("hostile component panicked on purpose"), "{text}");
-    assert_ok_still_works(&env).await;
+    assert_ok_still_works(&env.host).await;
 }
 
 #[tokio::test]
 async fn output_over_the_cap_is_refused() {
     let env = standard_host();
-    let (text, err) = call(&env, "flood", json!({"bytes": 5000})).await;
+    let (text, err) = call(&env.host, "flood", json!({"bytes": 5000})).await;
     assert!(err && text.contains("over its limit of 1000 bytes"), "{text}");
-    let (text, err) = call(&env, "flood", json!({"bytes": 999})).await;
+    let (text, err) = call(&env.host, "flood", json!({"bytes": 999})).await;
     assert!(!err && text.len() == 999);
-    assert_ok_still_works(&env).await;
+    assert_ok_still_works(&env.host).await;
 }
 
 #[tokio::test]
 async fn bad_arguments_name_what_is_wrong() {
     let env = standard_host();
-    let (text, err) = call(&env, "read", json!({"file": "x"})).await;
+    let (text, err) = call(&env.host, "read", json!({"file": "x"})).await;
     assert!(err && text.contains("missing field `path`"), "{text}");
-    let (text, err) = call(&env, "nope", json!({})).await;
+    let (text, err) = call(&env.host, "nope", json!({})).await;
     assert!(err && text.contains("nope is not a valid tool"), "{text}");
 }
 
@@ -264,7 +254,7 @@ async fn malformed_result_is_an_error_result() {
     assert!(r.outcome.is_error(), "{text}");
     assert!(text.contains("returned todos that are not a JSON array"), "{text}");
     assert!(env.host.thread_state("t1").await.unwrap().todos.is_none(), "nothing of the bad update was applied");
-    assert_ok_still_works(&env).await;
+    assert_ok_still_works(&env.host).await;
 }
 
 #[tokio::test]

@@ -1,0 +1,24 @@
+//! Helpers shared by the tests that drive the hostile component (`guest-tools/hostile`): where it
+//! is, one call through the whole host, and the check that a good tool still works after a bad one.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use toolhost::assembly::AssemblyRequest;
+use toolhost::Toolhost;
+
+pub fn hostile_wasm() -> PathBuf {
+    Path::new(toolhost::bundled::GUEST_DIR).join("hostile.wasm")
+}
+
+/// Call `name` in thread `t1`: (text, is_error).
+pub async fn call(host: &Toolhost, name: &str, args: Value) -> (String, bool) {
+    let r = host.call(&AssemblyRequest::default(), "t1", name, args, None).await.unwrap();
+    (r.outcome.text_content(), r.outcome.is_error())
+}
+
+/// The `ok` tool answers `ok`.
+pub async fn assert_ok_still_works(host: &Toolhost) {
+    let (text, err) = call(host, "ok", json!({})).await;
+    assert!(!err && text == "ok", "good tool after a bad one: {text}");
+}
