@@ -278,14 +278,14 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(s: &Setup, extra: &[&str]) -> Self {
-        let mut child = s
-            .command(&["--http", "127.0.0.1:0"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut cmd = s.command(&["--http", "127.0.0.1:0"]);
+        cmd.args(extra);
+        Self::spawn(cmd)
+    }
+
+    /// Spawn a prepared `serve --http` command and wait until it says where it listens.
+    fn spawn(mut cmd: Command) -> Self {
+        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let addr = loop {
             let line = lines.next().expect("server exited before listening").unwrap();
@@ -389,16 +389,7 @@ async fn http_allow_host_and_token_from_env() {
     let s = Setup::new(false, false);
     let mut cmd = s.command(&["--http", "127.0.0.1:0", "--allow-host", "tools.internal"]);
     cmd.env("TOOLHOST_SERVE_TOKEN", "from-env");
-    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("server exited before listening").unwrap();
-        if let Some(rest) = line.strip_prefix("toolhost: serving MCP (streamable HTTP) at http://") {
-            break rest.trim_end_matches("/mcp").to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    let server = HttpServer { child, addr };
+    let server = HttpServer::spawn(cmd);
     let ok = ("Authorization", "Bearer from-env");
     assert_eq!(server.raw_initialize(&[]), 401);
     assert_eq!(server.raw_initialize(&[ok, ("Host", "tools.internal")]), 200);
