@@ -84,8 +84,8 @@ async fn call(host: &Toolhost, thread: &str, tool: &str, args: &Value) -> (Strin
 
 /// A fresh thread holding the fixture tree.
 fn fixture_thread(host: &Toolhost, v: &Value, thread: &str) -> PathBuf {
+    host.thread_fs(thread).expect("thread fs").ensure_tool_dirs().expect("thread dirs");
     let paths = host.thread_paths(thread).expect("thread paths");
-    paths.ensure().expect("ensure");
     vectors::build_fixture(v, &paths.root);
     paths.root
 }

@@ -79,8 +79,8 @@ fn setup() -> Bench {
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, yaml).expect("write config");
     let host = open(&config, &dir.path().join("data"), dir.path());
+    host.thread_fs(THREAD).expect("thread fs").ensure_tool_dirs().expect("thread dirs");
     let paths = host.thread_paths(THREAD).expect("paths");
-    paths.ensure().expect("ensure");
     vectors::build_fixture(&v, &paths.root);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     Bench { _dir: dir, host, rt }
@@ -166,7 +166,7 @@ fn percentiles() {
 /// run: the runtime alone (fresh instance of sandbox-fs, with and without the thread's preopens)
 /// next to the whole `Toolhost::call`.
 fn breakdown() {
-    use toolhost::runtime::{exec_call, CallRequest, CapabilitySet, FsGrant, Preopen, Runtime};
+    use toolhost::runtime::{exec_call, CallRequest, CapabilitySet, FsGrant, Preopen, PreopenDir, Runtime};
     if std::env::var_os("FILE_TOOLS_BREAKDOWN").is_none() && std::env::var_os("FILE_TOOLS_BREAKDOWN_ONLY").is_none() {
         return;
     }
@@ -177,10 +177,14 @@ fn breakdown() {
         .load(&toolhost::config::ComponentRef::Bundled("sandbox-fs".into()), &toolhost::bundled::bytes)
         .expect("load");
     let preopens = vec![
-        Preopen { host: paths.workspace(), guest: "/mnt/user-data/workspace".into(), read_only: false },
-        Preopen { host: paths.uploads(), guest: "/mnt/user-data/uploads".into(), read_only: false },
-        Preopen { host: paths.outputs(), guest: "/mnt/user-data/outputs".into(), read_only: false },
-        Preopen { host: paths.acp_workspace(), guest: "/mnt/acp-workspace".into(), read_only: true },
+        Preopen {
+            host: PreopenDir::Path(paths.workspace()),
+            guest: "/mnt/user-data/workspace".into(),
+            read_only: false,
+        },
+        Preopen { host: PreopenDir::Path(paths.uploads()), guest: "/mnt/user-data/uploads".into(), read_only: false },
+        Preopen { host: PreopenDir::Path(paths.outputs()), guest: "/mnt/user-data/outputs".into(), read_only: false },
+        Preopen { host: PreopenDir::Path(paths.acp_workspace()), guest: "/mnt/acp-workspace".into(), read_only: true },
     ];
     let caps = CapabilitySet { fs: FsGrant::UserData, ..CapabilitySet::default() };
     let req = |args: Value| CallRequest {

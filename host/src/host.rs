@@ -6,7 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use toolhost_core::{CallContext, ThreadPaths, Tool, ToolOutcome, ToolSource, ToolSpec};
+use toolhost_core::{
+    CallContext, SharedDir, SharedRoots, ThreadFs, ThreadPaths, Threads, Tool, ToolOutcome, ToolSource, ToolSpec,
+    VIRTUAL_SKILLS,
+};
 
 use crate::assembly::{
     get_available_tools, Assembly, AssemblyFacts, AssemblyRequest, Builtin, ConfigEntry, ConfigEntryState, ToolLayer,
@@ -17,7 +20,7 @@ use crate::config::{
 use crate::middleware::{Pipeline, ToolRequest};
 use crate::runtime::{CallLimits, CapabilitySet, FsGrant, HostRule, Runtime};
 use crate::state_store::{StateError, ThreadStore};
-use crate::tools::component::{ComponentTool, SharedDirs};
+use crate::tools::component::ComponentTool;
 
 /// How to open a host.
 #[derive(Debug, Clone)]
@@ -69,6 +72,8 @@ pub enum HostError {
     #[error(transparent)]
     Paths(#[from] toolhost_core::paths::PathsError),
     #[error(transparent)]
+    ThreadFs(#[from] toolhost_core::ThreadFsError),
+    #[error(transparent)]
     State(#[from] StateError),
 }
 
@@ -103,6 +108,8 @@ pub struct Toolhost {
     builtins: Vec<Builtin>,
     layers: Vec<Arc<dyn ToolLayer>>,
     pipeline: Pipeline,
+    /// Every thread's files, through the thread filesystem layer.
+    threads: Threads,
     states: ThreadStore,
     problems: Vec<Problem>,
     call_seq: AtomicU64,
@@ -124,7 +131,7 @@ impl Toolhost {
     pub fn with_runtime(config: LoadedConfig, runtime: Arc<Runtime>, opts: HostOptions) -> Result<Self, HostError> {
         let mut problems: Vec<Problem> =
             config.warnings.iter().map(|w| Problem { severity: Severity::Warning, message: w.clone() }).collect();
-        let shared = Arc::new(shared_dirs(&config.config, &config.base_dir(), &mut problems));
+        let shared = Arc::new(shared_roots(&config.config, &config.base_dir(), &mut problems));
         let base = config.base_dir();
         let extensions = crate::wiring::extensions(&opts, &base, &mut problems);
         let skills = crate::wiring::skill_store(&config.config, &shared);
@@ -172,11 +179,12 @@ impl Toolhost {
         Ok(Self {
             config,
             runtime,
-            data_dir: opts.data_dir,
+            data_dir: opts.data_dir.clone(),
             entries,
             builtins,
             layers,
             pipeline,
+            threads: Threads::new(opts.data_dir.clone(), shared),
             states: ThreadStore::new(opts.persist_state),
             problems,
             call_seq: AtomicU64::new(0),
@@ -254,16 +262,28 @@ impl Toolhost {
         a
     }
 
+    /// The directory layout of a thread (host paths; for reading results, not for access).
     pub fn thread_paths(&self, thread_id: &str) -> Result<ThreadPaths, HostError> {
         Ok(ThreadPaths::new(&self.data_dir, thread_id)?)
     }
 
+    /// A thread's files: the thread filesystem layer every native access goes through. Opens
+    /// (and creates, 0700) the thread's directory on first use.
+    pub fn thread_fs(&self, thread_id: &str) -> Result<Arc<ThreadFs>, HostError> {
+        Ok(self.threads.get(thread_id)?)
+    }
+
+    fn new_call_id(&self, given: Option<String>) -> String {
+        given.unwrap_or_else(|| {
+            let n = self.call_seq.fetch_add(1, Ordering::Relaxed);
+            format!("call_{}_{n}", std::process::id())
+        })
+    }
+
     async fn context(&self, thread_id: &str, tool_call_id: Option<String>) -> Result<CallContext, HostError> {
-        let paths = self.thread_paths(thread_id)?;
-        let state = self.states.get(&paths).await?;
-        let n = self.call_seq.fetch_add(1, Ordering::Relaxed);
-        let tool_call_id = tool_call_id.unwrap_or_else(|| format!("call_{}_{n}", std::process::id()));
-        Ok(CallContext { thread_id: thread_id.to_string(), tool_call_id, paths, state: Arc::new(state) })
+        let fs = self.thread_fs(thread_id)?;
+        let state = self.states.get(&fs).await?;
+        Ok(CallContext::new(fs, self.new_call_id(tool_call_id), Arc::new(state)))
     }
 
     /// The tools the model sees in `thread_id`: the assembly filtered by the pipeline.
@@ -276,7 +296,7 @@ impl Toolhost {
 
     /// The thread's current state.
     pub async fn thread_state(&self, thread_id: &str) -> Result<toolhost_core::ThreadState, HostError> {
-        Ok(self.states.get(&self.thread_paths(thread_id)?).await?)
+        Ok(self.states.get(&*self.thread_fs(thread_id)?).await?)
     }
 
     /// Run one tool call through the pipeline and merge its update into the thread's state.
@@ -304,11 +324,11 @@ impl Toolhost {
         thread_id: &str,
         calls: Vec<(String, Value, Option<String>)>,
     ) -> Result<Vec<CallResult>, HostError> {
-        let paths = self.thread_paths(thread_id)?;
-        let state = self.states.get(&paths).await?;
-        let outcomes = self.run_turn(req, &paths, state, &calls).await;
+        let fs = self.thread_fs(thread_id)?;
+        let state = self.states.get(&fs).await?;
+        let outcomes = self.run_turn(req, &fs, state, &calls).await;
         let updates: Vec<&toolhost_core::StateUpdate> = outcomes.iter().map(|o| &o.update).collect();
-        let merged = self.states.apply(&paths, &updates).await?;
+        let merged = self.states.apply(&fs, &updates).await?;
         Ok(results(outcomes, merged))
     }
 
@@ -321,8 +341,8 @@ impl Toolhost {
         state: &mut toolhost_core::ThreadState,
         calls: Vec<(String, Value, Option<String>)>,
     ) -> Result<Vec<CallResult>, HostError> {
-        let paths = self.thread_paths(thread_id)?;
-        let outcomes = self.run_turn(req, &paths, state.clone(), &calls).await;
+        let fs = self.thread_fs(thread_id)?;
+        let outcomes = self.run_turn(req, &fs, state.clone(), &calls).await;
         let merged = state.apply_turn(outcomes.iter().map(|o| &o.update));
         Ok(results(outcomes, merged))
     }
@@ -359,15 +379,15 @@ impl Toolhost {
             .and_then(|n| n.as_array())
             .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
             .unwrap_or_default();
-        let paths = self.thread_paths(thread_id)?;
-        self.states.apply(&paths, &[&update]).await?;
+        let fs = self.thread_fs(thread_id)?;
+        self.states.apply(&fs, &[&update]).await?;
         Ok(names)
     }
 
     async fn run_turn(
         &self,
         req: &AssemblyRequest,
-        paths: &ThreadPaths,
+        fs: &Arc<ThreadFs>,
         state: toolhost_core::ThreadState,
         calls: &[(String, Value, Option<String>)],
     ) -> Vec<ToolOutcome> {
@@ -375,15 +395,7 @@ impl Toolhost {
         let state = Arc::new(state);
         let contexts: Vec<CallContext> = calls
             .iter()
-            .map(|(_, _, id)| {
-                let n = self.call_seq.fetch_add(1, Ordering::Relaxed);
-                CallContext {
-                    thread_id: paths.thread_id.clone(),
-                    tool_call_id: id.clone().unwrap_or_else(|| format!("call_{}_{n}", std::process::id())),
-                    paths: paths.clone(),
-                    state: state.clone(),
-                }
-            })
+            .map(|(_, _, id)| CallContext::new(fs.clone(), self.new_call_id(id.clone()), state.clone()))
             .collect();
         let futures = calls.iter().zip(&contexts).map(|((name, args, _), ctx)| {
             let tool = assembly.tools.iter().find(|t| t.spec().name == *name);
@@ -438,38 +450,56 @@ async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) 
     outputs.into_iter().flatten().collect()
 }
 
-pub(crate) fn shared_dirs(c: &AppConfig, base: &Path, problems: &mut Vec<Problem>) -> SharedDirs {
+/// The directories every thread sees besides its own: the skills directory (read-only at
+/// `skills.container_path`) and the `sandbox.mounts` whose host path exists (DeerFlow ignores the
+/// others), each opened once.
+pub(crate) fn shared_roots(c: &AppConfig, base: &Path, problems: &mut Vec<Problem>) -> SharedRoots {
     let skills = c.skills.path.as_ref().map(|p| resolve(base, p)).or_else(|| {
         let d = base.join("skills");
         d.is_dir().then_some(d)
     });
-    let skills = skills.filter(|p| {
-        let ok = p.is_dir();
-        if !ok {
-            problems.push(Problem {
-                severity: Severity::Warning,
-                message: format!("skills directory {} does not exist; /mnt/skills is empty", p.display()),
-            });
-        }
-        ok
-    });
-    let mut mounts = Vec::new();
-    for m in c.sandbox_or_default().mounts {
-        let host = resolve(base, &m.host_path);
-        if host.is_dir() {
-            mounts.push(config::MountConfig { host_path: host.display().to_string(), ..m });
-        } else {
-            // DeerFlow ignores mounts whose host path is missing.
+    let container = if c.skills.container_path.is_empty() { VIRTUAL_SKILLS } else { c.skills.container_path.as_str() };
+    let skills = skills.and_then(|p| match SharedDir::open(container, &p, true) {
+        Ok(d) => Some(d),
+        Err(e) => {
             problems.push(Problem {
                 severity: Severity::Warning,
                 message: format!(
-                    "sandbox mount {} → {}: host path does not exist; ignored",
+                    "skills directory {} cannot be opened ({e}); {} is empty",
+                    p.display(),
+                    c.skills.container_path
+                ),
+            });
+            None
+        }
+    });
+    let mut mounts = Vec::new();
+    for m in c.sandbox_or_default().mounts {
+        let cp = toolhost_vpath::normalize(&m.container_path);
+        if !m.container_path.starts_with('/') || cp == "/" || toolhost_vpath::has_traversal(&m.container_path) {
+            problems.push(Problem {
+                severity: Severity::Warning,
+                message: format!(
+                    "sandbox mount {} → {}: the container path must be an absolute path below /; ignored",
                     m.host_path, m.container_path
                 ),
             });
+            continue;
+        }
+        let host = resolve(base, &m.host_path);
+        match SharedDir::open(&m.container_path, &host, m.read_only) {
+            Ok(d) => mounts.push(d),
+            // DeerFlow ignores mounts whose host path is missing.
+            Err(e) => problems.push(Problem {
+                severity: Severity::Warning,
+                message: format!(
+                    "sandbox mount {} → {}: host path cannot be opened ({e}); ignored",
+                    m.host_path, m.container_path
+                ),
+            }),
         }
     }
-    SharedDirs { skills, skills_container_path: c.skills.container_path.clone(), mounts }
+    SharedRoots::new(skills, mounts)
 }
 
 fn resolve(base: &Path, p: &str) -> PathBuf {
@@ -482,12 +512,12 @@ fn resolve(base: &Path, p: &str) -> PathBuf {
 }
 
 /// The sandbox settings component tools receive (see `wit/tool.wit`, `call-context.sandbox`).
-fn sandbox_json(c: &AppConfig, shared: &SharedDirs, disabled_skills: &[String]) -> Value {
+fn sandbox_json(c: &AppConfig, shared: &SharedRoots, disabled_skills: &[String]) -> Value {
     let s = c.sandbox_or_default();
     serde_json::json!({
         "read_file_output_max_chars": s.read_file_output_max_chars,
         "ls_output_max_chars": s.ls_output_max_chars,
-        "mounts": shared.mounts.iter().map(|m| serde_json::json!({"container_path": m.container_path, "read_only": m.read_only})).collect::<Vec<_>>(),
+        "mounts": shared.mounts().iter().map(|m| serde_json::json!({"container_path": m.vpath, "read_only": m.read_only})).collect::<Vec<_>>(),
         "skills_container_path": c.skills.container_path,
         "write_file_max_bytes": std::env::var("DEERFLOW_WRITE_FILE_MAX_BYTES").ok(),
         "disabled_skills": disabled_skills,
@@ -548,7 +578,7 @@ fn build_entry(
     tc: &ToolConfig,
     config: &LoadedConfig,
     runtime: &Arc<Runtime>,
-    shared: &Arc<SharedDirs>,
+    shared: &Arc<SharedRoots>,
     sandbox_json: &Value,
     extensions: Option<&Value>,
     grants: &mut Option<String>,
@@ -605,7 +635,6 @@ fn build_entry(
                 caps,
                 extra,
                 sandbox_json.clone(),
-                shared.clone(),
             )))
         }
     }

@@ -1,20 +1,28 @@
 //! Where thread state lives between calls: in memory, and (for the CLI, where every call is a
-//! new process) also as JSON under the thread's host dir. Updates of one thread are applied one
-//! at a time with DeerFlow's reducers.
+//! new process) also as JSON in the thread's host directory, read and written through the thread
+//! filesystem layer (0600, atomic replace, size-capped read). Updates of one thread are applied
+//! one at a time with DeerFlow's reducers.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use toolhost_core::state::ReducerError;
-use toolhost_core::{StateUpdate, ThreadPaths, ThreadState};
+use toolhost_core::{FsError, StateUpdate, ThreadFs, ThreadState};
+
+/// The state file's name in the thread's host directory.
+const STATE_FILE: &str = "state.json";
+/// A state file larger than this is refused rather than parsed (state is promotions, marks,
+/// artifacts and todos: kilobytes).
+const STATE_FILE_MAX_BYTES: u64 = 64 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StateError {
-    #[error("thread state file {path} is not valid: {message}")]
-    Corrupt { path: PathBuf, message: String },
-    #[error("cannot write thread state {path}: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
+    #[error("thread state of '{thread}' is not valid: {message}")]
+    Corrupt { thread: String, message: String },
+    #[error("cannot read thread state of '{thread}': {source}")]
+    Read { thread: String, source: FsError },
+    #[error("cannot write thread state of '{thread}': {source}")]
+    Write { thread: String, source: FsError },
     #[error(transparent)]
     Reducer(#[from] ReducerError),
 }
@@ -35,27 +43,25 @@ impl ThreadStore {
         self.threads.lock().unwrap_or_else(|p| p.into_inner()).entry(thread_id.to_string()).or_default().clone()
     }
 
-    fn file(paths: &ThreadPaths) -> PathBuf {
-        paths.host_dir().join("state.json")
-    }
-
-    fn load(&self, paths: &ThreadPaths) -> Result<ThreadState, StateError> {
+    fn load(&self, fs: &ThreadFs) -> Result<ThreadState, StateError> {
         if !self.persist {
             return Ok(ThreadState::default());
         }
-        let path = Self::file(paths);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| StateError::Corrupt { path, message: e.to_string() }),
-            Err(_) => Ok(ThreadState::default()),
+        let thread = || fs.thread_id().to_string();
+        match fs.read_private(STATE_FILE, STATE_FILE_MAX_BYTES) {
+            Ok(Some(bytes)) => serde_json::from_slice(&bytes)
+                .map_err(|e| StateError::Corrupt { thread: thread(), message: e.to_string() }),
+            Ok(None) => Ok(ThreadState::default()),
+            Err(source) => Err(StateError::Read { thread: thread(), source }),
         }
     }
 
     /// The thread's current state.
-    pub async fn get(&self, paths: &ThreadPaths) -> Result<ThreadState, StateError> {
-        let slot = self.slot(&paths.thread_id);
+    pub async fn get(&self, fs: &ThreadFs) -> Result<ThreadState, StateError> {
+        let slot = self.slot(fs.thread_id());
         let mut guard = slot.lock().await;
         if guard.is_none() {
-            *guard = Some(self.load(paths)?);
+            *guard = Some(self.load(fs)?);
         }
         Ok(guard.clone().unwrap_or_default())
     }
@@ -64,27 +70,21 @@ impl ThreadStore {
     /// update: a refused update (a reducer raised) is skipped, the others are applied.
     pub async fn apply(
         &self,
-        paths: &ThreadPaths,
+        fs: &ThreadFs,
         updates: &[&StateUpdate],
     ) -> Result<Vec<Result<(), ReducerError>>, StateError> {
-        let slot = self.slot(&paths.thread_id);
+        let slot = self.slot(fs.thread_id());
         let mut guard = slot.lock().await;
         let mut state = match guard.take() {
             Some(s) => s,
-            None => self.load(paths)?,
+            None => self.load(fs)?,
         };
         let errors = state.apply_turn(updates.iter().copied());
         if self.persist && updates.iter().any(|u| !u.is_empty()) {
-            let path = Self::file(paths);
-            let write = || -> std::io::Result<()> {
-                std::fs::create_dir_all(paths.host_dir())?;
-                let tmp = path.with_extension("json.tmp");
-                std::fs::write(&tmp, serde_json::to_vec_pretty(&state).unwrap_or_default())?;
-                std::fs::rename(&tmp, &path)
-            };
-            if let Err(source) = write() {
+            let bytes = serde_json::to_vec_pretty(&state).unwrap_or_default();
+            if let Err(source) = fs.write_private(STATE_FILE, &bytes) {
                 *guard = Some(state);
-                return Err(StateError::Write { path, source });
+                return Err(StateError::Write { thread: fs.thread_id().to_string(), source });
             }
         }
         *guard = Some(state);

@@ -16,7 +16,7 @@ use crate::middleware::{
     Clarification, DeferredGate, Middleware, Pipeline, ReadBeforeWrite, SandboxAudit, SkillPolicy, ToolErrorHandling,
     ToolResultSanitization,
 };
-use crate::tools::component::SharedDirs;
+use toolhost_core::SharedRoots;
 
 /// The tool-call middleware chain, outermost first, in DeerFlow's lead-agent order (spec §1.2):
 /// ToolResultSanitization → SandboxAudit → ReadBeforeWrite → ToolErrorHandling → SkillToolPolicy →
@@ -92,8 +92,8 @@ pub fn agent_tools(config: &AppConfig, data_dir: &Path, req: &AssemblyRequest, a
 }
 
 /// The skills directory as a store (`<skills>/{public,custom,…}`).
-pub fn skill_store(config: &AppConfig, shared: &SharedDirs) -> toolhost_skills::SkillStore {
-    let root = shared.skills.clone().unwrap_or_else(|| PathBuf::from("/nonexistent-toolhost-skills"));
+pub fn skill_store(config: &AppConfig, shared: &SharedRoots) -> toolhost_skills::SkillStore {
+    let root = shared.skills().map(|s| s.host.clone()).unwrap_or_else(|| PathBuf::from("/nonexistent-toolhost-skills"));
     toolhost_skills::SkillStore::new(
         toolhost_skills::SkillsLayout::new(root).with_container_path(config.skills.container_path.clone()),
     )
@@ -212,7 +212,7 @@ impl ToolLayer for McpLayer {
 
 /// The host bash tool for a config entry (`deerflow.sandbox.tools:bash_tool`). Assembly's gate
 /// decides whether it is offered; the tool itself refuses when host bash is not allowed.
-pub fn host_bash(config: &AppConfig, shared: &SharedDirs, extensions: Option<&Value>, group: &str) -> Arc<dyn Tool> {
+pub fn host_bash(config: &AppConfig, shared: &SharedRoots, extensions: Option<&Value>, group: &str) -> Arc<dyn Tool> {
     let s = config.sandbox_or_default();
     let mcp_server_args = extensions
         .and_then(|e| e.get("mcpServers"))
@@ -234,14 +234,14 @@ pub fn host_bash(config: &AppConfig, shared: &SharedDirs, extensions: Option<&Va
         allow_host_bash: config.is_host_bash_allowed(),
         command_timeout_secs: s.bash_command_timeout,
         output_max_chars: s.bash_output_max_chars,
-        skills_host_path: shared.skills.clone(),
+        skills_host_path: shared.skills().map(|s| s.host.clone()),
         skills_container_path: config.skills.container_path.clone(),
         mounts: shared
-            .mounts
+            .mounts()
             .iter()
             .map(|m| toolhost_hostbash::HostMount {
-                host_path: PathBuf::from(&m.host_path),
-                container_path: m.container_path.clone(),
+                host_path: m.host.clone(),
+                container_path: m.vpath.clone(),
                 read_only: m.read_only,
             })
             .collect(),

@@ -182,11 +182,11 @@ fn timeout_error(agent: &str, seconds: u64) -> String {
     )
 }
 
-/// The thread's acp-workspace, created, as an absolute path (ACP requires an absolute cwd).
+/// The thread's acp-workspace, created through the thread filesystem layer (refused if it was
+/// replaced by a link), as an absolute path (ACP requires an absolute cwd).
 fn work_dir(ctx: &CallContext) -> std::io::Result<PathBuf> {
-    let dir = ctx.paths.acp_workspace();
-    std::fs::create_dir_all(&dir)?;
-    std::path::absolute(&dir)
+    ctx.fs.dir(toolhost_core::ThreadDir::Acp).map_err(std::io::Error::other)?;
+    std::path::absolute(ctx.paths().acp_workspace())
 }
 
 #[async_trait]
@@ -205,7 +205,7 @@ impl Tool for InvokeAcpAgentTool {
             let available: Vec<&str> = self.agents.keys().map(String::as_str).collect();
             return ToolOutcome::error(format!("Error: Unknown agent '{agent}'. Available: {}", available.join(", ")));
         };
-        let masked_error = |detail: String| ToolOutcome::error(ctx.paths.mask(&detail));
+        let masked_error = |detail: String| ToolOutcome::error(ctx.paths().mask(&detail));
         let invocation_error =
             |e: &dyn std::fmt::Display| masked_error(format!("Error invoking ACP agent '{agent}': {e}"));
 
@@ -242,7 +242,7 @@ impl Tool for InvokeAcpAgentTool {
                 child.finish().await;
                 tracing::info!(agent = %agent, chars = text.chars().count(), "ACP agent returned");
                 let text = if text.is_empty() { "(no response)".to_string() } else { text };
-                ToolOutcome::text(ctx.paths.mask(&text))
+                ToolOutcome::text(ctx.paths().mask(&text))
             }
             Ok(Err(e)) => {
                 // An agent that died takes the connection with it; its exit status and stderr

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use indexmap::IndexMap;
 use serde_json::{json, Value};
 use toolhost_acp::{AcpAgentConfig, AcpMcpServerConfig, InvokeAcpAgentTool};
-use toolhost_core::{CallContext, ThreadPaths, ThreadState, Tool, ToolOutcome};
+use toolhost_core::{CallContext, ThreadFs, ThreadState, Tool, ToolOutcome};
 
 fn python() -> PathBuf {
     let py = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../.peers/acp-venv/bin/python"));
@@ -35,13 +35,8 @@ struct Thread {
 
 fn thread(id: &str) -> Thread {
     let data = tempfile::tempdir().unwrap();
-    let paths = ThreadPaths::new(data.path(), id).unwrap();
-    let ctx = CallContext {
-        thread_id: id.to_string(),
-        tool_call_id: "call-1".to_string(),
-        paths,
-        state: Arc::new(ThreadState::default()),
-    };
+    let fs = ThreadFs::open(data.path(), id).unwrap();
+    let ctx = CallContext::new(Arc::new(fs), "call-1", Arc::new(ThreadState::default()));
     Thread { _data: data, ctx }
 }
 
@@ -54,17 +49,17 @@ async fn echo_agent_answers_and_writes_into_the_threads_acp_workspace() {
     let tool = tool(vec![("echo", agent("echo"))]);
     let (a, b) = (thread("thread-a"), thread("thread-b"));
     // The workspace does not exist yet: the tool creates it.
-    assert!(!a.ctx.paths.acp_workspace().exists());
+    assert!(!a.ctx.paths().acp_workspace().exists());
     let out = invoke(&tool, &a, "echo", "hello agent").await;
     assert!(!out.is_error(), "{out:?}");
     // Thought chunks are not part of the answer; the agent's absolute path comes back masked.
     assert_eq!(out.text_content(), "echo: hello agent\nwrote /mnt/acp-workspace/echo.txt");
-    let written = a.ctx.paths.acp_workspace().join("echo.txt");
+    let written = a.ctx.paths().acp_workspace().join("echo.txt");
     assert_eq!(std::fs::read_to_string(&written).unwrap(), "hello agent");
 
     let out = invoke(&tool, &b, "echo", "second thread").await;
     assert_eq!(out.text_content(), "echo: second thread\nwrote /mnt/acp-workspace/echo.txt");
-    assert_eq!(std::fs::read_to_string(b.ctx.paths.acp_workspace().join("echo.txt")).unwrap(), "second thread");
+    assert_eq!(std::fs::read_to_string(b.ctx.paths().acp_workspace().join("echo.txt")).unwrap(), "second thread");
     assert_eq!(std::fs::read_to_string(&written).unwrap(), "hello agent", "threads must not share a workspace");
 }
 
@@ -116,12 +111,12 @@ async fn permission_requests_are_approved_only_with_auto_approve() {
     let t = thread("perm-yes");
     let out = invoke(&tool, &t, "yes", "granted").await;
     assert_eq!(out.text_content(), "permission selected once", "allow_once is preferred over allow_always");
-    assert_eq!(std::fs::read_to_string(t.ctx.paths.acp_workspace().join("permitted.txt")).unwrap(), "granted");
+    assert_eq!(std::fs::read_to_string(t.ctx.paths().acp_workspace().join("permitted.txt")).unwrap(), "granted");
 
     let t = thread("perm-no");
     let out = invoke(&tool, &t, "no", "refused").await;
     assert_eq!(out.text_content(), "permission cancelled");
-    assert!(!t.ctx.paths.acp_workspace().join("permitted.txt").exists());
+    assert!(!t.ctx.paths().acp_workspace().join("permitted.txt").exists());
 }
 
 fn gone(pid: i32) -> bool {
@@ -147,7 +142,7 @@ async fn a_hung_agent_times_out_and_its_process_group_is_killed() {
          terminated. If this agent handles long-running tasks, increase acp_agents.slow.timeout_seconds in config.yaml."
     );
     assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
-    let pids = std::fs::read_to_string(t.ctx.paths.acp_workspace().join("hang.pid")).unwrap();
+    let pids = std::fs::read_to_string(t.ctx.paths().acp_workspace().join("hang.pid")).unwrap();
     let pids: Vec<i32> = pids.split_whitespace().map(|p| p.parse().unwrap()).collect();
     let deadline = Instant::now() + Duration::from_secs(5);
     while !pids.iter().all(|p| gone(*p)) && Instant::now() < deadline {
@@ -165,7 +160,7 @@ async fn unknown_agent_lists_the_configured_ones() {
     let out = invoke(&tool, &t, "nope", "x").await;
     assert!(out.is_error());
     assert_eq!(out.text_content(), "Error: Unknown agent 'nope'. Available: echo, other");
-    assert!(!t.ctx.paths.acp_workspace().exists(), "nothing is spawned or created for an unknown agent");
+    assert!(!t.ctx.paths().acp_workspace().exists(), "nothing is spawned or created for an unknown agent");
 }
 
 #[tokio::test]

@@ -10,13 +10,15 @@ pub mod agents;
 pub mod clarification;
 pub mod present_files;
 pub mod pyjson;
-pub mod resolve;
 pub mod todos;
 pub mod uploads;
 pub mod view_image;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+
+/// DeerFlow's `PermissionError("Access denied: path traversal detected")`.
+pub const TRAVERSAL: &str = "Access denied: path traversal detected";
 
 use serde_json::Value;
 use toolhost_core::{Tool, ToolOutcome, ToolSource, ToolSpec};
@@ -131,19 +133,14 @@ pub(crate) fn args_object<'a>(
 pub(crate) mod testutil {
     use std::sync::Arc;
 
-    use toolhost_core::{CallContext, ThreadPaths, ThreadState};
+    use toolhost_core::{CallContext, ThreadFs, ThreadState};
 
     /// A fresh thread under a temp dir, with its directories created.
     pub fn thread() -> (tempfile::TempDir, CallContext) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let paths = ThreadPaths::new(dir.path(), "thread-1").expect("thread paths");
-        paths.ensure().expect("thread dirs");
-        let ctx = CallContext {
-            thread_id: "thread-1".into(),
-            tool_call_id: "call-1".into(),
-            paths,
-            state: Arc::new(ThreadState::default()),
-        };
+        let fs = ThreadFs::open(dir.path(), "thread-1").expect("thread fs");
+        fs.ensure_tool_dirs().expect("thread dirs");
+        let ctx = CallContext::new(Arc::new(fs), "call-1", Arc::new(ThreadState::default()));
         (dir, ctx)
     }
 }
@@ -158,7 +155,7 @@ mod tests {
     #[tokio::test]
     async fn concurrent_calls_merge_in_call_order() {
         let (_dir, ctx) = testutil::thread();
-        std::fs::write(ctx.paths.workspace().join("i.gif"), b"GIF89a..").unwrap();
+        std::fs::write(ctx.paths().workspace().join("i.gif"), b"GIF89a..").unwrap();
         let present = PresentFilesTool::new();
         let view = ViewImageTool::new();
         let todos = WriteTodosTool::new();

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use serde_json::Value;
-use toolhost_core::{CallContext, StateUpdate, Tool, ToolOutcome, ToolSpec, VIRTUAL_USER_DATA};
+use toolhost_core::{CallContext, FsError, StateUpdate, Tool, ToolOutcome, ToolSpec, VIRTUAL_USER_DATA};
 
-use crate::resolve::{resolve_lenient, TRAVERSAL};
+use crate::TRAVERSAL;
 use crate::{args_object, builtin_spec, invalid_args};
 
 const NAME: &str = "present_files";
@@ -73,41 +73,69 @@ fn parse_args(args: &Value) -> Result<Vec<String>, Box<ToolOutcome>> {
 }
 
 /// DeerFlow's `_normalize_presented_filepath`: a virtual `/mnt/user-data/...` path or a host path
-/// must resolve (symlinks followed) inside the thread's outputs; the result is
+/// must resolve (symlinks followed inside the thread) into the thread's outputs; the result is
 /// `/mnt/user-data/outputs/<relative path>`. The error is the text after `Error: `.
+///
+/// Resolution goes through the thread filesystem layer. A host path is accepted only when it
+/// names the thread's own user data; toolhost never resolves a host path outside the thread
+/// (DeerFlow would follow a link elsewhere on the host that happens to point into outputs).
 pub fn normalize_presented_filepath(ctx: &CallContext, filepath: &str) -> Result<String, String> {
     if ctx.thread_id.is_empty() {
         return Err(
             "Thread ID is not available in runtime context, runtime config, or LangGraph thread-local config".into()
         );
     }
-    let outputs_dir = resolve_lenient(&ctx.paths.outputs()).map_err(|e| e.to_string())?;
+    let only_outputs = || format!("Only files in {OUTPUTS_VIRTUAL_PREFIX} can be presented: {filepath}");
     let stripped = filepath.trim_start_matches('/');
     let virtual_prefix = VIRTUAL_USER_DATA.trim_start_matches('/');
-    let actual = if stripped == virtual_prefix || stripped.starts_with(&format!("{virtual_prefix}/")) {
-        resolve_virtual_path(&ctx.paths.user_data(), &stripped[virtual_prefix.len()..])?
+    let vpath = if stripped == virtual_prefix || stripped.starts_with(&format!("{virtual_prefix}/")) {
+        format!("/{stripped}")
     } else {
-        resolve_lenient(&expand_user(filepath)).map_err(|e| e.to_string())?
+        match host_to_virtual(ctx, &expand_user(filepath)) {
+            Some(v) => v,
+            None => return Err(only_outputs()),
+        }
     };
-    let relative = actual
-        .strip_prefix(&outputs_dir)
-        .map_err(|_| format!("Only files in {OUTPUTS_VIRTUAL_PREFIX} can be presented: {filepath}"))?;
-    // Python's `relative_to` of the directory itself is `.`.
-    let rel = if relative.as_os_str().is_empty() { ".".to_string() } else { relative.to_string_lossy().into_owned() };
+    // `/mnt/user-data` itself (or a path that climbs back to it) is in the thread but no output.
+    if lexical_parent_depth(&vpath) == Some(0) {
+        return Err(only_outputs());
+    }
+    let resolved = match ctx.fs.resolve_with_parent_segments(&vpath) {
+        Ok(r) => r,
+        Err(FsError::Loop(_)) => return Err(format!("Too many levels of symbolic links: {filepath}")),
+        Err(_) => return Err(TRAVERSAL.to_string()),
+    };
+    let rel = match resolved.vpath.strip_prefix(OUTPUTS_VIRTUAL_PREFIX) {
+        Some("") => ".".to_string(),
+        Some(rest) if rest.starts_with('/') => rest[1..].to_string(),
+        _ => return Err(only_outputs()),
+    };
     Ok(format!("{OUTPUTS_VIRTUAL_PREFIX}/{rel}"))
 }
 
-/// DeerFlow's `Paths.resolve_virtual_path`: the part after `/mnt/user-data`, resolved under the
-/// thread's user-data dir, must stay there.
-fn resolve_virtual_path(user_data: &Path, relative: &str) -> Result<PathBuf, String> {
-    let base = resolve_lenient(user_data).map_err(|e| e.to_string())?;
-    let relative = relative.trim_start_matches('/');
-    let actual = resolve_lenient(&base.join(relative)).map_err(|e| e.to_string())?;
-    if actual.starts_with(&base) {
-        Ok(actual)
-    } else {
-        Err(TRAVERSAL.to_string())
+/// How many segments below `/mnt/user-data` a path ends after applying `..` lexically; `None`
+/// when it climbs above `/mnt/user-data` or is not under it.
+fn lexical_parent_depth(vpath: &str) -> Option<usize> {
+    let rest = vpath.strip_prefix(VIRTUAL_USER_DATA)?;
+    let mut depth = 0usize;
+    for seg in rest.split('/').filter(|s| !s.is_empty() && *s != ".") {
+        if seg == ".." {
+            depth = depth.checked_sub(1)?;
+        } else {
+            depth += 1;
+        }
     }
+    Some(depth)
+}
+
+/// A host path under the thread's user-data directory as its virtual path; `None` for any other
+/// host path (relative paths included).
+fn host_to_virtual(ctx: &CallContext, host: &Path) -> Option<String> {
+    let absolute = std::path::absolute(host).ok()?;
+    let user_data = std::path::absolute(ctx.paths().user_data()).ok()?;
+    let rest = absolute.strip_prefix(&user_data).ok()?;
+    let rest = rest.to_str()?;
+    Some(if rest.is_empty() { VIRTUAL_USER_DATA.to_string() } else { format!("{VIRTUAL_USER_DATA}/{rest}") })
 }
 
 /// `Path.expanduser()` for `~` and `~/…` (the current user's home).
@@ -130,7 +158,7 @@ mod tests {
     async fn virtual_and_host_paths_under_outputs_are_normalised() {
         let (_dir, ctx) = thread();
         let tool = PresentFilesTool::new();
-        let host = ctx.paths.outputs().join("r.md");
+        let host = ctx.paths().outputs().join("r.md");
         let out = tool
             .call(
                 &ctx,
@@ -149,7 +177,7 @@ mod tests {
     async fn paths_outside_outputs_are_refused_without_artifacts() {
         let (dir, ctx) = thread();
         let tool = PresentFilesTool::new();
-        let workspace_file = ctx.paths.workspace().join("w.md");
+        let workspace_file = ctx.paths().workspace().join("w.md");
         for bad in [
             workspace_file.to_string_lossy().into_owned(),
             "/mnt/user-data/workspace/w.md".to_string(),
@@ -171,11 +199,11 @@ mod tests {
         // A symlink inside outputs that points elsewhere does not count as an output.
         let outside = dir.path().join("elsewhere.md");
         std::fs::write(&outside, "x").unwrap();
-        std::os::unix::fs::symlink(&outside, ctx.paths.outputs().join("link.md")).unwrap();
+        std::os::unix::fs::symlink(&outside, ctx.paths().outputs().join("link.md")).unwrap();
         let out = tool.call(&ctx, json!({"filepaths": ["/mnt/user-data/outputs/link.md"]})).await;
         assert_eq!(out.text_content(), "Error: Access denied: path traversal detected");
         // One into another thread dir resolves fine but is not an output.
-        std::os::unix::fs::symlink(&workspace_file, ctx.paths.outputs().join("ws.md")).unwrap();
+        std::os::unix::fs::symlink(&workspace_file, ctx.paths().outputs().join("ws.md")).unwrap();
         let out = tool.call(&ctx, json!({"filepaths": ["/mnt/user-data/outputs/ws.md"]})).await;
         assert_eq!(
             out.text_content(),

@@ -3,13 +3,13 @@
 //! optional document outlines (`H/utils/file_outline.py`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use async_trait::async_trait;
 use regex::{Regex, RegexBuilder};
 use serde_json::{json, Map, Value};
-use toolhost_core::{CallContext, ThreadPaths, ThreadState, Tool, ToolOutcome, ToolSpec};
+use toolhost_core::threadfs::EntryKind;
+use toolhost_core::{CallContext, ThreadDir, ThreadFs, ThreadState, Tool, ToolOutcome, ToolSpec};
 
 use crate::view_image::py_suffix;
 use crate::{args_object, builtin_spec, invalid_args, pyjson};
@@ -54,14 +54,14 @@ impl Tool for ListUploadedFilesTool {
             Ok(a) => a,
             Err(outcome) => return *outcome,
         };
-        let paths = ctx.paths.clone();
+        let fs = ctx.fs.clone();
         let state = ctx.state.clone();
         let thread_id = ctx.thread_id.clone();
         let result = tokio::task::spawn_blocking(move || {
             if thread_id.is_empty() {
                 return json!({"files": [], "message": "Thread not found."});
             }
-            list_uploaded_files(&paths, &state, &include_outline, max_results)
+            list_uploaded_files(&fs, &state, &include_outline, max_results)
         })
         .await;
         match result {
@@ -111,15 +111,16 @@ fn int_arg(v: &Value) -> Option<i64> {
     }
 }
 
-/// DeerFlow's `_list_uploaded_files_impl` over the thread's uploads directory.
+/// DeerFlow's `_list_uploaded_files_impl` over the thread's uploads directory, read through the
+/// thread filesystem layer: entries by `lstat` (links are never listed or followed out of the
+/// thread), outlines from at most [`OUTLINE_READ_LIMIT`] bytes of a regular file.
 pub fn list_uploaded_files(
-    paths: &ThreadPaths,
+    fs: &ThreadFs,
     state: &ThreadState,
     include_outline: &IncludeOutline,
     max_results: i64,
 ) -> Value {
-    let uploads = paths.uploads();
-    if !uploads.exists() {
+    if !fs.exists(ThreadDir::Uploads) {
         return json!({"files": [], "message": "No uploads directory for this thread."});
     }
     let current_run: Vec<&str> = state
@@ -132,22 +133,21 @@ pub fn list_uploaded_files(
         .unwrap_or_default();
     let max_results = max_results.clamp(1, MAX_MAX_RESULTS) as usize;
 
-    let failed = || json!({"files": [], "message": format!("Failed to read uploads directory: {}", paths.mask(&uploads.to_string_lossy()))});
-    let Ok(dir) = std::fs::read_dir(&uploads) else { return failed() };
-    // Regular files only: symlinks and in-flight staging files are never listed.
-    let mut entries: Vec<(String, PathBuf, std::fs::Metadata)> = Vec::new();
-    for entry in dir {
-        let Ok(entry) = entry else { return failed() };
-        let Ok(link_meta) = entry.path().symlink_metadata() else { return failed() };
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !link_meta.is_file() || (name.starts_with(UPLOAD_STAGING_PREFIX) && name.ends_with(UPLOAD_STAGING_SUFFIX)) {
-            continue;
-        }
-        entries.push((name, entry.path(), link_meta));
-    }
-    let all_names: Vec<String> = entries.iter().map(|(n, _, _)| n.clone()).collect();
-    let mut candidates: Vec<(std::time::SystemTime, String, PathBuf, u64)> = Vec::new();
-    for (name, path, meta) in entries {
+    let failed =
+        || json!({"files": [], "message": format!("Failed to read uploads directory: {}", ThreadDir::Uploads.label())});
+    let Ok(listing) = fs.list(ThreadDir::Uploads) else { return failed() };
+    // Regular files only: symlinks, FIFOs and in-flight staging files are never listed.
+    let entries: Vec<_> = listing
+        .into_iter()
+        .filter(|e| {
+            e.kind == EntryKind::File
+                && !(e.name.starts_with(UPLOAD_STAGING_PREFIX) && e.name.ends_with(UPLOAD_STAGING_SUFFIX))
+        })
+        .collect();
+    let all_names: Vec<String> = entries.iter().map(|e| e.name.clone()).collect();
+    let mut candidates: Vec<(std::time::SystemTime, String, u64)> = Vec::new();
+    for entry in entries {
+        let name = entry.name;
         if current_run.contains(&name.as_str()) {
             continue;
         }
@@ -157,8 +157,7 @@ pub fn list_uploaded_files(
                 continue;
             }
         }
-        let mtime = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
-        candidates.push((mtime, name, path, meta.len()));
+        candidates.push((entry.modified, name, entry.len));
     }
     if candidates.is_empty() {
         return json!({"files": [], "message": "No historical uploaded files in this thread."});
@@ -169,7 +168,7 @@ pub fn list_uploaded_files(
     let omitted: Vec<&str> = candidates.iter().skip(max_results).map(|c| c.1.as_str()).collect();
 
     let mut files = Vec::new();
-    for (_, filename, path, size) in candidates.iter().take(max_results) {
+    for (_, filename, size) in candidates.iter().take(max_results) {
         let mut info = Map::new();
         info.insert("filename".into(), json!(neutralize_untrusted_tags(filename)));
         info.insert("size".into(), json!(size));
@@ -180,7 +179,7 @@ pub fn list_uploaded_files(
             IncludeOutline::Only(names) => names.iter().any(|n| n == filename),
         };
         if wanted {
-            let (outline, preview) = extract_outline_for_file(path);
+            let (outline, preview) = extract_outline_for_file(fs, filename);
             if !outline.is_empty() {
                 let outline: Vec<Value> = outline
                     .into_iter()
@@ -364,10 +363,31 @@ fn clean_bold_title(raw: &str) -> String {
     }
 }
 
+/// Bytes of a Markdown file an outline or preview reads: 50 headings and five preview lines fit
+/// in far less, and a multi-GiB (or sparse) upload must not be read whole.
+pub const OUTLINE_READ_LIMIT: u64 = 512 * 1024;
+
+/// The first [`OUTLINE_READ_LIMIT`] bytes of a regular upload `name`, cut after its last complete
+/// line when the file is longer; `None` when it is missing, not a regular file, or leaves the
+/// thread.
+fn read_outline_source(fs: &ThreadFs, name: &str) -> Option<Vec<u8>> {
+    let file = fs.open_regular(&format!("{}/{name}", ThreadDir::Uploads.label())).ok()?;
+    let whole = file.len <= OUTLINE_READ_LIMIT;
+    let mut bytes = file.read_prefix(OUTLINE_READ_LIMIT).ok()?;
+    if !whole {
+        let end = memchr_last_newline(&bytes).map_or(0, |i| i + 1);
+        bytes.truncate(end);
+    }
+    Some(bytes)
+}
+
+fn memchr_last_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().rposition(|&b| b == b'\n')
+}
+
 /// A text file's lines as Python's universal-newline iteration sees them (terminators dropped);
-/// `None` when the file cannot be read as UTF-8.
-fn read_lines(path: &Path) -> Option<Vec<String>> {
-    let bytes = std::fs::read(path).ok()?;
+/// `None` when the bytes are not UTF-8.
+fn read_lines(bytes: Vec<u8>) -> Option<Vec<String>> {
     let text = String::from_utf8(bytes).ok()?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let normalized = text.replace("\r\n", "\n").replace('\r', "\n");
@@ -380,9 +400,9 @@ fn read_lines(path: &Path) -> Option<Vec<String>> {
 
 /// DeerFlow's `extract_outline`: ATX headings, bold SEC-style headings and split-bold numbered
 /// headings outside code fences, at most 50 (then a `{"truncated": true}` sentinel).
-pub fn extract_outline(md_path: &Path) -> Vec<Value> {
+pub fn extract_outline(markdown: Vec<u8>) -> Vec<Value> {
     let re = outline_res();
-    let Some(lines) = read_lines(md_path) else { return Vec::new() };
+    let Some(lines) = read_lines(markdown) else { return Vec::new() };
     let mut outline: Vec<Value> = Vec::new();
     let mut fence_char: Option<char> = None;
     let mut fence_length = 0usize;
@@ -436,25 +456,20 @@ pub fn extract_outline(md_path: &Path) -> Vec<Value> {
     outline
 }
 
-/// DeerFlow's `extract_outline_for_file`: the outline of the file's Markdown (itself, or its
-/// same-stem `.md` conversion); when it has no headings, up to five non-empty lines as a preview.
-pub fn extract_outline_for_file(file_path: &Path) -> (Vec<Value>, Vec<String>) {
-    let name = file_path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let md_path = if py_suffix(&name).to_lowercase() == ".md" {
-        file_path.to_path_buf()
-    } else {
-        file_path.with_file_name(format!("{}.md", py_stem(&name)))
-    };
-    if !md_path.is_file() {
-        return (Vec::new(), Vec::new());
-    }
-    let outline = extract_outline(&md_path);
+/// DeerFlow's `extract_outline_for_file` for upload `name`: the outline of the file's Markdown
+/// (itself, or its same-stem `.md` conversion); when it has no headings, up to five non-empty lines
+/// as a preview.
+pub fn extract_outline_for_file(fs: &ThreadFs, name: &str) -> (Vec<Value>, Vec<String>) {
+    let md_name =
+        if py_suffix(name).to_lowercase() == ".md" { name.to_string() } else { format!("{}.md", py_stem(name)) };
+    let Some(markdown) = read_outline_source(fs, &md_name) else { return (Vec::new(), Vec::new()) };
+    let outline = extract_outline(markdown.clone());
     if !outline.is_empty() {
         return (outline, Vec::new());
     }
     let mut preview = Vec::new();
     let mut remaining = OUTLINE_PREVIEW_MAX_CHARS;
-    for line in read_lines(&md_path).unwrap_or_default() {
+    for line in read_lines(markdown).unwrap_or_default() {
         let stripped = line.trim();
         if !stripped.is_empty() {
             let text = truncate_outline_text(stripped, remaining);
@@ -476,9 +491,10 @@ pub fn extract_outline_for_file(file_path: &Path) -> (Vec<Value>, Vec<String>) {
 mod tests {
     use super::*;
     use crate::testutil::thread;
+    use std::os::unix::fs::FileExt;
     use std::time::{Duration, SystemTime};
 
-    fn write(dir: &Path, name: &str, body: &str, age_secs: u64) {
+    fn write(dir: &std::path::Path, name: &str, body: &str, age_secs: u64) {
         let path = dir.join(name);
         std::fs::write(&path, body).unwrap();
         let f = std::fs::File::options().write(true).open(&path).unwrap();
@@ -494,7 +510,7 @@ mod tests {
     #[tokio::test]
     async fn lists_previous_uploads_newest_first() {
         let (dir, mut ctx) = thread();
-        let up = ctx.paths.uploads();
+        let up = ctx.paths().uploads();
         write(&up, "old.csv", "a,b", 300);
         write(&up, "report.pdf", "%PDF", 200);
         write(&up, "report.md", "# Title\n## Part", 200);
@@ -541,7 +557,7 @@ mod tests {
             call(&ctx, json!({})).await,
             json!({"files": [], "message": "No historical uploaded files in this thread."})
         );
-        std::fs::remove_dir(ctx.paths.uploads()).unwrap();
+        std::fs::remove_dir(ctx.paths().uploads()).unwrap();
         assert_eq!(
             call(&ctx, json!({})).await,
             json!({"files": [], "message": "No uploads directory for this thread."})
@@ -550,6 +566,44 @@ mod tests {
         assert!(out.is_error() && out.text_content().contains("max_results must be an integer"));
         let out = ListUploadedFilesTool::new().call(&ctx, json!({"include_outline": 3})).await;
         assert!(out.is_error() && out.text_content().contains("include_outline"));
+    }
+
+    /// Issue 9 #1 and #4: a symlinked companion `x.md` must not carry a host file (or another
+    /// thread's file) into the outline, a FIFO must not block, and a 4 GiB sparse Markdown file
+    /// is outlined from its first bytes only.
+    #[tokio::test]
+    async fn outlines_never_leave_the_thread_or_read_unbounded() {
+        let (dir, ctx) = thread();
+        let up = ctx.paths().uploads();
+        let secret = dir.path().join("secret.md");
+        std::fs::write(&secret, "# SECRET-HEADING\nSECRET-LINE\n").unwrap();
+        let other = dir.path().join("threads/other/user-data/uploads");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(other.join("theirs.md"), "# OTHER-THREAD\n").unwrap();
+        write(&up, "x.pdf", "%PDF", 50);
+        std::os::unix::fs::symlink(&secret, up.join("x.md")).unwrap();
+        write(&up, "y.pdf", "%PDF", 40);
+        std::os::unix::fs::symlink("../../../other/user-data/uploads/theirs.md", up.join("y.md")).unwrap();
+        write(&up, "z.pdf", "%PDF", 30);
+        let fifo = up.join("z.md");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let big = std::fs::File::create(up.join("big.md")).unwrap();
+        big.write_all_at(b"# First\n", 0).unwrap();
+        big.set_len(4 << 30).unwrap();
+        drop(big);
+        write(&up, "ok.pdf", "%PDF", 20);
+        write(&up, "ok.md", "# Fine\n", 20);
+        let started = std::time::Instant::now();
+        let v = call(&ctx, json!({"include_outline": true})).await;
+        let text = v.to_string();
+        assert!(!text.contains("SECRET") && !text.contains("OTHER-THREAD"), "{text}");
+        let by_name = |n: &str| v["files"].as_array().unwrap().iter().find(|f| f["filename"] == n).cloned();
+        assert!(by_name("x.pdf").unwrap().get("outline").is_none());
+        assert!(by_name("z.pdf").unwrap().get("outline").is_none());
+        assert_eq!(by_name("big.md").unwrap()["outline"], json!([{"title": "First", "line": 1}]));
+        assert_eq!(by_name("ok.pdf").unwrap()["outline"], json!([{"title": "Fine", "line": 1}]));
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "took {:?}", started.elapsed());
     }
 
     #[test]
@@ -578,7 +632,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            extract_outline(&md),
+            extract_outline(std::fs::read(&md).unwrap()),
             [
                 json!({"title": "Intro", "line": 1}),
                 json!({"title": "ITEM 1. BUSINESS", "line": 6}),
@@ -587,7 +641,7 @@ mod tests {
         );
         let many: String = (0..60).map(|i| format!("# H{i}\n")).collect();
         std::fs::write(&md, many).unwrap();
-        let outline = extract_outline(&md);
+        let outline = extract_outline(std::fs::read(&md).unwrap());
         assert_eq!(outline.len(), 51);
         assert_eq!(outline[50], json!({"truncated": true}));
         assert_eq!(truncate_outline_text(&"x".repeat(300), 200).chars().count(), 200);

@@ -3,15 +3,16 @@
 //! uploads or outputs and records its metadata in `viewed_images`; [`image_details_content`]
 //! re-reads the recorded images into the message DeerFlow injects before the next model call.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use async_trait::async_trait;
 use base64::Engine;
 use serde_json::{json, Map, Value};
-use toolhost_core::{CallContext, ContentPart, StateUpdate, ThreadPaths, ThreadState, Tool, ToolOutcome, ToolSpec};
+use toolhost_core::{
+    CallContext, ContentPart, FsError, StateUpdate, ThreadFs, ThreadState, Tool, ToolOutcome, ToolSpec,
+};
 
-use crate::resolve::resolve_user_data_path;
+use crate::TRAVERSAL;
 use crate::{args_object, builtin_spec, invalid_args};
 
 const NAME: &str = "view_image";
@@ -58,9 +59,9 @@ impl Tool for ViewImageTool {
             Some(other) => return invalid_args(NAME, format!("image_path must be a string, got {other}")),
             None => return invalid_args(NAME, "image_path is required"),
         };
-        let paths = ctx.paths.clone();
+        let fs = ctx.fs.clone();
         // Up to 20 MiB of blocking reads: keep them off the async workers.
-        let result = tokio::task::spawn_blocking(move || view_image(&paths, &image_path)).await;
+        let result = tokio::task::spawn_blocking(move || view_image(&fs, &image_path)).await;
         match result {
             Ok(Ok(viewed)) => {
                 let mut images = Map::new();
@@ -92,34 +93,40 @@ impl ViewedImage {
 
 /// DeerFlow's checks, in its order: allowed virtual root, path validation with symlinks
 /// resolved inside the thread, supported extension, existence, regular file, size, read, magic
-/// bytes matching the extension. The error is the full model-visible text (`Error: …`).
-pub fn view_image(paths: &ThreadPaths, image_path: &str) -> Result<ViewedImage, String> {
+/// bytes matching the extension. The file is read through the thread filesystem layer (no link
+/// followed out of the thread, no FIFO opened, at most 20 MiB read). The error is the full
+/// model-visible text (`Error: …`).
+pub fn view_image(fs: &ThreadFs, image_path: &str) -> Result<ViewedImage, String> {
     let allowed = ALLOWED_ROOTS.iter().any(|root| image_path == *root || image_path.starts_with(&format!("{root}/")));
     if !allowed {
         return Err(format!("Error: Only image paths under {} are allowed", ALLOWED_ROOTS.join(", ")));
     }
-    let actual = resolve_user_data_path(paths, image_path).map_err(|e| format!("Error: {e}"))?;
+    let resolved = match fs.resolve(image_path) {
+        Ok(r) => r,
+        Err(FsError::Loop(_)) => return Err(format!("Error: Too many levels of symbolic links: {image_path}")),
+        Err(_) => return Err(format!("Error: {TRAVERSAL}")),
+    };
     let suffix = py_suffix(image_path).to_lowercase();
     let Some(expected_mime) = EXTENSION_TO_MIME.iter().find(|(ext, _)| *ext == suffix).map(|(_, m)| *m) else {
         let supported: Vec<&str> = EXTENSION_TO_MIME.iter().map(|(e, _)| *e).collect();
         return Err(format!("Error: Unsupported image format: {suffix}. Supported formats: {}", supported.join(", ")));
     };
-    let meta = match std::fs::metadata(&actual) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(format!("Error: Image file not found: {image_path}"))
-        }
-        Err(e) => return Err(format!("Error reading image metadata: {}", describe_io(&e, paths))),
+    let file = match fs.open_resolved(&resolved, image_path) {
+        Ok(f) => f,
+        Err(FsError::NotFound(_)) => return Err(format!("Error: Image file not found: {image_path}")),
+        Err(FsError::NotRegular { .. }) => return Err(format!("Error: Path is not a file: {image_path}")),
+        Err(FsError::Changed { .. }) => return Err(format!("Error: {TRAVERSAL}")),
+        Err(e) => return Err(format!("Error reading image metadata: {e}")),
     };
-    if !meta.is_file() {
-        return Err(format!("Error: Path is not a file: {image_path}"));
-    }
-    let size = meta.len();
+    let size = file.len;
     if size > MAX_IMAGE_BYTES {
         return Err(too_large(size));
     }
-    let data =
-        read_at_most(&actual, size).map_err(|e| format!("Error reading image file: {}", describe_io(&e, paths)))?;
+    let data = match file.read_capped(size) {
+        Ok(d) => d,
+        Err(FsError::TooLarge { .. }) => return Err("Error: Image file changed during read".to_string()),
+        Err(e) => return Err(format!("Error reading image file: {e}")),
+    };
     if data.len() as u64 != size {
         return Err("Error: Image file changed during read".to_string());
     }
@@ -129,25 +136,12 @@ pub fn view_image(paths: &ThreadPaths, image_path: &str) -> Result<ViewedImage, 
     if detected != expected_mime {
         return Err(format!("Error: Image contents are {detected}, but file extension indicates {expected_mime}"));
     }
-    Ok(ViewedImage { image_path: image_path.to_string(), mime_type: detected.to_string(), size, actual_path: actual })
+    let actual_path = fs.host_path(&resolved);
+    Ok(ViewedImage { image_path: image_path.to_string(), mime_type: detected.to_string(), size, actual_path })
 }
 
 fn too_large(size: u64) -> String {
     format!("Error: Image file is too large: {size} bytes. Maximum supported size is {MAX_IMAGE_BYTES} bytes")
-}
-
-/// Read the file, but never more than one byte past `expected` so a file that grows while being
-/// read cannot make us buffer an unbounded amount.
-fn read_at_most(path: &Path, expected: u64) -> std::io::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)?;
-    let mut data = Vec::with_capacity(expected as usize);
-    file.take(expected + 1).read_to_end(&mut data)?;
-    Ok(data)
-}
-
-/// `f"{type(e).__name__}: {e}"` with host paths masked to virtual ones.
-fn describe_io(e: &std::io::Error, paths: &ThreadPaths) -> String {
-    paths.mask(&format!("{:?}: {e}", e.kind()))
 }
 
 /// Python's `PurePath.suffix`: the last `.ext` of the final component; empty for `.hidden`, a
@@ -180,7 +174,7 @@ pub fn detect_image_mime(data: &[u8]) -> Option<&'static str> {
 /// Each image is read again from its virtual path under the current thread; it is sent only if it
 /// still resolves to the recorded `actual_path` with the recorded size and mime type, else the
 /// message says it is unavailable.
-pub fn image_details_content(state: &ThreadState, paths: &ThreadPaths) -> Vec<ContentPart> {
+pub fn image_details_content(state: &ThreadState, fs: &ThreadFs) -> Vec<ContentPart> {
     if state.viewed_images.is_empty() {
         return vec![ContentPart::Text { text: "No images have been viewed.".into() }];
     }
@@ -188,7 +182,7 @@ pub fn image_details_content(state: &ThreadState, paths: &ThreadPaths) -> Vec<Co
     for (image_path, data) in &state.viewed_images {
         let mime = data.get("mime_type").and_then(Value::as_str).unwrap_or("unknown");
         parts.push(ContentPart::Text { text: format!("\n- **{image_path}** ({mime})") });
-        match reread(paths, image_path, data) {
+        match reread(fs, image_path, data) {
             Some(bytes) => parts.push(ContentPart::Image {
                 data: base64::engine::general_purpose::STANDARD.encode(bytes),
                 mime_type: mime.to_string(),
@@ -199,22 +193,21 @@ pub fn image_details_content(state: &ThreadState, paths: &ThreadPaths) -> Vec<Co
     parts
 }
 
-fn reread(paths: &ThreadPaths, image_path: &str, recorded: &Value) -> Option<Vec<u8>> {
-    let viewed = view_image(paths, image_path).ok()?;
+fn reread(fs: &ThreadFs, image_path: &str, recorded: &Value) -> Option<Vec<u8>> {
+    let viewed = view_image(fs, image_path).ok()?;
     let same_path = recorded.get("actual_path").and_then(Value::as_str) == Some(&*viewed.actual_path.to_string_lossy());
     let same_size = recorded.get("size").and_then(Value::as_u64) == Some(viewed.size);
     let same_mime = recorded.get("mime_type").and_then(Value::as_str) == Some(viewed.mime_type.as_str());
     if !(same_path && same_size && same_mime) {
         return None;
     }
-    let bytes = std::fs::read(&viewed.actual_path).ok()?;
+    let bytes = fs.open_regular(image_path).ok()?.read_capped(MAX_IMAGE_BYTES).ok()?;
     (bytes.len() as u64 == viewed.size && detect_image_mime(&bytes) == Some(viewed.mime_type.as_str())).then_some(bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resolve::resolve_lenient;
     use crate::testutil::thread;
 
     const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
@@ -227,12 +220,12 @@ mod tests {
     #[tokio::test]
     async fn reads_a_valid_image_into_viewed_images() {
         let (_dir, ctx) = thread();
-        std::fs::write(ctx.paths.uploads().join("a.PNG"), PNG).unwrap();
+        std::fs::write(ctx.paths().uploads().join("a.PNG"), PNG).unwrap();
         let out = call(&ctx, "/mnt/user-data/uploads/a.PNG").await;
         assert!(!out.is_error(), "{}", out.text_content());
         assert_eq!(out.text_content(), "Successfully read image");
         let images = out.update.viewed_images.unwrap();
-        let actual = resolve_lenient(&ctx.paths.uploads().join("a.PNG")).unwrap();
+        let actual = std::fs::canonicalize(ctx.paths().uploads().join("a.PNG")).unwrap();
         assert_eq!(
             images["/mnt/user-data/uploads/a.PNG"],
             json!({"mime_type": "image/png", "size": PNG.len(), "actual_path": actual.to_string_lossy()})
@@ -258,21 +251,22 @@ mod tests {
             "Error: Access denied: path traversal detected"
         );
         // A symlink in uploads that points outside the thread is refused.
-        std::os::unix::fs::symlink(&outside, ctx.paths.uploads().join("evil.png")).unwrap();
+        std::os::unix::fs::symlink(&outside, ctx.paths().uploads().join("evil.png")).unwrap();
         let out = call(&ctx, "/mnt/user-data/uploads/evil.png").await;
         assert!(out.is_error());
         assert_eq!(out.text_content(), "Error: Access denied: path traversal detected");
         assert!(out.update.viewed_images.is_none());
         // One that stays inside is fine.
-        std::fs::write(ctx.paths.workspace().join("real.png"), PNG).unwrap();
-        std::os::unix::fs::symlink(ctx.paths.workspace().join("real.png"), ctx.paths.outputs().join("ok.png")).unwrap();
+        std::fs::write(ctx.paths().workspace().join("real.png"), PNG).unwrap();
+        std::os::unix::fs::symlink(ctx.paths().workspace().join("real.png"), ctx.paths().outputs().join("ok.png"))
+            .unwrap();
         assert!(!call(&ctx, "/mnt/user-data/outputs/ok.png").await.is_error());
     }
 
     #[tokio::test]
     async fn file_checks_in_deerflow_order() {
         let (_dir, ctx) = thread();
-        let ws = ctx.paths.workspace();
+        let ws = ctx.paths().workspace();
         assert_eq!(
             call(&ctx, "/mnt/user-data/workspace/missing.txt").await.text_content(),
             "Error: Unsupported image format: .txt. Supported formats: .jpg, .jpeg, .png, .webp, .gif"
@@ -330,16 +324,16 @@ mod tests {
         let (_dir, ctx) = thread();
         let mut state = ThreadState::default();
         assert_eq!(
-            image_details_content(&state, &ctx.paths),
+            image_details_content(&state, &ctx.fs),
             [ContentPart::Text { text: "No images have been viewed.".into() }]
         );
-        std::fs::write(ctx.paths.workspace().join("a.gif"), GIF).unwrap();
-        std::fs::write(ctx.paths.workspace().join("b.png"), PNG).unwrap();
+        std::fs::write(ctx.paths().workspace().join("a.gif"), GIF).unwrap();
+        std::fs::write(ctx.paths().workspace().join("b.png"), PNG).unwrap();
         for p in ["/mnt/user-data/workspace/a.gif", "/mnt/user-data/workspace/b.png"] {
             state.apply(&call(&ctx, p).await.update).unwrap();
         }
-        std::fs::write(ctx.paths.workspace().join("b.png"), b"\x89PNG\r\n\x1a\nchanged size").unwrap();
-        let parts = image_details_content(&state, &ctx.paths);
+        std::fs::write(ctx.paths().workspace().join("b.png"), b"\x89PNG\r\n\x1a\nchanged size").unwrap();
+        let parts = image_details_content(&state, &ctx.fs);
         let encoded = base64::engine::general_purpose::STANDARD.encode(GIF);
         assert_eq!(
             parts,

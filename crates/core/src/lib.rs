@@ -1,12 +1,14 @@
 //! The types every part of toolhost shares: the [`Tool`] trait through which the host sees every
 //! tool whatever its source, what a call returns ([`ToolOutcome`], DeerFlow's `ToolMessage` plus
-//! `Command(update=…)`), thread state with DeerFlow's reducers, and the thread directory layout.
+//! `Command(update=…)`), thread state with DeerFlow's reducers, the thread directory layout and the thread filesystem layer through which host code touches thread files.
 
 pub mod paths;
 pub mod py;
 pub mod state;
+pub mod threadfs;
 pub mod tool;
 
 pub use paths::{ThreadPaths, VIRTUAL_ACP, VIRTUAL_SKILLS, VIRTUAL_USER_DATA};
 pub use state::{StateUpdate, ThreadState};
+pub use threadfs::{FsError, SharedDir, SharedRoots, ThreadDir, ThreadFs, ThreadFsError, Threads};
 pub use tool::{CallContext, ContentPart, Status, Tool, ToolException, ToolOutcome, ToolSource, ToolSpec};

@@ -1,7 +1,6 @@
 //! The thread directory layout (DeerFlow's): `<data>/threads/<id>/user-data/{workspace,uploads,
 //! outputs}` and `<data>/threads/<id>/acp-workspace`, and the virtual paths the model uses.
 
-use std::io;
 use std::path::{Path, PathBuf};
 
 pub const VIRTUAL_USER_DATA: &str = "/mnt/user-data";
@@ -12,8 +11,6 @@ pub const VIRTUAL_ACP: &str = "/mnt/acp-workspace";
 pub enum PathsError {
     #[error("invalid thread id {0:?}: use letters, digits, '_' and '-' only (at most 128)")]
     InvalidThreadId(String),
-    #[error("cannot create thread directory {path}: {source}")]
-    Create { path: PathBuf, source: io::Error },
 }
 
 /// The host directories of one thread.
@@ -57,25 +54,6 @@ impl ThreadPaths {
         self.root.join("host")
     }
 
-    /// Create the four tool-visible directories (DeerFlow's `ensure_thread_dirs`). Idempotent.
-    /// A thread whose directories this process already created is not checked again (calls are
-    /// hot); [`ensure_again`](Self::ensure_again) re-creates them when one went missing.
-    pub fn ensure(&self) -> Result<(), PathsError> {
-        if ensured().lock().unwrap_or_else(|p| p.into_inner()).contains(&self.root) {
-            return Ok(());
-        }
-        self.ensure_again()
-    }
-
-    /// Create the directories unconditionally.
-    pub fn ensure_again(&self) -> Result<(), PathsError> {
-        for dir in [self.workspace(), self.uploads(), self.outputs(), self.acp_workspace(), self.host_dir()] {
-            std::fs::create_dir_all(&dir).map_err(|source| PathsError::Create { path: dir.clone(), source })?;
-        }
-        ensured().lock().unwrap_or_else(|p| p.into_inner()).insert(self.root.clone());
-        Ok(())
-    }
-
     /// The (virtual prefix, host dir) pairs of the thread, longest virtual prefix first.
     pub fn virtual_dirs(&self) -> Vec<(String, PathBuf)> {
         vec![
@@ -116,13 +94,6 @@ impl ThreadPaths {
         }
         out
     }
-}
-
-/// Thread roots whose directories this process created.
-fn ensured() -> &'static std::sync::Mutex<std::collections::HashSet<PathBuf>> {
-    static ENSURED: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<PathBuf>>> =
-        std::sync::OnceLock::new();
-    ENSURED.get_or_init(Default::default)
 }
 
 /// `path` with `prefix` removed when `prefix` matches whole segments.

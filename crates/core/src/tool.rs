@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::paths::ThreadPaths;
 use crate::state::{StateUpdate, ThreadState};
+use crate::threadfs::ThreadFs;
 
 /// Where a tool comes from. Shown by `toolhost tools --explain` and used by the deferred layer
 /// (MCP tools are the ones deferred).
@@ -146,10 +147,22 @@ impl ToolOutcome {
 pub struct CallContext {
     pub thread_id: String,
     pub tool_call_id: String,
-    /// The thread's directories on the host.
-    pub paths: ThreadPaths,
+    /// The thread's files: the only way host code reads or writes them.
+    pub fs: Arc<ThreadFs>,
     /// A snapshot of the thread's state when the call started.
     pub state: Arc<ThreadState>,
+}
+
+impl CallContext {
+    /// A call in the thread of `fs`.
+    pub fn new(fs: Arc<ThreadFs>, tool_call_id: impl Into<String>, state: Arc<ThreadState>) -> Self {
+        Self { thread_id: fs.thread_id().to_string(), tool_call_id: tool_call_id.into(), fs, state }
+    }
+
+    /// The thread's directory layout (host paths, virtual paths, masking).
+    pub fn paths(&self) -> &ThreadPaths {
+        self.fs.paths()
+    }
 }
 
 /// A tool, whatever its source. Implementations never panic on bad arguments: they answer with

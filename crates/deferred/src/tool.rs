@@ -136,7 +136,7 @@ mod tests {
     use crate::pyjson::PyValue;
     use std::future::Future;
     use std::task::{Context, Poll, Waker};
-    use toolhost_core::{ThreadPaths, ThreadState};
+    use toolhost_core::ThreadState;
 
     fn catalog(names: &[&str]) -> Arc<DeferredCatalog> {
         let schema = PyValue::parse(r#"{"type":"object","properties":{"expression":{"type":"string"}}}"#).unwrap();
@@ -164,13 +164,9 @@ mod tests {
         let tool = ToolSearchTool::new(catalog(&["mcp_calc", "other"]));
         assert_eq!(tool.spec().name, "tool_search");
         assert_eq!(tool.spec().parameters["required"], json!(["query"]));
-        let dir = std::env::temp_dir();
-        let ctx = CallContext {
-            thread_id: "t1".into(),
-            tool_call_id: "tc1".into(),
-            paths: ThreadPaths::new(&dir, "t1").unwrap(),
-            state: Arc::new(ThreadState::default()),
-        };
+        let dir = tempfile::tempdir().unwrap();
+        let fs = toolhost_core::ThreadFs::open(dir.path(), "t1").unwrap();
+        let ctx = CallContext::new(Arc::new(fs), "tc1", Arc::new(ThreadState::default()));
         let out = block_on(tool.call(&ctx, json!({"query": "select:mcp_calc"})));
         assert!(!out.is_error());
         assert!(out.text_content().starts_with("[\n  {\n    \"name\": \"mcp_calc\""));

@@ -162,7 +162,7 @@ impl BashTool {
     }
 
     fn rules(&self, ctx: &CallContext) -> confine::Rules {
-        let mut read_only: Vec<PathBuf> = vec![ctx.paths.acp_workspace()];
+        let mut read_only: Vec<PathBuf> = vec![ctx.paths().acp_workspace()];
         read_only.extend(self.config.skills_host_path.iter().cloned());
         read_only.extend(self.config.extra_read_paths.iter().cloned());
         let mut read_write = Vec::new();
@@ -173,19 +173,19 @@ impl BashTool {
                 read_write.push(mount.host_path.clone());
             }
         }
-        confine::Rules::for_thread(&ctx.paths.user_data(), read_only, read_write)
+        confine::Rules::for_thread(&ctx.paths().user_data(), read_only, read_write)
     }
 
     async fn execute(&self, ctx: &CallContext, command: &str) -> Result<String, String> {
         if !self.config.allow_host_bash {
             return Err(format!("Error: {LOCAL_HOST_BASH_DISABLED_MESSAGE}"));
         }
-        ctx.paths.ensure().map_err(|e| format!("Error: {}", ctx.paths.mask(&e.to_string())))?;
+        ctx.fs.ensure_tool_dirs().map_err(|e| format!("Error: {e}"))?;
         validate_local_bash_command_paths(command, &self.policy).map_err(|e| format!("Error: {e}"))?;
 
-        let mappings = rewrite::mappings(&ctx.paths, &self.static_mappings);
+        let mappings = rewrite::mappings(ctx.paths(), &self.static_mappings);
         let host_command = rewrite::rewrite_command(command, &self.pattern, &mappings);
-        let workspace = ctx.paths.workspace();
+        let workspace = ctx.paths().workspace();
         let mut env = run::inherited_env();
         env.insert("PWD".into(), workspace.to_string_lossy().into_owned());
 
@@ -201,11 +201,10 @@ impl BashTool {
                 (ConfinementStatus::Active { .. }, _) => {
                     // A confined command cannot reach /tmp or $HOME: give it its own inside the
                     // thread's user data.
-                    let tmp = ctx.paths.user_data().join(".tmp");
-                    let home = ctx.paths.user_data().join(".home");
-                    for dir in [&tmp, &home] {
-                        std::fs::create_dir_all(dir)
-                            .map_err(|e| format!("Error: {}", ctx.paths.mask(&e.to_string())))?;
+                    let tmp = ctx.paths().user_data().join(".tmp");
+                    let home = ctx.paths().user_data().join(".home");
+                    for dir in [toolhost_core::ThreadDir::BashTmp, toolhost_core::ThreadDir::BashHome] {
+                        ctx.fs.dir(dir).map_err(|e| format!("Error: {e}"))?;
                     }
                     env.insert("TMPDIR".into(), tmp.to_string_lossy().into_owned());
                     env.insert("HOME".into(), home.to_string_lossy().into_owned());

@@ -5,21 +5,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::json;
-use toolhost_core::{CallContext, Status, ThreadPaths, ThreadState, Tool};
+use toolhost_core::{CallContext, Status, ThreadFs, ThreadState, Tool};
 use toolhost_hostbash::{
     audit::call_audited, bash_spec, confinement_status, BashConfig, BashTool, ConfineMode, ConfinementStatus,
     LOCAL_HOST_BASH_DISABLED_MESSAGE,
 };
 
 fn ctx(data: &Path, thread: &str) -> CallContext {
-    let paths = ThreadPaths::new(data, thread).expect("thread id");
-    paths.ensure().expect("thread dirs");
-    CallContext {
-        thread_id: thread.into(),
-        tool_call_id: "call-1".into(),
-        paths,
-        state: Arc::new(ThreadState::default()),
-    }
+    let fs = ThreadFs::open(data, thread).expect("thread fs");
+    fs.ensure_tool_dirs().expect("thread dirs");
+    CallContext::new(Arc::new(fs), "call-1", Arc::new(ThreadState::default()))
 }
 
 fn tool(confine: ConfineMode) -> BashTool {
@@ -87,7 +82,7 @@ async fn virtual_paths_are_rewritten_and_masked() {
     let t = tool(ConfineMode::BestEffort);
     let (text, _) = run(&t, &c, "echo hi > /mnt/user-data/outputs/a.txt && cat /mnt/user-data/outputs/a.txt && pwd && ls /mnt/user-data/outputs/a.txt").await;
     assert_eq!(text, "hi\n/mnt/user-data/workspace\n/mnt/user-data/outputs/a.txt\n");
-    assert_eq!(std::fs::read_to_string(c.paths.outputs().join("a.txt")).expect("written"), "hi\n");
+    assert_eq!(std::fs::read_to_string(c.paths().outputs().join("a.txt")).expect("written"), "hi\n");
     let host = dir.path().to_string_lossy().into_owned();
     let (text, _) = run(&t, &c, "echo $TMPDIR; readlink -f .").await;
     assert!(!text.contains(&host), "host path leaked: {text}");
@@ -109,7 +104,7 @@ async fn timeout_kills_the_whole_group() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = ctx(dir.path(), "t1");
     let t = BashTool::new(BashConfig { allow_host_bash: true, command_timeout_secs: 1, ..BashConfig::default() });
-    let marker = c.paths.workspace().join("child.pid");
+    let marker = c.paths().workspace().join("child.pid");
     let started = std::time::Instant::now();
     let (text, _) = run(&t, &c, "sleep 30 & echo $! > child.pid; echo started; wait").await;
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
@@ -163,13 +158,13 @@ async fn confined_command_cannot_escape_the_thread() {
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let other = ctx(dir.path(), "other");
-    std::fs::write(other.paths.workspace().join("secret.txt"), "other-thread-secret").expect("write");
+    std::fs::write(other.paths().workspace().join("secret.txt"), "other-thread-secret").expect("write");
     let outside = tempfile::tempdir().expect("tempdir");
     let c = ctx(dir.path(), "t1");
     let t = tool(ConfineMode::Required);
     // Absolute host paths are refused by the validator, so hand them over in variables it
     // cannot see: confinement is what stops them.
-    std::env::set_var("TOOLHOST_TEST_OTHER_FILE", other.paths.workspace().join("secret.txt"));
+    std::env::set_var("TOOLHOST_TEST_OTHER_FILE", other.paths().workspace().join("secret.txt"));
     std::env::set_var("TOOLHOST_TEST_OUTSIDE_FILE", outside.path().join("escape.txt"));
     let (text, _) = run(&t, &c, "cat \"$TOOLHOST_TEST_OTHER_FILE\"").await;
     assert!(!text.contains("other-thread-secret"), "read another thread's file: {text}");

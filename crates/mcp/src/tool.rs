@@ -110,8 +110,14 @@ impl Tool for McpTool {
             }
         };
         let stdio = self.runtime.transport() == Transport::Stdio;
-        // stdio servers run per thread with the thread's workspace as their working directory.
-        let workspace = ctx.paths.workspace();
+        // stdio servers run per thread with the thread's workspace as their working directory
+        // (created through the thread filesystem layer, which refuses one replaced by a link).
+        if stdio {
+            if let Err(e) = ctx.fs.dir(toolhost_core::ThreadDir::Workspace) {
+                return self.failure("OSError", &e.to_string());
+            }
+        }
+        let workspace = ctx.paths().workspace();
         let (thread, cwd) =
             if stdio { (Some(ctx.thread_id.as_str()), Some(workspace.as_path())) } else { (None, None) };
         let session = match self.runtime.session(thread, cwd, true).await {
@@ -140,7 +146,7 @@ impl Tool for McpTool {
         };
         match result {
             Ok(r) => {
-                let mask = |text: String| if stdio { ctx.paths.mask(&text) } else { text };
+                let mask = |text: String| if stdio { ctx.paths().mask(&text) } else { text };
                 if r.is_error == Some(true) {
                     let blocks: Vec<Value> = r.content.iter().filter_map(|b| serde_json::to_value(b).ok()).collect();
                     let texts: Vec<&str> = blocks

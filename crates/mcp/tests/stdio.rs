@@ -157,7 +157,7 @@ async fn stdio_sessions_are_per_thread_in_the_workspace_and_restart_after_death(
     // cwd is the thread workspace, reported back as its virtual path.
     let cwd = find(&set.tools, "s_cwd").call(&a, json!({})).await.text_content();
     assert_eq!(cwd, "/mnt/user-data/workspace");
-    assert!(a.paths.workspace().join(".mcp/tmp").is_dir());
+    assert!(a.paths().workspace().join(".mcp/tmp").is_dir());
 
     // Only the configured env and a minimal inherited set reach the server.
     // `cargo test` puts CARGO_PKG_NAME in this process's environment; the server must not see it.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost_core::{CallContext, ThreadPaths, ThreadState, Tool};
+use toolhost_core::{CallContext, ThreadState, Tool};
 
 use super::*;
 use crate::registry::SkillsLayout;
@@ -46,12 +46,8 @@ impl Fixture {
         let dir = tempfile::tempdir().unwrap();
         let store = SkillStore::new(SkillsLayout::new(dir.path().join("skills")));
         let tool = SkillManageTool::new(SkillManageConfig { store, security_fail_closed: fail_closed, scanner });
-        let ctx = CallContext {
-            thread_id: "t1".into(),
-            tool_call_id: "c1".into(),
-            paths: ThreadPaths::new(dir.path(), "t1").unwrap(),
-            state: Arc::new(ThreadState::default()),
-        };
+        let fs = toolhost_core::ThreadFs::open(dir.path(), "t1").unwrap();
+        let ctx = CallContext::new(Arc::new(fs), "c1", Arc::new(ThreadState::default()));
         Self { dir, tool, ctx }
     }
 

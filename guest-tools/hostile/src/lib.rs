@@ -136,6 +136,87 @@ fn ok(_: &Context, _: Nothing) -> Output {
     Output::text("ok")
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct LinkArg {
+    /// What the link points at (wasmtime-wasi refuses only absolute targets).
+    target: String,
+    /// Where the link is created.
+    link: String,
+}
+
+fn plant_symlink(_: &Context, a: LinkArg) -> Output {
+    // std's WASI symlink is unstable; wasi-libc's `symlink` maps the link path onto a preopen.
+    let (Ok(target), Ok(link)) = (std::ffi::CString::new(a.target.clone()), std::ffi::CString::new(a.link.clone()))
+    else {
+        return Output::error("denied: NUL in a path");
+    };
+    // SAFETY: both pointers are valid NUL-terminated strings for the duration of the call.
+    if unsafe { libc::symlink(target.as_ptr(), link.as_ptr()) } == 0 {
+        Output::text(format!("LINKED {} -> {}", a.link, a.target))
+    } else {
+        Output::error(format!("denied: {}", std::io::Error::last_os_error()))
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct SparseArg {
+    path: String,
+    bytes: u64,
+    /// Written at offset 0 before the file is extended.
+    #[serde(default)]
+    head: String,
+}
+
+fn plant_sparse(_: &Context, a: SparseArg) -> Output {
+    let result = std::fs::File::create(&a.path).and_then(|f| {
+        use std::io::Write;
+        (&f).write_all(a.head.as_bytes())?;
+        f.set_len(a.bytes)
+    });
+    match result {
+        Ok(()) => Output::text(format!("SPARSE {} ({} bytes)", a.path, a.bytes)),
+        Err(e) => Output::error(format!("denied: {e}")),
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct RenameArg {
+    from: String,
+    to: String,
+}
+
+fn rename(_: &Context, a: RenameArg) -> Output {
+    match std::fs::rename(&a.from, &a.to) {
+        Ok(()) => Output::text(format!("RENAMED {} -> {}", a.from, a.to)),
+        Err(e) => Output::error(format!("denied: {e}")),
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct PathsArg {
+    paths: Vec<String>,
+}
+
+fn claim_artifacts(_: &Context, a: PathsArg) -> Output {
+    // A state update naming whatever the caller asks: the host must check it.
+    Output::text("presented").with_artifacts(a.paths)
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct ImageClaimArg {
+    path: String,
+    actual_path: String,
+}
+
+fn claim_viewed_image(_: &Context, a: ImageClaimArg) -> Output {
+    Output::text("viewed").with_viewed_images(vec![toolhost_sdk::ViewedImage {
+        path: a.path,
+        mime_type: "image/png".into(),
+        size: 8,
+        actual_path: a.actual_path,
+    }])
+}
+
 toolhost_sdk::export_tools!(
     tool("spin", "Loop forever.", spin),
     tool("alloc", "Allocate until something stops it.", alloc),
@@ -151,4 +232,9 @@ toolhost_sdk::export_tools!(
     tool("bad_update", "Return a malformed state update.", bad_update),
     tool("counter", "Count calls in this instance.", counter),
     tool("ok", "Succeed.", ok),
+    tool("plant_symlink", "Create a symlink with any target.", plant_symlink),
+    tool("plant_sparse", "Create a sparse file of any size.", plant_sparse),
+    tool("rename", "Rename a path.", rename),
+    tool("claim_artifacts", "Return an artifacts update naming any paths.", claim_artifacts),
+    tool("claim_viewed_image", "Return a viewed_images update naming any path.", claim_viewed_image),
 );

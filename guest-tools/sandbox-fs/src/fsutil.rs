@@ -11,6 +11,27 @@ use crate::paths::Layout;
 pub enum Kind {
     Dir,
     File,
+    /// A FIFO, socket or device: listed like a file, never opened (opening a FIFO blocks until a
+    /// writer appears, and the thread directory is shaped by tools).
+    Special,
+}
+
+impl Kind {
+    fn of(ft: std::fs::FileType) -> Self {
+        if ft.is_dir() {
+            Kind::Dir
+        } else if ft.is_file() {
+            Kind::File
+        } else {
+            Kind::Special
+        }
+    }
+}
+
+/// Whether `real` exists and is neither a regular file nor a directory. Checked before any open:
+/// a FIFO blocks `open` itself, so the open file's metadata would come too late.
+pub fn is_special(real: &std::path::Path) -> bool {
+    std::fs::metadata(real).is_ok_and(|m| Kind::of(m.file_type()) == Kind::Special)
 }
 
 /// One entry of a directory.
@@ -37,12 +58,12 @@ pub fn read_dir_sorted(layout: &Layout, vdir: &str) -> io::Result<Vec<Entry>> {
         if ft.is_symlink() {
             let Ok(target) = layout.resolve(&vpath) else { continue };
             let kind = match std::fs::metadata(layout.host.real(&target)) {
-                Ok(m) if m.is_dir() => Kind::Dir,
-                _ => Kind::File,
+                Ok(m) => Kind::of(m.file_type()),
+                Err(_) => Kind::File,
             };
             out.push(Entry { name, vpath, shown: target, kind, symlink: true });
         } else {
-            let kind = if ft.is_dir() { Kind::Dir } else { Kind::File };
+            let kind = Kind::of(ft);
             out.push(Entry { name, shown: vpath.clone(), vpath, kind, symlink: false });
         }
     }

@@ -9,12 +9,8 @@ use thiserror::Error;
 
 use crate::settings::SandboxSettings;
 
-/// DeerFlow's `VIRTUAL_PATH_PREFIX`.
-pub const USER_DATA: &str = "/mnt/user-data";
-/// The per-thread ACP workspace.
-pub const ACP_WORKSPACE: &str = "/mnt/acp-workspace";
-/// Symlink hops before resolution gives up (Linux's `MAXSYMLINKS`).
-const MAX_SYMLINK_HOPS: usize = 40;
+pub use toolhost_vpath::{has_traversal, under, RootKind, ACP_WORKSPACE, USER_DATA};
+use toolhost_vpath::{ResolveError, Root};
 
 /// Why a path was refused. The Display strings are DeerFlow's `PermissionError` messages; the
 /// tools turn every one of them into their own generic "Permission denied …" line, as DeerFlow does.
@@ -36,22 +32,6 @@ pub enum PathError {
     /// A symlink loop.
     #[error("Too many levels of symbolic links")]
     Loop,
-}
-
-/// Which area a root belongs to: user-data roots may link into each other, the others only into
-/// themselves (DeerFlow's per-mapping containment check).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RootKind {
-    UserData,
-    Skills,
-    Acp,
-    Mount,
-}
-
-#[derive(Debug, Clone)]
-struct Root {
-    vpath: String,
-    kind: RootKind,
 }
 
 /// Where virtual paths live on the filesystem this code sees. In the component the mapping is the
@@ -97,47 +77,12 @@ pub struct Layout {
     pub host: HostMap,
 }
 
-/// Split a path into its non-empty, non-`.` segments.
-fn segments(path: &str) -> impl Iterator<Item = &str> {
-    path.split('/').filter(|s| !s.is_empty() && *s != ".")
-}
-
-/// `/`-joined absolute form of segments.
-fn join_abs(parts: &[String]) -> String {
-    if parts.is_empty() {
-        return "/".to_string();
-    }
-    let mut s = String::new();
-    for p in parts {
-        s.push('/');
-        s.push_str(p);
-    }
-    s
-}
-
-/// `path` equals `prefix` or lies below it at a segment boundary.
-pub fn under(path: &str, prefix: &str) -> bool {
-    if prefix == "/" {
-        return path.starts_with('/');
-    }
-    path == prefix || (path.starts_with(prefix) && path.as_bytes().get(prefix.len()) == Some(&b'/'))
-}
-
-/// DeerFlow's `_reject_path_traversal`: any `..` segment after `\` → `/`.
-pub fn has_traversal(path: &str) -> bool {
-    path.replace('\\', "/").split('/').any(|s| s == "..")
-}
-
 impl Layout {
     pub fn new(settings: &SandboxSettings, host: HostMap) -> Self {
         let skills = settings.skills_container_path.clone();
-        let mut roots = vec![
-            Root { vpath: format!("{USER_DATA}/workspace"), kind: RootKind::UserData },
-            Root { vpath: format!("{USER_DATA}/uploads"), kind: RootKind::UserData },
-            Root { vpath: format!("{USER_DATA}/outputs"), kind: RootKind::UserData },
-            Root { vpath: skills.clone(), kind: RootKind::Skills },
-            Root { vpath: ACP_WORKSPACE.to_string(), kind: RootKind::Acp },
-        ];
+        let mut roots = toolhost_vpath::user_data_roots().to_vec();
+        roots.push(Root::new(&skills, RootKind::Skills));
+        roots.push(Root::new(ACP_WORKSPACE, RootKind::Acp));
         let reserved = [
             format!("{skills}/public"),
             format!("{skills}/custom"),
@@ -156,7 +101,7 @@ impl Layout {
                 continue;
             }
             mounts.push((cp.to_string(), m.read_only));
-            roots.push(Root { vpath: cp.to_string(), kind: RootKind::Mount });
+            roots.push(Root::new(cp, RootKind::Mount));
         }
         Self { roots, skills, mounts, disabled_skills: settings.disabled_skills.clone(), host }
     }
@@ -200,73 +145,23 @@ impl Layout {
         Err(PathError::NotAllowed(self.skills.clone()))
     }
 
-    fn root_of(&self, path: &str) -> Option<&Root> {
-        self.roots.iter().filter(|r| under(path, &r.vpath)).max_by_key(|r| r.vpath.len())
-    }
-
-    fn is_ancestor_of_root(&self, path: &str) -> bool {
-        self.roots.iter().any(|r| path == "/" || (r.vpath.len() > path.len() && under(&r.vpath, path)))
-    }
-
-    /// Resolve symlinks of a validated virtual path, like `realpath` (non-strict: missing parts
-    /// are kept as written). Links are read, never followed by the OS, and a path that leaves its
-    /// area is refused before anything outside is touched.
+    /// Resolve symlinks of a validated virtual path with the shared resolver
+    /// ([`toolhost_vpath::resolve`]): links are read, never followed by the OS, and a path that
+    /// leaves its area is refused before anything outside is touched.
     pub fn resolve(&self, path: &str) -> Result<String, PathError> {
-        let norm = join_abs(&segments(path).map(str::to_string).collect::<Vec<_>>());
-        let start_kind = self.root_of(&norm).map(|r| r.kind);
-        let start_root = self.root_of(&norm).map(|r| r.vpath.clone());
-        let mut resolved: Vec<String> = Vec::new();
-        let mut pending: std::collections::VecDeque<String> = segments(path).map(str::to_string).collect();
-        let mut hops = 0usize;
-        while let Some(seg) = pending.pop_front() {
-            if seg == "." || seg.is_empty() {
-                continue;
-            }
-            if seg == ".." {
-                resolved.pop();
-                continue;
-            }
-            resolved.push(seg);
-            let cur = join_abs(&resolved);
-            match self.root_of(&cur) {
-                Some(root) if root.vpath != cur => {
-                    let real = self.host.real(&cur);
-                    let Ok(meta) = std::fs::symlink_metadata(&real) else { continue };
-                    if !meta.file_type().is_symlink() {
-                        continue;
-                    }
-                    hops += 1;
-                    if hops > MAX_SYMLINK_HOPS {
-                        return Err(PathError::Loop);
-                    }
-                    let target = std::fs::read_link(&real).map_err(|_| PathError::Escapes)?;
-                    let target = target.to_string_lossy().into_owned();
-                    if target.starts_with('/') {
-                        resolved.clear();
-                    } else {
-                        resolved.pop();
-                    }
-                    for (i, s) in target.split('/').filter(|s| !s.is_empty()).enumerate() {
-                        pending.insert(i, s.to_string());
-                    }
+        toolhost_vpath::resolve(&self.roots, path, |vpath| {
+            let real = self.host.real(vpath);
+            match std::fs::symlink_metadata(&real) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    std::fs::read_link(&real).map(|t| Some(t.to_string_lossy().into_owned())).map_err(|_| ())
                 }
-                Some(_) => {}
-                None if self.is_ancestor_of_root(&cur) => {}
-                None => return Err(PathError::Escapes),
+                _ => Ok(None),
             }
-        }
-        let out = join_abs(&resolved);
-        let Some(end) = self.root_of(&out) else { return Err(PathError::Escapes) };
-        let ok = match start_kind {
-            Some(RootKind::UserData) => end.kind == RootKind::UserData,
-            Some(_) => start_root.as_deref() == Some(end.vpath.as_str()),
-            None => false,
-        };
-        if ok {
-            Ok(out)
-        } else {
-            Err(PathError::Escapes)
-        }
+        })
+        .map_err(|e| match e {
+            ResolveError::Escapes => PathError::Escapes,
+            ResolveError::Loop => PathError::Loop,
+        })
     }
 
     /// Whether a resolved virtual path lies within `root` (a resolved directory).

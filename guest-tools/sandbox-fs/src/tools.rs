@@ -170,6 +170,9 @@ impl Sandbox {
             return format!("Error: File not found: {path}");
         }
         let real = self.real(&target);
+        if crate::fsutil::is_special(&real) {
+            return format!("Error: Path is not a regular file: {path}");
+        }
         // One open, then the open file's metadata: fewer host calls than stat + read by path.
         let bytes = fs::File::open(&real).and_then(|file| {
             let meta = file.metadata()?;
@@ -259,6 +262,9 @@ impl Sandbox {
         if target == self.layout.skills_root() {
             return truncate_middle_write_error(&format!("Error: Path is a directory, not a file: {path}"), 2000);
         }
+        if crate::fsutil::is_special(&real) {
+            return truncate_middle_write_error(&format!("Error: Path is not a regular file: {path}"), 2000);
+        }
         let result = (|| -> io::Result<()> {
             // The common case first: the parent exists and the open succeeds. When it fails,
             // take DeerFlow's order (make the parents, then open), so the error is the one
@@ -307,6 +313,7 @@ impl Sandbox {
         let unexpected = |detail: String| format!("Error: Unexpected error replacing string: {detail}");
         let raw = match fs::metadata(&real) {
             Ok(m) if m.is_dir() => return unexpected(py_os_error(&io::Error::from(io::ErrorKind::IsADirectory), path)),
+            Ok(m) if !m.is_file() => return format!("Error: Path is not a regular file: {path}"),
             _ => fs::File::open(&real).and_then(|f| {
                 let mut buf = Vec::new();
                 let hint = f.metadata().map(|m| m.len()).unwrap_or(0);
@@ -523,7 +530,7 @@ impl GlobWalk<'_> {
                 }
             }
         }
-        for f in list.iter().filter(|e| e.kind == Kind::File) {
+        for f in list.iter().filter(|e| e.kind != Kind::Dir) {
             if should_ignore_name(&f.name) || hidden(self.sb, &f.shown) {
                 continue;
             }

@@ -234,3 +234,48 @@ fn rewrites_replace_the_whole_file_and_keep_python_errors() {
     let out = run(&t, "write_file", json!({"path": "/mnt/user-data/workspace/a", "content": "x"}));
     assert!(out.contains("Path is a directory, not a file"), "{out}");
 }
+
+/// A FIFO in the workspace (host bash or an unconfined peer could plant one) is never opened:
+/// opening it would block until a writer appears. Every file tool answers at once, and a normal
+/// file beside it still works.
+#[test]
+fn fifos_are_refused_without_opening_them() {
+    let t = setup();
+    let fifo = t.root.join("ws/pipe.txt");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs");
+    assert!(status.success());
+    std::fs::write(t.root.join("ws/real.txt"), "TODO here\n").expect("w");
+    std::os::unix::fs::symlink("pipe.txt", t.root.join("ws/link-to-pipe")).expect("symlink");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sb_root = t.root.clone();
+    let worker = std::thread::spawn(move || {
+        let out = (
+            run(&t, "read_file", json!({"path": "/mnt/user-data/workspace/pipe.txt"})),
+            run(&t, "read_file", json!({"path": "/mnt/user-data/workspace/link-to-pipe"})),
+            run(
+                &t,
+                "str_replace",
+                json!({"path": "/mnt/user-data/workspace/pipe.txt", "old_str": "a", "new_str": "b"}),
+            ),
+            run(&t, "write_file", json!({"path": "/mnt/user-data/workspace/pipe.txt", "content": "x"})),
+            run(&t, "grep", json!({"pattern": "TODO", "path": "/mnt/user-data/workspace"})),
+            run(&t, "glob", json!({"pattern": "*", "path": "/mnt/user-data/workspace"})),
+            run(&t, "read_file", json!({"path": "/mnt/user-data/workspace/real.txt"})),
+        );
+        let _ = tx.send((out, t));
+    });
+    let ((read, via_link, replace, write, grep, glob, normal), _t) =
+        rx.recv_timeout(std::time::Duration::from_secs(20)).expect("a file tool blocked on the FIFO");
+    worker.join().expect("worker");
+    let refused = "Error: Path is not a regular file: /mnt/user-data/workspace/";
+    assert_eq!(read, format!("{refused}pipe.txt"));
+    assert_eq!(via_link, format!("{refused}link-to-pipe"));
+    assert_eq!(replace, format!("{refused}pipe.txt"));
+    assert_eq!(write, format!("{refused}pipe.txt"));
+    assert!(grep.contains("real.txt") && !grep.contains("pipe.txt"), "{grep}");
+    assert!(glob.contains("/mnt/user-data/workspace/pipe.txt"), "glob still lists it: {glob}");
+    assert_eq!(normal, "TODO here\n");
+    // Still a FIFO: nothing replaced it with a regular file.
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(sb_root.join("ws/pipe.txt")).unwrap().file_type().is_fifo());
+}

@@ -22,11 +22,32 @@ pub enum FsGrant {
 }
 
 /// A host directory made visible to the component at a guest path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Preopen {
-    pub host: PathBuf,
+    pub host: PreopenDir,
     pub guest: String,
     pub read_only: bool,
+}
+
+/// Which host directory a preopen gives.
+#[derive(Debug, Clone)]
+pub enum PreopenDir {
+    /// An already open directory handle (the thread filesystem layer's): the preopen is exactly
+    /// that directory, whatever happens to its name.
+    Open(Arc<std::os::fd::OwnedFd>),
+    /// A path opened when the call starts (benchmarks, embedders' own directories).
+    Path(PathBuf),
+}
+
+impl PreopenDir {
+    /// What to hand `WasiCtxBuilder::preopened_dir`, which only takes paths: for an open handle,
+    /// the `/proc/self/fd/N` magic link, which opens that very directory.
+    fn path(&self) -> PathBuf {
+        match self {
+            PreopenDir::Open(fd) => toolhost_core::threadfs::fd_path(std::os::fd::AsFd::as_fd(&**fd)),
+            PreopenDir::Path(p) => p.clone(),
+        }
+    }
 }
 
 /// Everything a call of one tool is allowed.
@@ -101,7 +122,8 @@ impl CapabilitySet {
             for p in preopens {
                 let read_only = p.read_only || self.fs == FsGrant::ReadOnly;
                 let perms = if read_only { FsPerms::ReadOnly } else { FsPerms::ReadWrite };
-                b.preopened_dir(&p.host, &p.guest, perms)?;
+                // The handle (if any) lives in `p` until this returns; the builder opens its own.
+                b.preopened_dir(p.host.path(), &p.guest, perms)?;
             }
         }
         Ok(b.build())

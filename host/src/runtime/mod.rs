@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
-pub use capabilities::{CapabilitySet, FsGrant, Preopen};
+pub use capabilities::{CapabilitySet, FsGrant, Preopen, PreopenDir};
 pub use exec::{CallLimits, CallRequest, ComponentCallError, RawResult};
 pub use net::{forbidden_address, HostRule, NetGrant};
 

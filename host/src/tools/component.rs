@@ -1,25 +1,15 @@
 //! A tool of a wasm component, seen as a `Tool`: each call runs in a fresh instance on a
 //! blocking thread, with the tool's capabilities, its thread's preopens and its limits.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
-use toolhost_core::{CallContext, StateUpdate, Tool, ToolOutcome, ToolSpec, VIRTUAL_ACP, VIRTUAL_SKILLS};
+use toolhost_core::{CallContext, StateUpdate, ThreadDir, Tool, ToolOutcome, ToolSpec, VIRTUAL_ACP};
 
-use crate::config::MountConfig;
-use crate::runtime::{CallRequest, CapabilitySet, ComponentCallError, FsGrant, LoadedComponent, Preopen, Runtime};
-
-/// Host directories every `filesystem:` grant may see besides the thread's own.
-#[derive(Debug, Clone, Default)]
-pub struct SharedDirs {
-    /// The skills directory (read-only at `/mnt/skills`), when it exists.
-    pub skills: Option<PathBuf>,
-    pub skills_container_path: String,
-    /// Configured `sandbox.mounts` whose host path exists.
-    pub mounts: Vec<MountConfig>,
-}
+use crate::runtime::{
+    CallRequest, CapabilitySet, ComponentCallError, FsGrant, LoadedComponent, Preopen, PreopenDir, Runtime,
+};
 
 /// A component tool.
 pub struct ComponentTool {
@@ -31,7 +21,6 @@ pub struct ComponentTool {
     caps: CapabilitySet,
     config: String,
     sandbox: String,
-    shared: Arc<SharedDirs>,
 }
 
 impl ComponentTool {
@@ -44,7 +33,6 @@ impl ComponentTool {
         caps: CapabilitySet,
         config: Map<String, Value>,
         sandbox: Value,
-        shared: Arc<SharedDirs>,
     ) -> Self {
         Self {
             spec,
@@ -54,7 +42,6 @@ impl ComponentTool {
             caps,
             config: Value::Object(config).to_string(),
             sandbox: sandbox.to_string(),
-            shared,
         }
     }
 
@@ -66,31 +53,29 @@ impl ComponentTool {
         &self.component
     }
 
-    /// The preopens of a call in `ctx`'s thread. Directories are created on first use.
+    /// The preopens of a call in `ctx`'s thread: the thread filesystem layer's open directory
+    /// handles (a thread directory swapped for a link is refused there, never followed), then the
+    /// shared skills directory and mounts. Directories are created on first use.
     fn preopens(&self, ctx: &CallContext) -> Result<Vec<Preopen>, String> {
         if self.caps.fs == FsGrant::None {
             return Ok(Vec::new());
         }
-        ctx.paths.ensure().map_err(|e| e.to_string())?;
+        let open = |dir: ThreadDir, guest: &str, read_only: bool| -> Result<Preopen, String> {
+            let fd = ctx.fs.dir(dir).map_err(|e| e.to_string())?;
+            Ok(Preopen { host: PreopenDir::Open(fd), guest: guest.into(), read_only })
+        };
         let mut out = vec![
-            Preopen { host: ctx.paths.workspace(), guest: "/mnt/user-data/workspace".into(), read_only: false },
-            Preopen { host: ctx.paths.uploads(), guest: "/mnt/user-data/uploads".into(), read_only: false },
-            Preopen { host: ctx.paths.outputs(), guest: "/mnt/user-data/outputs".into(), read_only: false },
-            Preopen { host: ctx.paths.acp_workspace(), guest: VIRTUAL_ACP.into(), read_only: true },
+            open(ThreadDir::Workspace, "/mnt/user-data/workspace", false)?,
+            open(ThreadDir::Uploads, "/mnt/user-data/uploads", false)?,
+            open(ThreadDir::Outputs, "/mnt/user-data/outputs", false)?,
+            open(ThreadDir::Acp, VIRTUAL_ACP, true)?,
         ];
-        if let Some(skills) = &self.shared.skills {
-            let guest = if self.shared.skills_container_path.is_empty() {
-                VIRTUAL_SKILLS.to_string()
-            } else {
-                self.shared.skills_container_path.clone()
-            };
-            out.push(Preopen { host: skills.clone(), guest, read_only: true });
-        }
-        for m in &self.shared.mounts {
+        let shared = ctx.fs.shared();
+        for dir in shared.skills().into_iter().chain(shared.mounts()) {
             out.push(Preopen {
-                host: PathBuf::from(&m.host_path),
-                guest: m.container_path.clone(),
-                read_only: m.read_only,
+                host: PreopenDir::Open(dir.handle()),
+                guest: dir.vpath.clone(),
+                read_only: dir.read_only,
             });
         }
         Ok(out)
@@ -113,15 +98,44 @@ fn exception_of(message: &str) -> Option<(&str, &str)> {
     valid.then_some((class, detail))
 }
 
-/// The state update a component returned, in host terms.
-fn convert_update(u: crate::runtime::toolhost::tool::types::StateUpdate) -> Result<StateUpdate, String> {
-    let mut out = StateUpdate { artifacts: u.artifacts, ..StateUpdate::default() };
+/// The state update a component returned, in host terms. A component's update is input like
+/// its content: artifacts must name paths under `/mnt/user-data/outputs`, and a viewed image must
+/// resolve to a file inside the thread (its `actual_path` is the host's resolution, never the
+/// component's claim).
+fn convert_update(
+    ctx: &CallContext,
+    u: crate::runtime::toolhost::tool::types::StateUpdate,
+) -> Result<StateUpdate, String> {
+    let mut out = StateUpdate::default();
+    if let Some(artifacts) = u.artifacts {
+        for a in &artifacts {
+            let normalized = toolhost_vpath::normalize(a);
+            let inside = !toolhost_vpath::has_traversal(a)
+                && toolhost_vpath::under(&normalized, "/mnt/user-data/outputs")
+                && normalized != "/mnt/user-data/outputs";
+            if !inside || normalized != *a {
+                return Err(format!(
+                    "returned an artifact that is not a file path under /mnt/user-data/outputs: {a:?}"
+                ));
+            }
+        }
+        out.artifacts = Some(artifacts);
+    }
     if let Some(images) = u.viewed_images {
         let mut map = Map::new();
         for i in images {
+            let resolved = ctx
+                .fs
+                .resolve(&i.path)
+                .ok()
+                .filter(|r| matches!(r.base, toolhost_core::threadfs::Base::Thread(d) if d != ThreadDir::Acp));
+            let Some(resolved) = resolved else {
+                return Err(format!("returned a viewed image outside the thread's user data: {:?}", i.path));
+            };
+            let actual = ctx.fs.host_path(&resolved);
             map.insert(
                 i.path.clone(),
-                serde_json::json!({"mime_type": i.mime_type, "size": i.size, "actual_path": i.actual_path}),
+                serde_json::json!({"mime_type": i.mime_type, "size": i.size, "actual_path": actual.to_string_lossy()}),
             );
         }
         out.viewed_images = Some(map);
@@ -177,11 +191,11 @@ impl Tool for ComponentTool {
         };
         match result {
             Ok(raw) => {
-                let update = match raw.update.map(convert_update).transpose() {
+                let update = match raw.update.map(|u| convert_update(ctx, u)).transpose() {
                     Ok(u) => u.unwrap_or_default(),
                     Err(e) => return ToolOutcome::raised("ValueError", format!("component tool '{name}' {e}")),
                 };
-                let content = ctx.paths.mask(&raw.content);
+                let content = ctx.paths().mask(&raw.content);
                 let outcome = if raw.is_error { ToolOutcome::error(content) } else { ToolOutcome::text(content) };
                 outcome.with_update(update)
             }
@@ -189,7 +203,7 @@ impl Tool for ComponentTool {
             Err(e) => {
                 if let ComponentCallError::Failed(m) = &e {
                     if let Some((class, detail)) = exception_of(m) {
-                        return ToolOutcome::raised(class, ctx.paths.mask(detail));
+                        return ToolOutcome::raised(class, ctx.paths().mask(detail));
                     }
                 }
                 let class = match &e {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use toolhost_core::{CallContext, ThreadPaths, ThreadState};
+use toolhost_core::{CallContext, ThreadFs, ThreadState};
 use toolhost_mcp::{config, ConfigSource, McpManager};
 
 pub fn root() -> PathBuf {
@@ -64,9 +64,9 @@ pub fn manager_with_env(servers: Value, vars: &[(&str, &str)]) -> McpManager {
 }
 
 pub fn ctx(data: &Path, thread: &str) -> CallContext {
-    let paths = ThreadPaths::new(data, thread).expect("thread id");
-    paths.ensure().expect("thread dirs");
-    CallContext { thread_id: thread.into(), tool_call_id: "tc1".into(), paths, state: Arc::new(ThreadState::default()) }
+    let fs = ThreadFs::open(data, thread).expect("thread fs");
+    fs.ensure_tool_dirs().expect("thread dirs");
+    CallContext::new(Arc::new(fs), "tc1", Arc::new(ThreadState::default()))
 }
 
 pub fn free_port() -> u16 {
