@@ -425,3 +425,59 @@ async fn thread_directories_and_state_are_private() {
     }
     assert_eq!(mode("data/threads/p1/host/state.json"), 0o600);
 }
+
+/// `sandbox.thread_disk_quota_mb` bounds what the file tools may write into a thread; the
+/// refused write leaves nothing behind, and writes fit again once space is freed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_disk_quota_refuses_writes_past_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.yaml"),
+        "sandbox:\n  use: deerflow.sandbox.local:LocalSandboxProvider\n  thread_disk_quota_mb: 1\n\
+         read_before_write:\n  enabled: false\ntools:\n\
+         \x20 - {name: write_file, group: 'file:write', use: 'deerflow.sandbox.tools:write_file_tool'}\n",
+    )
+    .unwrap();
+    let host = reopen(&dir);
+    assert!(host.pipeline_layers().contains(&"thread_disk_quota"));
+    // write_file takes at most 80 KiB a call: append 64 KiB pieces until the quota refuses one.
+    let piece = |path: &str, append: bool, n: usize| {
+        json!({"description": "d", "path": path, "content": "x".repeat(n), "append": append})
+    };
+    let req = AssemblyRequest::default();
+    let ud = dir.path().join("data/threads/q/user-data");
+    let mut accepted = 0usize;
+    let refusal = loop {
+        let r = host.call(&req, "q", "write_file", piece("/mnt/user-data/workspace/a.txt", true, 64 << 10), None).await.unwrap();
+        if r.outcome.is_error() {
+            break r.outcome.text_content();
+        }
+        accepted += 1;
+        assert!(accepted < 64, "the quota never refused a write");
+    };
+    assert!(refusal.contains("disk quota of 1 MB"), "{refusal}");
+    // About 1 MB went in (allocation rounds up to blocks), and the refused piece did not.
+    assert!((14..=16).contains(&accepted), "{accepted} pieces of 64 KiB accepted");
+    assert_eq!(std::fs::metadata(ud.join("workspace/a.txt")).unwrap().len(), (accepted as u64) << 16);
+    // Freeing space (overwriting with less) makes room again.
+    let r = host.call(&req, "q", "write_file", piece("/mnt/user-data/workspace/a.txt", false, 10), None).await.unwrap();
+    assert!(!r.outcome.is_error(), "{}", r.outcome.text_content());
+    let r = host.call(&req, "q", "write_file", piece("/mnt/user-data/outputs/b.txt", false, 64 << 10), None).await.unwrap();
+    assert!(!r.outcome.is_error(), "{}", r.outcome.text_content());
+    // Another thread has its own quota.
+    for _ in 0..10 {
+        let r = host.call(&req, "q2", "write_file", piece("/mnt/user-data/workspace/a.txt", true, 64 << 10), None).await.unwrap();
+        assert!(!r.outcome.is_error(), "{}", r.outcome.text_content());
+    }
+}
+
+#[test]
+fn a_zero_disk_quota_is_a_config_error_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.yaml"), "sandbox:\n  use: x\n  thread_disk_quota_mb: 0\n").unwrap();
+    let err = match Toolhost::open(HostOptions::new(dir.path().join("config.yaml"))) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a zero quota was accepted"),
+    };
+    assert!(err.contains(":3:") && err.contains("thread_disk_quota_mb") && err.contains("at least 1"), "{err}");
+}

@@ -13,8 +13,8 @@ use crate::assembly::{Assembly, AssemblyRequest, Builtin, BuiltinCondition, Expl
 use crate::config::AppConfig;
 use crate::host::{HostOptions, Problem, Severity};
 use crate::middleware::{
-    Clarification, DeferredGate, Middleware, Pipeline, ReadBeforeWrite, SandboxAudit, SkillPolicy, ToolErrorHandling,
-    ToolResultSanitization,
+    Clarification, DeferredGate, Middleware, Pipeline, ReadBeforeWrite, SandboxAudit, SkillPolicy, ThreadDiskQuota,
+    ToolErrorHandling, ToolResultSanitization,
 };
 use toolhost_core::SharedRoots;
 
@@ -27,7 +27,7 @@ pub fn pipeline(
     skills: toolhost_skills::SkillStore,
     public: toolhost_skills::PublicSkillStates,
 ) -> Pipeline {
-    let layers: Vec<Arc<dyn Middleware>> = vec![
+    let mut layers: Vec<Arc<dyn Middleware>> = vec![
         Arc::new(ToolResultSanitization),
         Arc::new(SandboxAudit),
         Arc::new(ReadBeforeWrite::new(config.read_before_write.enabled)),
@@ -36,6 +36,11 @@ pub fn pipeline(
         Arc::new(DeferredGate),
         Arc::new(Clarification { disable: false }),
     ];
+    // toolhost's own layer, only when configured: right inside the read-before-write gate, so a
+    // write the gate refuses never counts.
+    if let Some(mb) = config.sandbox.as_ref().and_then(|s| s.thread_disk_quota_mb) {
+        layers.insert(3, Arc::new(ThreadDiskQuota::new(mb)));
+    }
     Pipeline::new(layers)
 }
 

@@ -137,6 +137,27 @@ fn ok(_: &Context, _: Nothing) -> Output {
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
+struct HostArg {
+    host: String,
+}
+
+fn resolve(_: &Context, a: HostArg) -> Output {
+    use std::net::ToSocketAddrs;
+    match (a.host.as_str(), 443).to_socket_addrs() {
+        Ok(addrs) => Output::text(format!("RESOLVED {:?}", addrs.collect::<Vec<_>>())),
+        Err(e) => Output::error(format!("denied: {e}")),
+    }
+}
+
+fn udp(_: &Context, a: AddrArg) -> Output {
+    let sent = std::net::UdpSocket::bind("0.0.0.0:0").and_then(|s| s.send_to(b"exfiltrated", &a.addr));
+    match sent {
+        Ok(n) => Output::text(format!("SENT {n} bytes to {}", a.addr)),
+        Err(e) => Output::error(format!("denied: {e}")),
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
 struct LinkArg {
     /// What the link points at (wasmtime-wasi refuses only absolute targets).
     target: String,
@@ -232,6 +253,8 @@ toolhost_sdk::export_tools!(
     tool("bad_update", "Return a malformed state update.", bad_update),
     tool("counter", "Count calls in this instance.", counter),
     tool("ok", "Succeed.", ok),
+    tool("resolve", "Resolve a host name.", resolve),
+    tool("udp", "Send a UDP datagram.", udp),
     tool("plant_symlink", "Create a symlink with any target.", plant_symlink),
     tool("plant_sparse", "Create a sparse file of any size.", plant_sparse),
     tool("rename", "Rename a path.", rename),

@@ -146,6 +146,18 @@ pub struct SandboxConfig {
     pub read_file_output_max_chars: usize,
     pub ls_output_max_chars: usize,
     pub bash_command_timeout: u64,
+    /// toolhost's own key: the most a thread's user data may occupy on disk for `write_file` and
+    /// `str_replace` to go on writing (none: no quota). DeerFlow's loader ignores it.
+    #[serde(deserialize_with = "positive_mb")]
+    pub thread_disk_quota_mb: Option<u64>,
+}
+
+fn positive_mb<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Option::<u64>::deserialize(d)? {
+        Some(0) => Err(serde::de::Error::custom("must be at least 1 (MB); leave it out for no quota")),
+        Some(mb) if mb > 1 << 30 => Err(serde::de::Error::custom("must be at most 1073741824 (MB)")),
+        other => Ok(other),
+    }
 }
 
 impl Default for SandboxConfig {
@@ -158,6 +170,7 @@ impl Default for SandboxConfig {
             read_file_output_max_chars: 50000,
             ls_output_max_chars: 20000,
             bash_command_timeout: 600,
+            thread_disk_quota_mb: None,
         }
     }
 }

@@ -5,6 +5,7 @@
 mod audit;
 mod clarification;
 mod deferred;
+mod disk_quota;
 mod error_handling;
 mod read_before_write;
 mod result_sanitization;
@@ -21,6 +22,7 @@ use crate::assembly::Deferred;
 pub use audit::SandboxAudit;
 pub use clarification::Clarification;
 pub use deferred::DeferredGate;
+pub use disk_quota::ThreadDiskQuota;
 pub use error_handling::{format_exception, ToolErrorHandling};
 pub use read_before_write::ReadBeforeWrite;
 pub use result_sanitization::ToolResultSanitization;
