@@ -1,0 +1,243 @@
+//! The start-up self-test: one real command, prepared exactly as a call's command is, in a
+//! throw-away thread directory. It must fail to write outside the thread, report zero
+//! capabilities and `no_new_privs`, be refused the sockets its network mode refuses, and leave a
+//! `setsid` process behind that the tree kill then ends. Anything less and bash is not offered.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use toolhost_core::{CallContext, ThreadPaths, ThreadState};
+
+use crate::privs::CapSets;
+use crate::{confine, BashNetwork, BashTool, NetSetup};
+
+/// The probe script. It prints what it saw; the parent decides. `/dev/tcp` and `/dev/udp` are
+/// bash's own sockets, so no other program is needed.
+const SCRIPT: &str = r#"
+grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status
+if echo escaped > "$PROBE_OUTSIDE/escape" 2>/dev/null; then echo "WRITE outside: allowed"; fi
+if echo inside > ./probe-inside 2>/dev/null; then echo "WRITE inside: allowed"; fi
+if chmod 0600 "$PROBE_OUTSIDE/sentinel" 2>/dev/null; then echo "CHMOD outside: allowed"; fi
+if chmod 0600 ./probe-inside 2>/dev/null; then echo "CHMOD inside: allowed"; fi
+echo "TCP denied port: $( (exec 3<>"/dev/tcp/127.0.0.1/$PROBE_DENIED_PORT") 2>&1 && echo connected)"
+if [ -n "$PROBE_PROXY_PORT" ]; then
+  echo "TCP proxy port: $( (exec 3<>"/dev/tcp/127.0.0.1/$PROBE_PROXY_PORT") 2>&1 && echo connected)"
+  echo "UDP: $( (echo x > "/dev/udp/127.0.0.1/$PROBE_DENIED_PORT") 2>&1 && echo sent)"
+fi
+setsid sleep 60 >/dev/null 2>&1 &
+echo "SLEEPER $!"
+"#;
+
+/// A throw-away directory removed when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Run the self-test of `tool`; `Ok` lists what was proven.
+pub(crate) fn run(tool: &BashTool) -> Result<Vec<String>, String> {
+    let abi = match confine::confinement_status() {
+        confine::ConfinementStatus::Active { abi } => abi,
+        confine::ConfinementStatus::Unavailable { reason } => return Err(format!("Landlock is unavailable: {reason}")),
+    };
+    if matches!(tool.config.network, BashNetwork::Allowlist(_)) && abi < confine::NET_ABI {
+        return Err(format!(
+            "sandbox.bash_network allowlist needs Landlock network rules (ABI {}, Linux 6.7); this kernel has ABI {abi}",
+            confine::NET_ABI
+        ));
+    }
+    tool.identity.check()?;
+    // The system rules are read once per process; do it here rather than on a call.
+    confine::warm_up();
+
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let scratch = Scratch(std::env::temp_dir().join(format!(
+        "toolhost-bash-probe-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )));
+    make_private_dir(&scratch.0)?;
+    let outside = scratch.0.join("outside");
+    make_private_dir(&outside)?;
+    let sentinel = outside.join("sentinel");
+    std::fs::write(&sentinel, "probe").map_err(|e| format!("cannot create {}: {e}", sentinel.display()))?;
+    set_mode(&sentinel, 0o644)?;
+    let paths = ThreadPaths::new(&scratch.0, "probe").map_err(|e| e.to_string())?;
+    paths.ensure_again().map_err(|e| format!("cannot create the probe's thread: {e}"))?;
+    let ctx = CallContext {
+        thread_id: "probe".into(),
+        tool_call_id: "self-test".into(),
+        paths,
+        state: Arc::new(ThreadState::default()),
+    };
+
+    // A listener the command must not reach: in the host's namespace, or in the proxy's when
+    // commands join one (so a refusal there is Landlock's, not an empty namespace's).
+    let (net, denied) = match &tool.config.network {
+        BashNetwork::None => {
+            let denied = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot bind a probe port: {e}"))?;
+            (NetSetup::None, denied)
+        }
+        BashNetwork::Allowlist(_) => {
+            let endpoint = tool.endpoint()?;
+            let denied = match endpoint.in_netns(|| TcpListener::bind("127.0.0.1:0")) {
+                Some(r) => r,
+                None => TcpListener::bind("127.0.0.1:0"),
+            }
+            .map_err(|e| format!("cannot bind a probe port: {e}"))?;
+            let netns = match endpoint.netns() {
+                Some(ns) => Some(ns.try_clone().map_err(|e| e.to_string())?),
+                None => None,
+            };
+            (NetSetup::Proxy { port: endpoint.port(), netns, env: Vec::new() }, denied)
+        }
+    };
+    let denied_port = denied.local_addr().map_err(|e| e.to_string())?.port();
+    let proxy_port = match &net {
+        NetSetup::Proxy { port, .. } => Some(*port),
+        NetSetup::None => None,
+    };
+
+    let prepared = tool.prepare(&ctx, net).map_err(|e| e.trim_start_matches("Error: ").to_string())?;
+    let mut cmd = Command::new(&tool.config.shell);
+    cmd.arg("-c")
+        .arg(SCRIPT)
+        .env_clear()
+        .envs(&prepared.env)
+        .env("PROBE_OUTSIDE", &outside)
+        .env("PROBE_DENIED_PORT", denied_port.to_string())
+        .env("PROBE_PROXY_PORT", proxy_port.map(|p| p.to_string()).unwrap_or_default())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    prepared.plan.install(&mut cmd);
+    let output = cmd
+        .output()
+        .map_err(|e| format!("the probe command could not start ({}): {e}", tool.config.shell.display()))?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let cgroup = prepared.cgroup;
+    let sleeper: Option<i32> = text.lines().find_map(|l| l.strip_prefix("SLEEPER ")).and_then(|p| p.trim().parse().ok());
+    // Whatever the verdict, nothing of the probe may outlive it.
+    let killed = match (&cgroup, sleeper) {
+        (Some(cg), Some(pid)) => {
+            cg.kill();
+            let gone = !running(pid) && !cg.populated();
+            cg.remove();
+            Some(gone)
+        }
+        (None, Some(pid)) => {
+            // SAFETY: plain syscall on the probe's own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            None
+        }
+        (cg, None) => {
+            if let Some(cg) = cg {
+                cg.kill();
+                cg.remove();
+            }
+            None
+        }
+    };
+    if !output.status.success() {
+        return Err(format!(
+            "the probe command failed ({}): {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    verdict(tool, &text, &outside, killed, proxy_port.is_some())
+}
+
+fn verdict(tool: &BashTool, text: &str, outside: &Path, killed: Option<bool>, allowlist: bool) -> Result<Vec<String>, String> {
+    let mut proven = Vec::new();
+    if outside.join("escape").exists() || text.contains("WRITE outside: allowed") {
+        return Err("Landlock did not engage: the probe wrote outside its thread".into());
+    }
+    if !text.contains("WRITE inside: allowed") {
+        return Err("the probe could not write in its own workspace".into());
+    }
+    proven.push("Landlock refused a write outside the thread".into());
+    if text.contains("CHMOD outside: allowed") || mode(&outside.join("sentinel")) != Some(0o644) {
+        return Err("the probe changed the mode of a file outside its thread".into());
+    }
+    if tool.mount_view && !text.contains("CHMOD inside: allowed") {
+        return Err("the probe could not chmod a file in its own workspace".into());
+    }
+    proven.push(if tool.mount_view {
+        "chmod refused outside the thread (read-only mounts) and allowed inside".into()
+    } else {
+        "chmod refused outside the thread".into()
+    });
+    let caps = CapSets::parse(text).ok_or("the probe did not report its capabilities")?;
+    if caps.effective | caps.permitted | caps.inheritable | caps.ambient != 0 {
+        return Err(format!("capabilities were not dropped: {caps:?}"));
+    }
+    if tool.identity.drops_bounding() && caps.bounding != 0 {
+        return Err(format!("the capability bounding set was not emptied: {:#x}", caps.bounding));
+    }
+    if !text.lines().any(|l| l.starts_with("NoNewPrivs:") && l.trim_end().ends_with('1')) {
+        return Err("no_new_privs is not set".into());
+    }
+    proven.push("capabilities 0, no_new_privs".into());
+    if !text.lines().any(|l| l.starts_with("Seccomp:") && l.trim_end().ends_with('2')) {
+        return Err("no seccomp filter is installed".into());
+    }
+    let line = |prefix: &str| text.lines().find_map(|l| l.strip_prefix(prefix)).unwrap_or("").to_string();
+    let denied = line("TCP denied port: ");
+    if denied.contains("connected") {
+        return Err(format!("a TCP connect to a port the command may not reach succeeded: {denied}"));
+    }
+    if allowlist {
+        let proxy = line("TCP proxy port: ");
+        if !proxy.contains("connected") {
+            return Err(format!("the command cannot reach the proxy port: {proxy}"));
+        }
+        let udp = line("UDP: ");
+        if udp.contains("sent") || !udp.contains("socket") {
+            return Err(format!("seccomp did not refuse a UDP socket: {udp}"));
+        }
+        proven.push("seccomp refused a UDP socket; TCP reached the proxy port and no other".into());
+    } else {
+        // bash reports which call failed: `socket` means seccomp refused it before any connect.
+        if !denied.contains("socket") {
+            return Err(format!("seccomp did not refuse an AF_INET socket: {denied}"));
+        }
+        proven.push("seccomp refused an AF_INET socket".into());
+    }
+    match killed {
+        Some(true) => proven.push("the cgroup kill ended a setsid background process".into()),
+        Some(false) => return Err("the cgroup kill did not end the probe's setsid background process".into()),
+        None => {}
+    }
+    Ok(proven)
+}
+
+/// Whether `pid` runs (a zombie waiting for its reaper does not).
+pub(crate) fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')))
+        .unwrap_or(false)
+}
+
+fn mode(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).ok().map(|m| m.permissions().mode() & 0o7777)
+}
+
+fn set_mode(path: &Path, mode: u32) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn make_private_dir(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(0o700).create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
+}
