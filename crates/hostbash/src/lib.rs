@@ -13,6 +13,7 @@ mod mountns;
 mod privs;
 mod probe;
 mod proxy;
+mod reaper;
 mod rewrite;
 mod run;
 mod seccomp;
@@ -187,7 +188,7 @@ pub(crate) enum NetSetup {
 pub(crate) struct Prepared {
     pub env: HashMap<String, String>,
     pub plan: run::ChildPlan,
-    pub cgroup: Option<tree::Cgroup>,
+    pub tree: run::TreeSetup,
 }
 
 /// The native host `bash` tool.
@@ -356,18 +357,23 @@ impl BashTool {
         };
         let mut env = self.env(ctx);
         let mut plan = run::ChildPlan { workspace: Some(open(ThreadDir::Workspace)?), ..Default::default() };
-        let cgroup = match self.cgroup_parent() {
+        self.lingering.sweep();
+        let tree = match self.cgroup_parent() {
             Ok(parent) => {
-                self.lingering.sweep();
                 let (cgroup, procs) = tree::Cgroup::create(&parent)
                     .map_err(|e| format!("Error: Cannot create the command's cgroup: {e}"))?;
                 plan.cgroup_procs = Some(procs);
-                Some(cgroup)
+                run::TreeSetup::Cgroup(cgroup)
             }
-            Err(_) => None,
+            Err(_) => {
+                let (reaper, status) =
+                    reaper::ReaperPlan::new().map_err(|e| format!("Error: Cannot prepare the command's supervisor: {e}"))?;
+                plan.reaper = Some(reaper);
+                run::TreeSetup::Reaper(status)
+            }
         };
         if self.config.confine == ConfineMode::Off {
-            return Ok(Prepared { env, plan, cgroup });
+            return Ok(Prepared { env, plan, tree });
         }
         let mut fs = FsRules::default();
         let mut writable = Vec::new();
@@ -417,7 +423,7 @@ impl BashTool {
         plan.ruleset = Some(confine::build_ruleset(&fs, net_rule).map_err(confine_err)?);
         plan.identity = Some(self.identity);
         plan.seccomp = Some(self.seccomp.clone().map_err(|e| format!("Error: Cannot build the seccomp filter: {e}"))?);
-        Ok(Prepared { env, plan, cgroup })
+        Ok(Prepared { env, plan, tree })
     }
 
     async fn execute(&self, ctx: &CallContext, command: &str) -> Result<String, String> {
@@ -452,7 +458,7 @@ impl BashTool {
             env: prepared.env,
             timeout: Duration::from_secs(self.config.command_timeout_secs),
             plan: prepared.plan,
-            cgroup: prepared.cgroup,
+            tree: prepared.tree,
         };
         let outcome = run::run(invocation, &self.lingering).await;
         let refusals = proxy.map(|p| p.take_refusals(&call)).unwrap_or_default();
@@ -588,7 +594,9 @@ fn explain(tool: &BashTool) -> Vec<String> {
             p.dir.display(),
             if p.has_kill { "cgroup.kill" } else { "SIGKILL to every member until empty" }
         ),
-        Err(why) => format!("process tree: process group only ({why})"),
+        Err(why) => format!(
+            "process tree: a subreaper supervisor per command ({why}): setsid'd and orphaned processes are re-parented to it and killed with the tree at the timeout, on cancellation and at host shutdown; a command that finishes may leave background processes running"
+        ),
     });
     lines.push(format!(
         "limits: {}, no core dumps; environment: {}{}",

@@ -12,6 +12,9 @@ use std::sync::Arc;
 use toolhost_core::{CallContext, ThreadPaths, ThreadState};
 
 use crate::privs::CapSets;
+use crate::reaper::{StatusPipe, Supervisor};
+use crate::run::TreeSetup;
+use crate::tree::Tree;
 use crate::{confine, BashNetwork, BashTool, NetSetup};
 
 /// The probe script. It prints what it saw; the parent decides. `/dev/tcp` and `/dev/udp` are
@@ -118,41 +121,61 @@ pub(crate) fn run(tool: &BashTool) -> Result<Vec<String>, String> {
         .stderr(Stdio::piped());
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     prepared.plan.install(&mut cmd);
-    let output = cmd
-        .output()
+    let mut child = cmd
+        .spawn()
         .map_err(|e| format!("the probe command could not start ({}): {e}", tool.config.shell.display()))?;
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    let cgroup = prepared.cgroup;
-    let sleeper: Option<i32> = text.lines().find_map(|l| l.strip_prefix("SLEEPER ")).and_then(|p| p.trim().parse().ok());
-    // Whatever the verdict, nothing of the probe may outlive it.
-    let killed = match (&cgroup, sleeper) {
-        (Some(cg), Some(pid)) => {
-            cg.kill();
-            let gone = !running(pid) && !cg.populated();
-            cg.remove();
-            Some(gone)
-        }
-        (None, Some(pid)) => {
-            // SAFETY: plain syscall on the probe's own child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            None
-        }
-        (cg, None) => {
-            if let Some(cg) = cg {
-                cg.kill();
-                cg.remove();
+    let (tree, status_pipe) = match prepared.tree {
+        TreeSetup::Cgroup(cgroup) => (Tree::Cgroup(cgroup), None),
+        TreeSetup::Reaper(pipe) => {
+            let supervisor = Supervisor::new(child.id()).map_err(|e| e.to_string());
+            match supervisor {
+                Ok(s) => (Tree::Reaper(s), Some(pipe)),
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("cannot watch the probe's supervisor: {e}"));
+                }
             }
-            None
         }
     };
-    if !output.status.success() {
-        return Err(format!(
-            "the probe command failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
+    // Both pipes reach EOF when the shell exits: the background sleeper writes to /dev/null.
+    let stderr = child.stderr.take();
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut pipe) = stderr {
+            let _ = std::io::Read::read_to_string(&mut pipe, &mut text);
+        }
+        text
+    });
+    let mut text = String::new();
+    if let Some(mut pipe) = child.stdout.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut text);
+    }
+    let errors = stderr.join().unwrap_or_default();
+    let status = match status_pipe {
+        Some(pipe) => read_status(pipe),
+        None => child.wait().map_err(|e| e.to_string()),
+    };
+    let sleeper: Option<i32> = text.lines().find_map(|l| l.strip_prefix("SLEEPER ")).and_then(|p| p.trim().parse().ok());
+    // Whatever the verdict, nothing of the probe may outlive it.
+    tree.kill();
+    let killed = sleeper.map(|pid| !running(pid) && !tree.alive());
+    tree.remove();
+    let _ = child.wait();
+    match status {
+        Ok(status) if status.success() => {}
+        Ok(status) => return Err(format!("the probe command failed ({status}): {}", errors.trim())),
+        Err(e) => return Err(format!("the probe command's status is unknown: {e}")),
     }
     verdict(tool, &text, &outside, killed, proxy_port.is_some())
+}
+
+/// The shell's status from the supervisor's pipe.
+fn read_status(pipe: StatusPipe) -> Result<std::process::ExitStatus, String> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut raw = [0u8; 4];
+    std::io::Read::read_exact(&mut std::fs::File::from(pipe.0), &mut raw).map_err(|e| e.to_string())?;
+    Ok(std::process::ExitStatus::from_raw(i32::from_ne_bytes(raw)))
 }
 
 fn verdict(tool: &BashTool, text: &str, outside: &Path, killed: Option<bool>, allowlist: bool) -> Result<Vec<String>, String> {
@@ -211,10 +234,14 @@ fn verdict(tool: &BashTool, text: &str, outside: &Path, killed: Option<bool>, al
         }
         proven.push("seccomp refused an AF_INET socket".into());
     }
+    let mechanism = match tool.cgroup_parent() {
+        Ok(_) => "the cgroup kill",
+        Err(_) => "the subreaper's kill",
+    };
     match killed {
-        Some(true) => proven.push("the cgroup kill ended a setsid background process".into()),
-        Some(false) => return Err("the cgroup kill did not end the probe's setsid background process".into()),
-        None => {}
+        Some(true) => proven.push(format!("{mechanism} ended a setsid background process")),
+        Some(false) => return Err(format!("{mechanism} did not end the probe's setsid background process")),
+        None => return Err("the probe did not report its background process".into()),
     }
     Ok(proven)
 }

@@ -18,8 +18,9 @@ use tokio::task::JoinHandle;
 
 use crate::mountns::ReadOnlyView;
 use crate::privs::Identity;
+use crate::reaper::{ReaperPlan, StatusPipe, Supervisor};
 use crate::seccomp::Filter;
-use crate::tree::{Cgroup, Lingering};
+use crate::tree::{Cgroup, Lingering, Tree};
 use crate::{confine, tree};
 
 /// DeerFlow's `_COMMAND_CAPTURE_LIMIT_BYTES`, per pipe.
@@ -37,6 +38,8 @@ const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(10);
 /// install the seccomp filter. Each step is a few syscalls on values built here.
 #[derive(Default)]
 pub struct ChildPlan {
+    /// Fork a subreaper supervisor first (where no cgroup holds the tree).
+    pub reaper: Option<ReaperPlan>,
     /// The thread's workspace, the command's working directory (`fchdir`: no path lookup).
     pub workspace: Option<OwnedFd>,
     pub cgroup_procs: Option<OwnedFd>,
@@ -61,6 +64,9 @@ impl ChildPlan {
     }
 
     fn apply(&mut self) -> io::Result<()> {
+        if let Some(reaper) = &self.reaper {
+            reaper.fork_in_child()?;
+        }
         if let Some(procs) = &self.cgroup_procs {
             tree::join_in_child(procs)?;
         }
@@ -96,8 +102,14 @@ pub struct Invocation {
     pub env: HashMap<String, String>,
     pub timeout: Duration,
     pub plan: ChildPlan,
-    /// The command's cgroup, when its tree is tracked by one.
-    pub cgroup: Option<Cgroup>,
+    pub tree: TreeSetup,
+}
+
+/// How the command's tree will be held, prepared before the spawn.
+pub enum TreeSetup {
+    Cgroup(Cgroup),
+    /// The supervisor reports the shell's status on this pipe.
+    Reaper(StatusPipe),
 }
 
 /// What came back.
@@ -166,7 +178,7 @@ fn snapshot(capture: &Mutex<Capture>) -> String {
 /// host shutting down mid-call) leaves nothing running.
 struct TreeGuard<'a> {
     pgid: Option<i32>,
-    cgroup: Option<Cgroup>,
+    tree: Option<Tree>,
     lingering: &'a Lingering,
 }
 
@@ -182,36 +194,30 @@ impl TreeGuard<'_> {
 
     /// Whether anything of the tree still runs.
     fn alive(&self) -> bool {
-        if let Some(cgroup) = &self.cgroup {
-            return cgroup.populated();
-        }
-        let Some(pgid) = self.pgid else { return false };
-        // SAFETY: signal 0 only checks for existence.
-        let rc = unsafe { libc::killpg(pgid, 0) };
-        rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+        self.tree.as_ref().is_some_and(Tree::alive)
     }
 
-    /// Kill the whole tree and wait until it is gone (off the async workers: the cgroup kill
-    /// polls until the cgroup is empty).
+    /// Kill the whole tree and wait until it is gone (off the async workers: the kill polls
+    /// until the tree is empty).
     async fn kill(&mut self) {
-        self.signal_group();
-        if let Some(cgroup) = self.cgroup.take() {
-            if let Ok(cgroup) = tokio::task::spawn_blocking(move || {
-                cgroup.kill();
-                cgroup
+        if let Some(tree) = self.tree.take() {
+            if let Ok(tree) = tokio::task::spawn_blocking(move || {
+                tree.kill();
+                tree
             })
             .await
             {
-                self.lingering.keep(cgroup);
+                self.lingering.keep(tree);
             }
         }
+        self.signal_group();
     }
 
     /// The command finished: its background processes may run on (DeerFlow's semantics).
     fn release(mut self) {
         self.pgid = None;
-        if let Some(cgroup) = self.cgroup.take() {
-            self.lingering.keep(cgroup);
+        if let Some(tree) = self.tree.take() {
+            self.lingering.keep(tree);
         }
     }
 }
@@ -219,16 +225,25 @@ impl TreeGuard<'_> {
 impl Drop for TreeGuard<'_> {
     fn drop(&mut self) {
         self.signal_group();
-        if let Some(cgroup) = self.cgroup.take() {
-            cgroup.signal_kill();
-            self.lingering.keep(cgroup);
+        if let Some(tree) = self.tree.take() {
+            tree.signal_kill();
+            self.lingering.keep(tree);
         }
     }
 }
 
+/// The shell's exit status as the supervisor reports it (4 bytes of raw wait status).
+async fn reported_status(pipe: StatusPipe) -> io::Result<std::process::ExitStatus> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut rx = tokio::net::unix::pipe::Receiver::from_owned_fd(pipe.0)?;
+    let mut raw = [0u8; 4];
+    rx.read_exact(&mut raw).await?;
+    Ok(std::process::ExitStatus::from_raw(i32::from_ne_bytes(raw)))
+}
+
 /// Run the invocation. `Err` only when the shell cannot be started.
 pub async fn run(invocation: Invocation, lingering: &Lingering) -> io::Result<Outcome> {
-    let Invocation { shell, command, env, timeout, plan, cgroup } = invocation;
+    let Invocation { shell, command, env, timeout, plan, tree } = invocation;
     let mut cmd = Command::new(&shell);
     cmd.arg("-c")
         .arg(&command)
@@ -239,16 +254,27 @@ pub async fn run(invocation: Invocation, lingering: &Lingering) -> io::Result<Ou
         .stderr(Stdio::piped())
         .process_group(0);
     plan.install(cmd.as_std_mut());
-    let mut child = match cmd.spawn() {
+    let spawned = cmd.spawn();
+    let (tree, status_pipe) = match tree {
+        TreeSetup::Cgroup(cgroup) => (Some(Tree::Cgroup(cgroup)), None),
+        TreeSetup::Reaper(pipe) => (None, Some(pipe)),
+    };
+    let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
-            if let Some(cgroup) = cgroup {
-                lingering.keep(cgroup);
+            if let Some(tree) = tree {
+                lingering.keep(tree);
             }
             return Err(e);
         }
     };
-    let mut guard = TreeGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()), cgroup, lingering };
+    let pid = child.id();
+    let tree = match (tree, &status_pipe, pid) {
+        (Some(tree), _, _) => Some(tree),
+        (None, Some(_), Some(pid)) => Some(Tree::Reaper(Supervisor::new(pid)?)),
+        _ => None,
+    };
+    let mut guard = TreeGuard { pgid: pid.and_then(|id| i32::try_from(id).ok()), tree, lingering };
     let (stdout, stdout_task) = match child.stdout.take() {
         Some(pipe) => drain(pipe),
         None => (Arc::default(), tokio::spawn(async {})),
@@ -258,11 +284,19 @@ pub async fn run(invocation: Invocation, lingering: &Lingering) -> io::Result<Ou
         None => (Arc::default(), tokio::spawn(async {})),
     };
 
-    let (status, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
+    let exited = async {
+        match status_pipe {
+            // The supervisor lives on while the command's background processes do.
+            Some(pipe) => reported_status(pipe).await,
+            None => child.wait().await,
+        }
+    };
+    let (status, timed_out) = match tokio::time::timeout(timeout, exited).await {
         Ok(status) => (status?, false),
         Err(_) => {
             guard.kill().await;
-            (child.wait().await?, true)
+            use std::os::unix::process::ExitStatusExt;
+            (std::process::ExitStatus::from_raw(libc::SIGKILL), true)
         }
     };
     let grace = if timed_out || !guard.alive() { DRAIN_AFTER_EXIT } else { DRAIN_GRACE };

@@ -121,10 +121,6 @@ impl Cgroup {
         }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Whether any process of the tree is alive.
     pub fn populated(&self) -> bool {
         fs::read_to_string(self.dir.join("cgroup.events"))
@@ -197,35 +193,78 @@ pub fn join_in_child(procs: &OwnedFd) -> io::Result<()> {
     }
 }
 
-/// Cgroups of finished commands whose background processes still run. They are removed once
-/// empty, and killed when the tool is dropped (the host shuts down).
-#[derive(Debug, Default)]
-pub struct Lingering {
-    cgroups: Mutex<Vec<Cgroup>>,
+/// How one command's tree is held: its cgroup, or its subreaper supervisor.
+#[derive(Debug)]
+pub enum Tree {
+    Cgroup(Cgroup),
+    Reaper(crate::reaper::Supervisor),
 }
 
-impl Lingering {
-    pub fn keep(&self, cgroup: Cgroup) {
-        if !cgroup.remove() {
-            if let Ok(mut list) = self.cgroups.lock() {
-                list.push(cgroup);
+impl Tree {
+    /// Kill the whole tree and wait (bounded) until it is gone. Blocking.
+    pub fn kill(&self) {
+        match self {
+            Tree::Cgroup(c) => c.kill(),
+            Tree::Reaper(r) => {
+                r.kill(KILL_WAIT);
             }
         }
     }
 
-    /// Remove the cgroups whose processes have all exited.
-    pub fn sweep(&self) {
-        if let Ok(mut list) = self.cgroups.lock() {
-            list.retain(|c| !c.remove());
+    /// Send the kill without waiting.
+    pub fn signal_kill(&self) {
+        match self {
+            Tree::Cgroup(c) => c.signal_kill(),
+            Tree::Reaper(r) => r.signal_kill(),
         }
     }
 
-    /// Kill every lingering tree and remove its cgroup.
+    /// Whether any process of the tree still runs.
+    pub fn alive(&self) -> bool {
+        match self {
+            Tree::Cgroup(c) => c.populated(),
+            Tree::Reaper(r) => !r.exited(Duration::ZERO),
+        }
+    }
+
+    /// Let go of the tree's resources once it is empty; `false` while it runs.
+    pub fn remove(&self) -> bool {
+        match self {
+            Tree::Cgroup(c) => c.remove(),
+            Tree::Reaper(r) => r.exited(Duration::ZERO),
+        }
+    }
+}
+
+/// Trees of finished commands whose background processes still run. They are let go of once
+/// empty, and killed when the tool is dropped (the host shuts down).
+#[derive(Debug, Default)]
+pub struct Lingering {
+    trees: Mutex<Vec<Tree>>,
+}
+
+impl Lingering {
+    pub fn keep(&self, tree: Tree) {
+        if !tree.remove() {
+            if let Ok(mut list) = self.trees.lock() {
+                list.push(tree);
+            }
+        }
+    }
+
+    /// Let go of the trees whose processes have all exited.
+    pub fn sweep(&self) {
+        if let Ok(mut list) = self.trees.lock() {
+            list.retain(|t| !t.remove());
+        }
+    }
+
+    /// Kill every lingering tree.
     pub fn kill_all(&self) {
-        let list = self.cgroups.lock().map(|mut l| std::mem::take(&mut *l)).unwrap_or_default();
-        for cgroup in list {
-            cgroup.kill();
-            cgroup.remove();
+        let list = self.trees.lock().map(|mut l| std::mem::take(&mut *l)).unwrap_or_default();
+        for tree in list {
+            tree.kill();
+            tree.remove();
         }
     }
 }
