@@ -340,6 +340,50 @@ pub fn owned_by(fd: &OwnedFd, uid: u32) -> io::Result<bool> {
 mod tests {
     use super::*;
 
+    /// Why seccomp refuses `AF_UNIX` sockets below ABI 9: Landlock alone lets a confined process
+    /// connect to a socket path outside everything it was granted. The connect runs in the
+    /// child after `landlock_restrict_self`; the spawn succeeds only if it connected.
+    #[test]
+    fn landlock_below_abi_9_does_not_govern_pathname_socket_connect() {
+        let abi = match confinement_status() {
+            ConfinementStatus::Active { abi } => abi,
+            ConfinementStatus::Unavailable { reason } => {
+                assert!(reason.contains("does not implement") || reason.contains("disabled"), "{reason}");
+                eprintln!("SKIPPED: no Landlock: {reason}");
+                return;
+            }
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        for (dst, src) in addr.sun_path.iter_mut().zip(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str())) {
+            *dst = *src as libc::c_char;
+        }
+        let mut ruleset = Some(build_ruleset(&FsRules::default(), NetRule::DenyAll).unwrap());
+        let mut cmd = std::process::Command::new("/bin/true");
+        // SAFETY: syscalls only, on values prepared above.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                restrict_in_child(&mut ruleset)?;
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+                let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+                if fd < 0 || libc::connect(fd, &addr as *const libc::sockaddr_un as *const libc::sockaddr, len) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let connected = cmd.status().is_ok();
+        if abi < RESOLVE_UNIX_ABI {
+            assert!(connected, "ABI {abi}: expected Landlock to let the connect through");
+            listener.accept().expect("the confined child reached the socket");
+        } else {
+            assert!(!connected, "ABI {abi}: ResolveUnix should refuse the connect");
+        }
+    }
+
     #[test]
     fn etc_filter_leaves_out_what_others_cannot_read() {
         let dir = tempfile::tempdir().unwrap();
