@@ -49,10 +49,19 @@ fn bash_is_left_out_when_its_self_test_fails_and_offered_when_it_passes() {
     let listed = text(&toolhost(dir.path(), &["tools"], &[]));
     assert!(!listed.lines().any(|l| l.starts_with("bash ")), "{listed}");
     let checked = text(&toolhost(dir.path(), &["check"], &[]));
-    assert!(checked.contains("warning: tools[0] 'bash': left out: host bash's confinement did not engage"), "{checked}");
+    assert!(
+        checked.contains("warning: tools[0] 'bash': left out: host bash's confinement did not engage"),
+        "{checked}"
+    );
     let call = toolhost(
         dir.path(),
-        &["call", "bash", r#"{"description": "d", "command": "echo ran > /mnt/user-data/workspace/ran"}"#, "--thread", "t1"],
+        &[
+            "call",
+            "bash",
+            r#"{"description": "d", "command": "echo ran > /mnt/user-data/workspace/ran"}"#,
+            "--thread",
+            "t1",
+        ],
         &[],
     );
     assert!(!call.status.success(), "{}", text(&call));
@@ -64,7 +73,13 @@ fn bash_is_left_out_when_its_self_test_fails_and_offered_when_it_passes() {
     assert!(listed.lines().any(|l| l.starts_with("bash ")), "{listed}");
     let call = toolhost(
         dir.path(),
-        &["call", "bash", r#"{"description": "d", "command": "echo ran > /mnt/user-data/workspace/ran"}"#, "--thread", "t1"],
+        &[
+            "call",
+            "bash",
+            r#"{"description": "d", "command": "echo ran > /mnt/user-data/workspace/ran"}"#,
+            "--thread",
+            "t1",
+        ],
         &[],
     );
     assert!(call.status.success(), "{}", text(&call));
@@ -104,7 +119,11 @@ fn confinement_off_is_explicit_and_warned_about() {
     let dir = tempfile::tempdir().unwrap();
     config(dir.path(), "  bash_confinement: off\n");
     let checked = text(&toolhost(dir.path(), &["check"], &[]));
-    assert!(checked.contains("warning: tools[0] 'bash': sandbox.bash_confinement is off: host bash commands run UNCONFINED"), "{checked}");
+    assert!(
+        checked
+            .contains("warning: tools[0] 'bash': sandbox.bash_confinement is off: host bash commands run UNCONFINED"),
+        "{checked}"
+    );
     let out = text(&toolhost(dir.path(), &["tools", "--explain"], &[]));
     assert!(out.contains("host bash:\n  UNCONFINED: sandbox.bash_confinement is off"), "{out}");
 }
@@ -122,7 +141,10 @@ fn bad_bash_keys_are_config_errors_with_their_line() {
     let o = toolhost(dir.path(), &["tools"], &[]);
     let out = text(&o);
     assert!(!o.status.success(), "{out}");
-    assert!(out.contains("config.yaml:7:17: sandbox.bash_network") && out.contains("allowlist needs its hosts"), "{out}");
+    assert!(
+        out.contains("config.yaml:7:17: sandbox.bash_network") && out.contains("allowlist needs its hosts"),
+        "{out}"
+    );
     config(dir.path(), "  bash_network:\n    allow: ['http://pypi.org']\n");
     let out = text(&toolhost(dir.path(), &["tools"], &[]));
     assert!(out.contains("config.yaml:8:") && out.contains("only HTTPS is allowed"), "{out}");
@@ -147,5 +169,8 @@ fn a_command_cannot_read_toolhosts_environment() {
     let out = text(&o);
     assert!(!out.contains("sk-e2e-secret-value") && !out.contains("ghp-e2e-secret"), "{out}");
     assert!(out.contains("Permission denied"), "{out}");
-    assert!(out.contains("CapEff:\t0000000000000000") && out.contains("NoNewPrivs:\t1") && out.contains("Seccomp:\t2"), "{out}");
+    assert!(
+        out.contains("CapEff:\t0000000000000000") && out.contains("NoNewPrivs:\t1") && out.contains("Seccomp:\t2"),
+        "{out}"
+    );
 }

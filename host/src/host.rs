@@ -142,7 +142,10 @@ impl Toolhost {
                 build_entry(tc, &config, &runtime, &shared, &sandbox_json, extensions.as_ref(), &mut grants, &mut bash);
             if let Some(bash) = bash {
                 if let Some(w) = &bash.warning {
-                    problems.push(Problem { severity: Severity::Warning, message: format!("tools[{i}] '{}': {w}", tc.name) });
+                    problems.push(Problem {
+                        severity: Severity::Warning,
+                        message: format!("tools[{i}] '{}': {w}", tc.name),
+                    });
                 }
                 host_bash.get_or_insert(bash.report);
             }

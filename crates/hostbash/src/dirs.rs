@@ -73,7 +73,9 @@ pub(crate) fn open_dir_at(dir: Option<&OwnedFd>, path: &Path) -> io::Result<Owne
     let c = cstring(path)?;
     let at = dir.map(|d| d.as_raw_fd()).unwrap_or(libc::AT_FDCWD);
     // SAFETY: a valid dirfd (or AT_FDCWD) and NUL-terminated path; the fd is owned on success.
-    let fd = unsafe { libc::openat(at, c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+    let fd = unsafe {
+        libc::openat(at, c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+    };
     if fd < 0 {
         let err = io::Error::last_os_error();
         return Err(match err.raw_os_error() {
@@ -123,7 +125,8 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let c = ctx(dir.path());
-        for which in [ThreadDir::Workspace, ThreadDir::Uploads, ThreadDir::Outputs, ThreadDir::Acp, ThreadDir::UserData] {
+        for which in [ThreadDir::Workspace, ThreadDir::Uploads, ThreadDir::Outputs, ThreadDir::Acp, ThreadDir::UserData]
+        {
             thread_dir(&c, which).unwrap_or_else(|e| panic!("{which:?}: {e}"));
         }
         thread_dir(&c, ThreadDir::BashTmp).unwrap();

@@ -134,7 +134,13 @@ impl ReadOnlyView {
         // Nothing done here may propagate back to the host's mounts.
         // SAFETY: static NUL-terminated strings.
         check(unsafe {
-            libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_SLAVE, std::ptr::null())
+            libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_SLAVE,
+                std::ptr::null(),
+            )
         } as libc::c_long)?;
         let ro = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
         mount_setattr(libc::AT_FDCWD, c"/", AT_RECURSIVE, &ro)?;

@@ -75,10 +75,7 @@ impl CapSets {
     /// Parse the `Cap*` lines of a `/proc/<pid>/status` text.
     pub fn parse(status: &str) -> Option<Self> {
         let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            status.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
         };
         Some(Self {
             inheritable: field("CapInh:")?,

@@ -121,9 +121,8 @@ pub(crate) fn run(tool: &BashTool) -> Result<Vec<String>, String> {
         .stderr(Stdio::piped());
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     prepared.plan.install(&mut cmd);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("the probe command could not start ({}): {e}", tool.config.shell.display()))?;
+    let mut child =
+        cmd.spawn().map_err(|e| format!("the probe command could not start ({}): {e}", tool.config.shell.display()))?;
     let (tree, status_pipe) = match prepared.tree {
         TreeSetup::Cgroup(cgroup) => (Tree::Cgroup(cgroup), None),
         TreeSetup::Reaper(pipe) => {
@@ -156,7 +155,8 @@ pub(crate) fn run(tool: &BashTool) -> Result<Vec<String>, String> {
         Some(pipe) => read_status(pipe),
         None => child.wait().map_err(|e| e.to_string()),
     };
-    let sleeper: Option<i32> = text.lines().find_map(|l| l.strip_prefix("SLEEPER ")).and_then(|p| p.trim().parse().ok());
+    let sleeper: Option<i32> =
+        text.lines().find_map(|l| l.strip_prefix("SLEEPER ")).and_then(|p| p.trim().parse().ok());
     // Whatever the verdict, nothing of the probe may outlive it.
     tree.kill();
     let killed = sleeper.map(|pid| !running(pid) && !tree.alive());
@@ -178,7 +178,13 @@ fn read_status(pipe: StatusPipe) -> Result<std::process::ExitStatus, String> {
     Ok(std::process::ExitStatus::from_raw(i32::from_ne_bytes(raw)))
 }
 
-fn verdict(tool: &BashTool, text: &str, outside: &Path, killed: Option<bool>, allowlist: bool) -> Result<Vec<String>, String> {
+fn verdict(
+    tool: &BashTool,
+    text: &str,
+    outside: &Path,
+    killed: Option<bool>,
+    allowlist: bool,
+) -> Result<Vec<String>, String> {
     let mut proven = Vec::new();
     if outside.join("escape").exists() || text.contains("WRITE outside: allowed") {
         return Err("Landlock did not engage: the probe wrote outside its thread".into());
@@ -261,7 +267,8 @@ fn mode(path: &Path) -> Option<u32> {
 
 fn set_mode(path: &Path, mode: u32) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| format!("{}: {e}", path.display()))
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn make_private_dir(path: &Path) -> Result<(), String> {

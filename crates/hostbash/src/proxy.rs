@@ -320,9 +320,8 @@ impl Proxy {
                 }
             }
         };
-        let verdict = tokio::time::timeout(CLIENT_TIMEOUT, read_hello)
-            .await
-            .unwrap_or(Hello::Invalid("no ClientHello in time"));
+        let verdict =
+            tokio::time::timeout(CLIENT_TIMEOUT, read_hello).await.unwrap_or(Hello::Invalid("no ClientHello in time"));
         let refusal = match verdict {
             Hello::Complete(Some(name)) if normalize_host(&name) == host => None,
             Hello::Complete(Some(name)) => {
@@ -467,8 +466,9 @@ mod tests {
         assert_eq!(base64_decode("YQ==").unwrap(), b"a");
         assert_eq!(base64_decode("YWI=").unwrap(), b"ab");
         assert!(base64_decode("!!").is_none());
-        let req = Request::parse("CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\nProxy-Authorization: Basic YzE6czNjcjN0\r\n\r\n")
-            .unwrap();
+        let req =
+            Request::parse("CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\nProxy-Authorization: Basic YzE6czNjcjN0\r\n\r\n")
+                .unwrap();
         assert_eq!((req.method.as_str(), req.target.as_str()), ("CONNECT", "x:443"));
         assert_eq!(req.call("s3cr3t").as_deref(), Some("c1"));
         assert_eq!(req.call("other"), None);

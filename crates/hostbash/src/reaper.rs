@@ -46,7 +46,8 @@ impl ReaperPlan {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: sigset operations on stack values.
-        let (mut wanted, mut old): (libc::sigset_t, libc::sigset_t) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+        let (mut wanted, mut old): (libc::sigset_t, libc::sigset_t) =
+            unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
         unsafe {
             libc::sigemptyset(&mut wanted);
             libc::sigaddset(&mut wanted, libc::SIGCHLD);

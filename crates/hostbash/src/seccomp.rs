@@ -243,7 +243,8 @@ impl Asm {
                     To::Next => return Ok(0),
                     To::Label(l) => self.labels.get(*l).copied().flatten().ok_or("unbound label")?,
                 };
-                u8::try_from(target - pc - 1).map_err(|_| "a jump longer than 255 instructions".to_string())
+                let offset = target.checked_sub(pc + 1).ok_or("a backward jump")?;
+                u8::try_from(offset).map_err(|_| "a jump longer than 255 instructions".to_string())
             };
             out.push(libc::sock_filter { code: *code, jt: offset(t)?, jf: offset(f)?, k: *k });
         }
@@ -384,12 +385,7 @@ impl Filter {
         };
         // SAFETY: prog points at a live program for the duration of the call.
         let rc = unsafe {
-            libc::syscall(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER,
-                0,
-                &prog as *const libc::sock_fprog,
-            )
+            libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog as *const libc::sock_fprog)
         };
         if rc == 0 {
             Ok(())

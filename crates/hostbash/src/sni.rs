@@ -31,7 +31,11 @@ pub fn parse(buf: &[u8]) -> Hello {
             return Hello::Incomplete;
         }
         if buf[at] != CONTENT_HANDSHAKE {
-            return Hello::Invalid(if at == 0 { "not a TLS handshake" } else { "a TLS record that is not a handshake" });
+            return Hello::Invalid(if at == 0 {
+                "not a TLS handshake"
+            } else {
+                "a TLS record that is not a handshake"
+            });
         }
         if buf[at + 1] != 3 {
             return Hello::Invalid("not a TLS record version");
@@ -161,7 +165,10 @@ pub(crate) mod tests {
 
     #[test]
     fn reads_the_server_name() {
-        assert_eq!(parse(&client_hello(Some("api.example.com"), 4096)), Hello::Complete(Some("api.example.com".into())));
+        assert_eq!(
+            parse(&client_hello(Some("api.example.com"), 4096)),
+            Hello::Complete(Some("api.example.com".into()))
+        );
         assert_eq!(parse(&client_hello(None, 4096)), Hello::Complete(None));
     }
 

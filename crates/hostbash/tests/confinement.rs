@@ -147,8 +147,12 @@ async fn a_hostile_script_plants_every_shape_and_changes_nothing_outside() {
 
     // Positive controls beside the refusals: a link that stays inside the thread works, so do
     // modes in the thread, and a normal command.
-    let (text, status) =
-        run(&t, &c, "mkdir -p d && echo inside > d/f && ln -s d/f in-link && cat in-link && touch x && chmod 700 x && stat -c %a x").await;
+    let (text, status) = run(
+        &t,
+        &c,
+        "mkdir -p d && echo inside > d/f && ln -s d/f in-link && cat in-link && touch x && chmod 700 x && stat -c %a x",
+    )
+    .await;
     assert_eq!((text.as_str(), status), ("inside\n700\n", Status::Success), "{text}");
 }
 

@@ -55,7 +55,8 @@ async fn tls_server() -> TlsServer {
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let (tcp, handshakes, requests) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (tcp, handshakes, requests) =
+        (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let counters = (tcp.clone(), handshakes.clone(), requests.clone());
     tokio::spawn(async move {
         loop {
@@ -75,7 +76,8 @@ async fn tls_server() -> TlsServer {
                 }
                 requests.fetch_add(1, Ordering::SeqCst);
                 let body = "hello-through-the-proxy\n";
-                let reply = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+                let reply =
+                    format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
                 let _ = tls.write_all(reply.as_bytes()).await;
                 let _ = tls.shutdown().await;
             });
@@ -152,7 +154,8 @@ async fn allowlist_reaches_only_granted_hosts_through_the_proxy() {
     t.self_test().expect("allow-list mode engages on this kernel");
 
     // The granted host, through the proxy the environment names.
-    let (text, status) = run(&t, &c, &format!("curl -sS --max-time 20 --cacert ca.pem https://localhost:{port}/")).await;
+    let (text, status) =
+        run(&t, &c, &format!("curl -sS --max-time 20 --cacert ca.pem https://localhost:{port}/")).await;
     assert_eq!((text.as_str(), status), ("hello-through-the-proxy\n", Status::Success), "{text}");
     assert_eq!(server.counts(), (1, 1, 1));
 
@@ -206,10 +209,7 @@ async fn allowlist_refuses_private_addresses_unless_the_grant_allows_them() {
     let t = tool(|c| c.network = grant(&[format!("localhost:{port}")], false));
     let (text, _) = run(&t, &c, &format!("curl -sS --max-time 20 --cacert ca.pem https://localhost:{port}/")).await;
     assert!(text.contains("403"), "{text}");
-    assert!(
-        text.contains("which is refused unless sandbox.bash_network has allow_private_addresses: true"),
-        "{text}"
-    );
+    assert!(text.contains("which is refused unless sandbox.bash_network has allow_private_addresses: true"), "{text}");
     assert_eq!(server.counts(), (0, 0, 0), "nothing reached the loopback server");
     // Positive control: the same grant with allow_private_addresses reaches it.
     let t = tool(|c| c.network = grant(&[format!("localhost:{port}")], true));

@@ -73,7 +73,10 @@ impl<'de> Deserialize<'de> for BashNetworkConfig {
                     ));
                 }
                 let rules = c.allow.into_iter().map(|h| h.0).collect();
-                Ok(BashNetworkConfig::Allowlist(Arc::new(toolhost_net::NetGrant::new(rules, c.allow_private_addresses))))
+                Ok(BashNetworkConfig::Allowlist(Arc::new(toolhost_net::NetGrant::new(
+                    rules,
+                    c.allow_private_addresses,
+                ))))
             }
         }
         d.deserialize_any(V)
@@ -125,7 +128,9 @@ impl TryFrom<String> for EnvName {
         if ok {
             Ok(Self(name))
         } else {
-            Err(format!("'{name}' is not an environment variable name (letters, digits and '_', not starting with a digit)"))
+            Err(format!(
+                "'{name}' is not an environment variable name (letters, digits and '_', not starting with a digit)"
+            ))
         }
     }
 }
