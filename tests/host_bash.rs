@@ -93,7 +93,7 @@ fn tools_explain_states_what_a_command_gets() {
     let out = text(&toolhost(dir.path(), &["tools", "--explain"], &[]));
     for needle in [
         "+ bash",
-        "host bash:\n  confined; the start-up self-test proved: Landlock refused a write outside the thread",
+        "host bash:\n  confined; the start-up self-test proved: Landlock refused a read and a write outside the thread",
         "capabilities 0, no_new_privs",
         "seccomp refused an AF_INET socket",
         "filesystem (Landlock ABI v",

@@ -21,6 +21,7 @@ use crate::{confine, BashNetwork, BashTool, NetSetup};
 /// bash's own sockets, so no other program is needed.
 const SCRIPT: &str = r#"
 grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status
+if cat "$PROBE_OUTSIDE/sentinel" >/dev/null 2>&1; then echo "READ outside: allowed"; fi
 if echo escaped > "$PROBE_OUTSIDE/escape" 2>/dev/null; then echo "WRITE outside: allowed"; fi
 if echo inside > ./probe-inside 2>/dev/null; then echo "WRITE inside: allowed"; fi
 if chmod 0600 "$PROBE_OUTSIDE/sentinel" 2>/dev/null; then echo "CHMOD outside: allowed"; fi
@@ -66,8 +67,12 @@ pub(crate) fn run(tool: &BashTool) -> Result<Vec<String>, String> {
         SEQ.fetch_add(1, Ordering::Relaxed)
     )));
     make_private_dir(&scratch.0)?;
+    // Open to everyone: only the confinement can keep the command out (a `bash_user` is not
+    // stopped by permissions here, nor uid 0 by the read-only view when it reads).
+    set_mode(&scratch.0, 0o711)?;
     let outside = scratch.0.join("outside");
     make_private_dir(&outside)?;
+    set_mode(&outside, 0o777)?;
     let sentinel = outside.join("sentinel");
     std::fs::write(&sentinel, "probe").map_err(|e| format!("cannot create {}: {e}", sentinel.display()))?;
     set_mode(&sentinel, 0o644)?;
@@ -186,13 +191,16 @@ fn verdict(
     allowlist: bool,
 ) -> Result<Vec<String>, String> {
     let mut proven = Vec::new();
+    if text.contains("READ outside: allowed") {
+        return Err("Landlock did not engage: the probe read a file outside its thread".into());
+    }
     if outside.join("escape").exists() || text.contains("WRITE outside: allowed") {
         return Err("Landlock did not engage: the probe wrote outside its thread".into());
     }
     if !text.contains("WRITE inside: allowed") {
         return Err("the probe could not write in its own workspace".into());
     }
-    proven.push("Landlock refused a write outside the thread".into());
+    proven.push("Landlock refused a read and a write outside the thread".into());
     if text.contains("CHMOD outside: allowed") || mode(&outside.join("sentinel")) != Some(0o644) {
         return Err("the probe changed the mode of a file outside its thread".into());
     }
@@ -274,4 +282,44 @@ fn set_mode(path: &Path, mode: u32) -> Result<(), String> {
 fn make_private_dir(path: &Path) -> Result<(), String> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new().mode(0o700).create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::BashConfig;
+
+    const GOOD: &str = "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\nWRITE inside: allowed\nCHMOD inside: allowed\nTCP denied port: /bin/bash: socket: Operation not permitted\nSLEEPER 42\n";
+
+    /// The verdict must refuse each sign that a mechanism did not engage, one at a time.
+    #[test]
+    fn each_missing_mechanism_fails_the_verdict() {
+        let tool = BashTool::new(BashConfig { allow_host_bash: true, ..BashConfig::default() });
+        let outside = tempfile::tempdir().unwrap();
+        let sentinel = outside.path().join("sentinel");
+        std::fs::write(&sentinel, "probe").unwrap();
+        set_mode(&sentinel, 0o644).unwrap();
+        verdict(&tool, GOOD, outside.path(), Some(true), false).expect("all engaged");
+        for (broken, why) in [
+            (GOOD.replace("WRITE inside: allowed\n", "WRITE inside: allowed\nREAD outside: allowed\n"), "read a file outside"),
+            (GOOD.replace("WRITE inside: allowed\n", "WRITE inside: allowed\nWRITE outside: allowed\n"), "wrote outside"),
+            (GOOD.replace("CapEff:\t0000000000000000", "CapEff:\t0000000000000400"), "capabilities were not dropped"),
+            (GOOD.replace("NoNewPrivs:\t1", "NoNewPrivs:\t0"), "no_new_privs"),
+            (GOOD.replace("Seccomp:\t2", "Seccomp:\t0"), "no seccomp filter"),
+            (GOOD.replace("socket: Operation not permitted", "connect: Permission denied"), "did not refuse an AF_INET socket"),
+            (GOOD.replace("Operation not permitted", "connected"), "succeeded"),
+        ] {
+            let err = verdict(&tool, &broken, outside.path(), Some(true), false).unwrap_err();
+            assert!(err.contains(why), "{why}: {err}");
+        }
+        let err = verdict(&tool, GOOD, outside.path(), None, false).unwrap_err();
+        assert!(err.contains("did not report its background process"), "{err}");
+        let err = verdict(&tool, GOOD, outside.path(), Some(false), false).unwrap_err();
+        assert!(err.contains("did not end the probe's setsid background process"), "{err}");
+        set_mode(&sentinel, 0o600).unwrap();
+        assert!(verdict(&tool, GOOD, outside.path(), Some(true), false).unwrap_err().contains("changed the mode"));
+        set_mode(&sentinel, 0o644).unwrap();
+        std::fs::write(outside.path().join("escape"), "x").unwrap();
+        assert!(verdict(&tool, GOOD, outside.path(), Some(true), false).unwrap_err().contains("wrote outside"));
+    }
 }

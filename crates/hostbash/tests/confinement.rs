@@ -273,3 +273,42 @@ fn a_shell_that_cannot_start_fails_the_self_test_and_nothing_runs() {
     // The same config with a real shell passes.
     tool(|_| {}).self_test().expect("positive control");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bash_user_runs_commands_as_that_user_without_capabilities() {
+    if !landlock() {
+        return;
+    }
+    let user = toolhost_hostbash::BashUser::parse("nobody").unwrap();
+    let data = tempfile::tempdir().unwrap();
+    // Host paths in commands are walked by the user: the data dir must be searchable.
+    std::fs::set_permissions(data.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let sentinel = outside.path().join("sentinel.txt");
+    std::fs::write(&sentinel, "sentinel-original").unwrap();
+    std::fs::set_permissions(&sentinel, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let before = fingerprint(&sentinel);
+    std::env::set_var("TOOLHOST_USER_SENTINEL", &sentinel);
+    let c = ctx(data.path(), "t1");
+    let t = tool(|c| {
+        c.user = Some(user);
+        c.env = vec!["TOOLHOST_USER_SENTINEL".into()];
+    });
+    t.self_test().expect("the self-test passes as the bash user");
+    let (text, status) = run(
+        &t,
+        &c,
+        "id -u; echo mine > /mnt/user-data/outputs/o.txt && chmod 600 /mnt/user-data/outputs/o.txt && stat -c '%u %a' /mnt/user-data/outputs/o.txt; grep CapEff \"$(printf '\\057proc\\057self\\057status')\"; (echo pwned > \"$TOOLHOST_USER_SENTINEL\") 2>&1 | grep -c 'Permission denied'; chmod 777 \"$TOOLHOST_USER_SENTINEL\" 2>/dev/null || echo chmod-refused",
+    )
+    .await;
+    assert_eq!(status, Status::Success, "{text}");
+    assert_eq!(
+        text,
+        format!("{uid}\n{uid} 600\nCapEff:\t0000000000000000\n1\nchmod-refused\n", uid = user.uid),
+        "the sentinel is world-writable, so Landlock is what refuses the write"
+    );
+    assert_eq!(fingerprint(&sentinel), before);
+    let owner = std::fs::metadata(c.paths.outputs().join("o.txt")).unwrap().uid();
+    assert_eq!(owner, user.uid);
+}
