@@ -330,7 +330,7 @@ pub fn restrict_in_child(ruleset: &mut Option<RulesetCreated>) -> io::Result<()>
     }
 }
 
-/// Whether `path`'s owner is `uid` (for the bash user's directories).
+/// Whether the directory behind `fd` is owned by `uid` (the bash user's directories).
 pub fn owned_by(fd: &OwnedFd, uid: u32) -> io::Result<bool> {
     let file = std::fs::File::from(fd.try_clone()?);
     Ok(file.metadata()?.uid() == uid)

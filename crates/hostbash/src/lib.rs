@@ -305,10 +305,17 @@ impl BashTool {
     pub(crate) fn endpoint(&self) -> Result<Arc<proxy::Endpoint>, String> {
         self.endpoint
             .get_or_init(|| {
-                let isolate = privs::CapSets::current().is_some_and(|c| c.has(CAP_SYS_ADMIN));
-                proxy::Endpoint::bind(isolate)
-                    .map(Arc::new)
-                    .map_err(|e| format!("cannot bind the bash network proxy: {e}"))
+                // A namespace of its own where toolhost may make one; else the host's loopback.
+                let isolated = privs::CapSets::current()
+                    .is_some_and(|c| c.has(CAP_SYS_ADMIN))
+                    .then(|| proxy::Endpoint::bind(true))
+                    .and_then(|r| r.map_err(|e| tracing::warn!("bash proxy: no network namespace: {e}")).ok());
+                match isolated {
+                    Some(endpoint) => Ok(Arc::new(endpoint)),
+                    None => proxy::Endpoint::bind(false)
+                        .map(Arc::new)
+                        .map_err(|e| format!("cannot bind the bash network proxy: {e}")),
+                }
             })
             .clone()
     }
@@ -396,20 +403,6 @@ impl BashTool {
             fs.read_write.push(fd);
         }
         fs.read_only.push(open(ThreadDir::Acp)?);
-        let user_data = open(ThreadDir::UserData)?;
-        if self.mount_view {
-            let anchor = user_data.try_clone().map_err(|e| format!("Error: Cannot confine the command: {e}"))?;
-            for mount in self.config.mounts.iter().filter(|m| !m.read_only && m.host_path.exists()) {
-                let fd = dirs::open_path(&mount.host_path)
-                    .map_err(|e| format!("Error: Cannot open {}: {e}", mount.host_path.display()))?;
-                writable.push(view_entry(&fd, &mount.host_path)?);
-            }
-            plan.view = Some(
-                mountns::ReadOnlyView::new(anchor, writable)
-                    .map_err(|e| format!("Error: Cannot confine the command: {e}"))?,
-            );
-        }
-        fs.list_only.push(user_data);
         let confine_err = |e: confine::ConfineError| format!("Error: Cannot confine the command: {e}");
         if let Some(skills) = &self.config.skills_host_path {
             fs.add_path(skills, false).map_err(confine_err)?;
@@ -417,9 +410,31 @@ impl BashTool {
         for path in &self.config.extra_read_paths {
             fs.add_path(path, false).map_err(confine_err)?;
         }
+        // One handle per mount, for its Landlock rule and (writable) its place in the view.
         for mount in self.config.mounts.iter().filter(|m| m.host_path.exists()) {
-            fs.add_path(&mount.host_path, !mount.read_only).map_err(confine_err)?;
+            let fd = match dirs::open_path(&mount.host_path) {
+                Ok(fd) => fd,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(format!("Error: Cannot open {}: {e}", mount.host_path.display())),
+            };
+            if mount.read_only {
+                fs.read_only.push(fd);
+            } else {
+                if self.mount_view {
+                    writable.push(view_entry(&fd, &mount.host_path)?);
+                }
+                fs.read_write.push(fd);
+            }
         }
+        let user_data = open(ThreadDir::UserData)?;
+        if self.mount_view {
+            let anchor = user_data.try_clone().map_err(|e| format!("Error: Cannot confine the command: {e}"))?;
+            plan.view = Some(
+                mountns::ReadOnlyView::new(anchor, writable)
+                    .map_err(|e| format!("Error: Cannot confine the command: {e}"))?,
+            );
+        }
+        fs.list_only.push(user_data);
         let net_rule = match net {
             NetSetup::None => NetRule::DenyAll,
             NetSetup::Proxy { port, netns, env: proxy_env } => {
@@ -459,7 +474,15 @@ impl BashTool {
             }
             _ => (NetSetup::None, None),
         };
-        let prepared = self.prepare(ctx, net)?;
+        let prepared = match self.prepare(ctx, net) {
+            Ok(p) => p,
+            Err(e) => {
+                if let Some(p) = &proxy {
+                    p.take_refusals(&call);
+                }
+                return Err(e);
+            }
+        };
         let invocation = run::Invocation {
             shell: self.config.shell.clone(),
             command: host_command,

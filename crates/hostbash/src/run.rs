@@ -183,7 +183,12 @@ struct TreeGuard<'a> {
 }
 
 impl TreeGuard<'_> {
+    /// SIGKILL the shell's process group. Not with a supervisor: it is in that group and must
+    /// outlive the rest of the tree to kill it.
     fn signal_group(&self) {
+        if matches!(self.tree, Some(Tree::Reaper(_))) {
+            return;
+        }
         if let Some(pgid) = self.pgid {
             // SAFETY: plain syscall on a process group we created.
             unsafe {
@@ -200,6 +205,7 @@ impl TreeGuard<'_> {
     /// Kill the whole tree and wait until it is gone (off the async workers: the kill polls
     /// until the tree is empty).
     async fn kill(&mut self) {
+        self.signal_group();
         if let Some(tree) = self.tree.take() {
             if let Ok(tree) = tokio::task::spawn_blocking(move || {
                 tree.kill();
@@ -210,7 +216,6 @@ impl TreeGuard<'_> {
                 self.lingering.keep(tree);
             }
         }
-        self.signal_group();
     }
 
     /// The command finished: its background processes may run on (DeerFlow's semantics).

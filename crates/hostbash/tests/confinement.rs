@@ -210,6 +210,19 @@ async fn timeout_kills_the_tree(mode: TreeMode, marker: &str) {
     }
     assert_eq!(processes_with(marker), Vec::<i32>::new(), "something of the tree survived");
 
+    // A call that is cancelled (its future dropped) takes its tree with it.
+    let cancelled = tokio::time::timeout(
+        Duration::from_millis(1500),
+        run(&t, &c, &format!("setsid sleep {marker}5 >/dev/null 2>&1 & sleep 1000")),
+    )
+    .await;
+    assert!(cancelled.is_err(), "the call should still have been running");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_with(&format!("{marker}5")).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(processes_with(&format!("{marker}5")), Vec::<i32>::new(), "a cancelled call left its tree");
+
     // DeerFlow's semantics: a command that finishes may leave a background process running…
     let (text, _) = run(&t, &c, &format!("setsid sleep {marker}9 >/dev/null 2>&1 & echo started")).await;
     assert_eq!(text, "started\n");
@@ -311,4 +324,43 @@ async fn bash_user_runs_commands_as_that_user_without_capabilities() {
     assert_eq!(fingerprint(&sentinel), before);
     let owner = std::fs::metadata(c.paths.outputs().join("o.txt")).unwrap().uid();
     assert_eq!(owner, user.uid);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mounts_skills_and_the_acp_workspace_get_the_access_they_were_given() {
+    if !landlock() {
+        return;
+    }
+    let data = tempfile::tempdir().unwrap();
+    let host = tempfile::tempdir().unwrap();
+    let (rw, ro, skills) = (host.path().join("rw"), host.path().join("ro"), host.path().join("skills"));
+    for d in [&rw, &ro, &skills.join("public/demo")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(ro.join("data.txt"), "read-only-data\n").unwrap();
+    std::fs::write(skills.join("public/demo/SKILL.md"), "skill-text\n").unwrap();
+    let c = ctx(data.path(), "t1");
+    std::fs::write(c.paths.acp_workspace().join("report.md"), "acp-report\n").unwrap();
+    let t = tool(|c| {
+        c.mounts = vec![
+            toolhost_hostbash::HostMount { host_path: rw.clone(), container_path: "/mnt/rw".into(), read_only: false },
+            toolhost_hostbash::HostMount { host_path: ro.clone(), container_path: "/mnt/ro".into(), read_only: true },
+        ];
+        c.skills_host_path = Some(skills.clone());
+    });
+    let (text, _) = run(
+        &t,
+        &c,
+        "echo w > /mnt/rw/new.txt && echo rw-ok; cat /mnt/ro/data.txt; (echo w > /mnt/ro/new.txt) 2>/dev/null || echo ro-refused; cat /mnt/skills/public/demo/SKILL.md; (echo w > /mnt/skills/public/demo/new.txt) 2>/dev/null || echo skills-refused; cat /mnt/acp-workspace/report.md; (echo w > /mnt/acp-workspace/new.txt) 2>/dev/null || echo acp-refused",
+    )
+    .await;
+    assert_eq!(
+        text,
+        "rw-ok\nread-only-data\nro-refused\nskill-text\nskills-refused\nacp-report\nacp-refused\n",
+        "{text}"
+    );
+    assert_eq!(std::fs::read_to_string(rw.join("new.txt")).unwrap(), "w\n");
+    for refused in [ro.join("new.txt"), skills.join("public/demo/new.txt"), c.paths.acp_workspace().join("new.txt")] {
+        assert!(!refused.exists(), "{} was written", refused.display());
+    }
 }
