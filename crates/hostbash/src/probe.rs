@@ -301,12 +301,21 @@ mod tests {
         set_mode(&sentinel, 0o644).unwrap();
         verdict(&tool, GOOD, outside.path(), Some(true), false).expect("all engaged");
         for (broken, why) in [
-            (GOOD.replace("WRITE inside: allowed\n", "WRITE inside: allowed\nREAD outside: allowed\n"), "read a file outside"),
-            (GOOD.replace("WRITE inside: allowed\n", "WRITE inside: allowed\nWRITE outside: allowed\n"), "wrote outside"),
+            (
+                GOOD.replace("WRITE inside: allowed\n", "WRITE inside: allowed\nREAD outside: allowed\n"),
+                "read a file outside",
+            ),
+            (
+                GOOD.replace("WRITE inside: allowed\n", "WRITE inside: allowed\nWRITE outside: allowed\n"),
+                "wrote outside",
+            ),
             (GOOD.replace("CapEff:\t0000000000000000", "CapEff:\t0000000000000400"), "capabilities were not dropped"),
             (GOOD.replace("NoNewPrivs:\t1", "NoNewPrivs:\t0"), "no_new_privs"),
             (GOOD.replace("Seccomp:\t2", "Seccomp:\t0"), "no seccomp filter"),
-            (GOOD.replace("socket: Operation not permitted", "connect: Permission denied"), "did not refuse an AF_INET socket"),
+            (
+                GOOD.replace("socket: Operation not permitted", "connect: Permission denied"),
+                "did not refuse an AF_INET socket",
+            ),
             (GOOD.replace("Operation not permitted", "connected"), "succeeded"),
         ] {
             let err = verdict(&tool, &broken, outside.path(), Some(true), false).unwrap_err();

@@ -181,6 +181,14 @@ impl Cgroup {
     }
 }
 
+impl Drop for Cgroup {
+    /// An empty cgroup goes with its handle (a spawn that failed, a call that errored before
+    /// it); a populated one cannot be removed and stays for `sweep_dead` of a later process.
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
 /// The `pre_exec` step: join the command's cgroup. One `write` on a descriptor the parent
 /// opened; nothing else.
 pub fn join_in_child(procs: &OwnedFd) -> io::Result<()> {

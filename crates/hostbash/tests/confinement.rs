@@ -68,6 +68,7 @@ try 'chown 1234:1234 "$SENTINEL"'
 try '/usr/bin/python3 -c "import os; os.setxattr(os.environ[\"TOOLHOST_HOSTILE_SENTINEL\"], \"user.planted\", b\"1\")"'
 try 'ln "$SENTINEL" hardlink'
 try 'mv "$ud/workspace" "$ud/ws-old"'
+try 'mv "$ud/workspace" "$ud/ws-old" && ln -s / "$ud/workspace"'
 try 'ln -s / "$ud/workspace2"'
 try 'mkdir "$ud/planted"'
 try 'touch "$ud/planted-file"'
@@ -120,7 +121,7 @@ async fn a_hostile_script_plants_every_shape_and_changes_nothing_outside() {
     let (text, _) = run(&t, &c, &script).await;
 
     assert!(!text.contains("ESCAPED"), "{text}");
-    assert_eq!(text.matches("refused: ").count(), 23, "every attempt ran and was refused: {text}");
+    assert_eq!(text.matches("refused: ").count(), 24, "every attempt ran and was refused: {text}");
     assert!(!text.contains("sentinel-original") && !text.contains("other-thread-secret"), "{text}");
     assert!(!text.contains("sk-hostile-host-secret-4242"), "the host's secret reached the command: {text}");
     for set in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
@@ -226,7 +227,12 @@ async fn timeout_kills_the_tree(mode: TreeMode, marker: &str) {
     // DeerFlow's semantics: a command that finishes may leave a background process running…
     let (text, _) = run(&t, &c, &format!("setsid sleep {marker}9 >/dev/null 2>&1 & echo started")).await;
     assert_eq!(text, "started\n");
-    assert_eq!(processes_with(&format!("{marker}9")).len(), 1, "the background process runs on");
+    // (Under load the background `sleep` may still be between fork and exec: give it a moment.)
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while processes_with(&format!("sleep {marker}9")).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(processes_with(&format!("sleep {marker}9")).len(), 1, "the background process runs on");
     // …until the host shuts down.
     drop(t);
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -238,6 +244,17 @@ async fn timeout_kills_the_tree(mode: TreeMode, marker: &str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn timeout_kills_every_process_of_the_tree_with_its_cgroup() {
+    // Where a cgroup2 hierarchy is mounted and this process may write it (root here), the
+    // cgroup must be the mechanism, not the fallback.
+    let cgroup2 = std::fs::read_to_string("/proc/self/mountinfo").unwrap().lines().any(|l| l.contains(" - cgroup2 "));
+    // SAFETY: getuid cannot fail.
+    if cgroup2 && unsafe { libc::getuid() } == 0 {
+        let t = tool(|_| {});
+        t.self_test().unwrap();
+        let lines = t.explain();
+        assert!(lines.iter().any(|l| l.starts_with("process tree: a cgroup v2 per command")), "{lines:?}");
+        assert!(lines[0].contains("the cgroup kill ended a setsid background process"), "{lines:?}");
+    }
     timeout_kills_the_tree(TreeMode::Auto, "1000.3131").await;
 }
 
@@ -355,8 +372,7 @@ async fn mounts_skills_and_the_acp_workspace_get_the_access_they_were_given() {
     )
     .await;
     assert_eq!(
-        text,
-        "rw-ok\nread-only-data\nro-refused\nskill-text\nskills-refused\nacp-report\nacp-refused\n",
+        text, "rw-ok\nread-only-data\nro-refused\nskill-text\nskills-refused\nacp-report\nacp-refused\n",
         "{text}"
     );
     assert_eq!(std::fs::read_to_string(rw.join("new.txt")).unwrap(), "w\n");
