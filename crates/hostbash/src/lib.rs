@@ -368,7 +368,11 @@ impl BashTool {
             })
         };
         let mut env = self.env(ctx);
-        let mut plan = run::ChildPlan { workspace: Some(open(ThreadDir::Workspace)?), ..Default::default() };
+        // One handle for the workspace: the working directory, its rule and its place in the view.
+        let workspace = open(ThreadDir::Workspace)?;
+        let dup =
+            |fd: &std::os::fd::OwnedFd| fd.try_clone().map_err(|e| format!("Error: Cannot confine the command: {e}"));
+        let mut plan = run::ChildPlan { workspace: Some(dup(&workspace)?), ..Default::default() };
         self.lingering.sweep();
         let tree = match self.cgroup_parent() {
             Ok(parent) => {
@@ -389,10 +393,14 @@ impl BashTool {
         }
         let mut fs = FsRules::default();
         let mut writable = Vec::new();
+        let mut workspace = Some(workspace);
         for which in
             [ThreadDir::Workspace, ThreadDir::Uploads, ThreadDir::Outputs, ThreadDir::BashTmp, ThreadDir::BashHome]
         {
-            let fd = open(which)?;
+            let fd = match (which, workspace.take()) {
+                (ThreadDir::Workspace, Some(fd)) => fd,
+                _ => open(which)?,
+            };
             if let Some(user) = self.config.user {
                 give_to(&fd, user)
                     .map_err(|e| format!("Error: Cannot hand the {} directory to bash_user: {e}", which.name()))?;
