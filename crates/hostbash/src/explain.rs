@@ -50,7 +50,7 @@ pub(crate) fn lines(tool: &BashTool) -> Vec<String> {
             "identity: uid 0 with every capability dropped (effective, permitted, inheritable, ambient{}; SECBIT_NOROOT), no_new_privs; {}",
             if tool.identity.drops_bounding() { ", bounding" } else { "; the bounding set stays (no CAP_SETPCAP)" },
             if tool.mount_view {
-                "a private mount namespace shows every mount read-only except the read-write directories, so chmod/chown/xattrs on root's files fail (EROFS) while they work in the thread"
+                "a private mount namespace shows every mount read-only except the thread's user-data and writable mounts (where Landlock decides), so chmod/chown/xattrs on root's files fail (EROFS) while they work in the thread"
             } else {
                 "chmod/chown/xattrs refused by seccomp (uid 0 still owns root's files) — run scripts as `bash x.sh` / `python3 x.py`, not `chmod +x`"
             }

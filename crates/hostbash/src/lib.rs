@@ -405,9 +405,6 @@ impl BashTool {
                 give_to(&fd, user)
                     .map_err(|e| format!("Error: Cannot hand the {} directory to bash_user: {e}", which.name()))?;
             }
-            if self.mount_view {
-                writable.push(view_entry(&fd, std::path::Path::new(which.name()))?);
-            }
             fs.read_write.push(fd);
         }
         fs.read_only.push(open(ThreadDir::Acp)?);
@@ -436,11 +433,10 @@ impl BashTool {
         }
         let user_data = open(ThreadDir::UserData)?;
         if self.mount_view {
-            let anchor = user_data.try_clone().map_err(|e| format!("Error: Cannot confine the command: {e}"))?;
-            plan.view = Some(
-                mountns::ReadOnlyView::new(anchor, writable)
-                    .map_err(|e| format!("Error: Cannot confine the command: {e}"))?,
-            );
+            // fs.read_write[0] is the workspace.
+            let view = mountns::ReadOnlyView::new(dup(&user_data)?, &fs.read_write[0], writable)
+                .map_err(|e| format!("Error: Cannot confine the command: {e}"))?;
+            plan.view = Some(view);
         }
         fs.list_only.push(user_data);
         let net_rule = match net {

@@ -1,10 +1,11 @@
 //! A read-only view of the host for a command that runs as uid 0: a private mount namespace in
-//! which every mount is read-only except clones of the thread's writable directories. Without
-//! capabilities, uid 0 still owns root's files, and Landlock does not govern `chmod`, `chown` or
-//! extended attributes; on a read-only mount they fail (`EROFS`) outside the thread while they
-//! keep working inside it (a virtualenv sets modes as it copies). The writable clones are made
-//! from the directory handles the parent opened; the child runs only `open_tree`, `unshare`,
-//! `mount`, `mount_setattr`, `fstatat`, `move_mount` and `fchdir`.
+//! which every mount is read-only except clones of the thread's `user-data` and writable mounts
+//! (where Landlock still decides what may change). Without capabilities, uid 0 still owns root's
+//! files, and Landlock does not govern `chmod`, `chown` or extended attributes; on a read-only
+//! mount they fail (`EROFS`) outside the thread while they keep working inside it (a virtualenv
+//! sets modes as it copies). The writable clones are made from the directory handles the parent
+//! opened; the child runs only `open_tree`, `unshare`, `mount`, `mount_setattr`, `fstatat`,
+//! `move_mount`, `openat` and `fchdir`.
 
 use std::ffi::CString;
 use std::io;
@@ -60,50 +61,72 @@ pub fn supported() -> bool {
     }
 }
 
-/// At most this many writable directories (the thread's five plus writable mounts).
+/// At most this many writable directories (the thread's `user-data` and writable mounts).
 pub const MAX_WRITABLE: usize = 32;
 
-/// One writable directory: its handle, where it is seen from the command's namespace (a name
-/// under `user-data`, or a mount's absolute path), and the identity that place must have.
-pub struct Writable {
-    pub source: OwnedFd,
-    pub target: CString,
+/// A directory's identity, to check that a place seen from the new namespace is the directory
+/// the parent opened.
+#[derive(Clone, Copy)]
+struct Id {
     dev: u64,
     ino: u64,
+}
+
+impl Id {
+    fn of(fd: &OwnedFd) -> io::Result<Self> {
+        let meta = std::fs::File::from(fd.try_clone()?).metadata()?;
+        Ok(Self { dev: meta.dev(), ino: meta.ino() })
+    }
+
+    fn matches(&self, st: &libc::stat) -> bool {
+        st.st_dev == self.dev && st.st_ino == self.ino
+    }
+}
+
+/// One writable directory: its handle, where it is seen from the command's namespace (`.` for
+/// the thread's `user-data`, or a mount's absolute path), and the identity that place must have.
+pub struct Writable {
+    source: OwnedFd,
+    target: CString,
+    id: Id,
 }
 
 impl Writable {
     pub fn new(source: OwnedFd, target: &Path) -> io::Result<Self> {
         let target = CString::new(target.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
-        let meta = std::fs::File::from(source.try_clone()?).metadata()?;
-        Ok(Self { source, target, dev: meta.dev(), ino: meta.ino() })
+        let id = Id::of(&source)?;
+        Ok(Self { source, target, id })
     }
 }
 
-/// The writable directories of one command, workspace first, and the thread's `user-data`
-/// (the directory their names are relative to).
+/// The thread's `user-data` — one writable clone, so renames between `workspace`, `uploads`,
+/// `outputs` and the bash tmp and home directories stay within one mount; Landlock still keeps
+/// `user-data` itself unchangeable — plus writable mounts, and the workspace to start in.
 pub struct ReadOnlyView {
-    anchor: OwnedFd,
+    user_data: OwnedFd,
+    workspace: Id,
     writable: Vec<Writable>,
 }
 
 impl ReadOnlyView {
-    pub fn new(anchor: OwnedFd, writable: Vec<Writable>) -> io::Result<Self> {
-        if writable.is_empty() || writable.len() > MAX_WRITABLE {
+    pub fn new(user_data: OwnedFd, workspace: &OwnedFd, mounts: Vec<Writable>) -> io::Result<Self> {
+        if mounts.len() + 1 > MAX_WRITABLE {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("between 1 and {MAX_WRITABLE} writable directories, not {}", writable.len()),
+                format!("at most {} writable mounts, not {}", MAX_WRITABLE - 1, mounts.len()),
             ));
         }
-        Ok(Self { anchor, writable })
+        let mut writable = vec![Writable::new(user_data.try_clone()?, Path::new("."))?];
+        writable.extend(mounts);
+        Ok(Self { user_data, workspace: Id::of(workspace)?, writable })
     }
 
     /// The `pre_exec` step. Writable clones are taken from the handles before the namespace
     /// exists (a handle keeps pointing into the host's namespace); then a private namespace,
-    /// every mount read-only, and each clone attached where the command sees its directory —
-    /// after checking that place is the same directory — and the working directory moved onto
-    /// the workspace's clone.
+    /// every mount read-only, each clone attached where the command sees its directory — after
+    /// checking that place is the same directory — and the working directory moved onto the
+    /// workspace inside the clone of `user-data`.
     pub fn apply_in_child(&self) -> io::Result<()> {
         let mut trees = [-1 as libc::c_int; MAX_WRITABLE];
         let result = self.attach(&mut trees);
@@ -126,9 +149,9 @@ impl ReadOnlyView {
                 )
             })? as libc::c_int;
         }
-        // The working directory crosses into the new namespace: names resolve from there.
+        // The working directory crosses into the new namespace: `.` resolves there.
         // SAFETY: fchdir on an open directory.
-        check(unsafe { libc::fchdir(self.anchor.as_raw_fd()) } as libc::c_long)?;
+        check(unsafe { libc::fchdir(self.user_data.as_raw_fd()) } as libc::c_long)?;
         // SAFETY: unshare in the single-threaded child.
         check(unsafe { libc::unshare(libc::CLONE_NEWNS) } as libc::c_long)?;
         // Nothing done here may propagate back to the host's mounts.
@@ -150,7 +173,7 @@ impl ReadOnlyView {
             // SAFETY: a NUL-terminated path and a valid stat buffer.
             check(unsafe { libc::fstatat(libc::AT_FDCWD, dir.target.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) }
                 as libc::c_long)?;
-            if st.st_dev != dir.dev || st.st_ino != dir.ino {
+            if !dir.id.matches(&st) {
                 return Err(io::Error::from_raw_os_error(libc::ESTALE));
             }
             // SAFETY: move_mount of a detached tree onto a path (links are not followed).
@@ -165,7 +188,30 @@ impl ReadOnlyView {
                 )
             })?;
         }
-        // SAFETY: fchdir on the workspace's attached clone.
-        check(unsafe { libc::fchdir(trees[0]) } as libc::c_long).map(drop)
+        // SAFETY: openat below the attached clone of user-data, links not followed.
+        let ws = check(unsafe {
+            libc::openat(
+                trees[0],
+                c"workspace".as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
+        } as libc::c_long)? as libc::c_int;
+        // SAFETY: a zeroed stat is valid output space.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat and fchdir on the descriptor just opened, which is closed after.
+        let moved = unsafe {
+            if libc::fstat(ws, &mut st) != 0 {
+                Err(io::Error::last_os_error())
+            } else if !self.workspace.matches(&st) {
+                Err(io::Error::from_raw_os_error(libc::ESTALE))
+            } else if libc::fchdir(ws) != 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        };
+        // SAFETY: closing the descriptor opened above.
+        unsafe { libc::close(ws) };
+        moved
     }
 }

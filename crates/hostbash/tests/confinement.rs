@@ -380,3 +380,20 @@ async fn mounts_skills_and_the_acp_workspace_get_the_access_they_were_given() {
         assert!(!refused.exists(), "{} was written", refused.display());
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn renames_between_the_threads_own_directories_work() {
+    // The atomic-write pattern (write in TMPDIR, rename into place) and moving a result to
+    // outputs: one filesystem view, no EXDEV.
+    let dir = tempfile::tempdir().unwrap();
+    let c = ctx(dir.path(), "t1");
+    let t = tool(|_| {});
+    let (text, status) = run(
+        &t,
+        &c,
+        "/usr/bin/python3 -c 'import os, tempfile\nfd, p = tempfile.mkstemp(); os.write(fd, b\"atomic\"); os.close(fd)\nos.replace(p, \"result.txt\")\nos.rename(\"result.txt\", \"/mnt/user-data/outputs/result.txt\")\nln = \"/mnt/user-data/uploads/linked\"\nos.link(\"/mnt/user-data/outputs/result.txt\", ln)\nprint(open(ln).read())'",
+    )
+    .await;
+    assert_eq!((text.as_str(), status), ("atomic\n", Status::Success), "{text}");
+    assert_eq!(std::fs::read_to_string(c.paths.outputs().join("result.txt")).unwrap(), "atomic");
+}
