@@ -69,7 +69,9 @@ fn open_in(dir: tempfile::TempDir, tools: &[(&str, &str)]) -> Env {
 
 /// One call in thread `t1`, bounded: a call that blocks fails the test instead of hanging it.
 async fn call(env: &Env, name: &str, args: Value) -> (String, bool) {
-    tokio::time::timeout(Duration::from_secs(60), hostile::call(&env.host, name, args)).await.expect("the call returned")
+    tokio::time::timeout(Duration::from_secs(60), hostile::call(&env.host, name, args))
+        .await
+        .expect("the call returned")
 }
 
 fn workspace(env: &Env) -> PathBuf {
@@ -200,7 +202,10 @@ async fn a_stalled_connect_or_tls_handshake_ends_at_the_timeout() {
         assert!(err, "{what}: {text}");
         // The deadline is 1 s; 10 s tolerates a loaded machine and still fails a call that the
         // timeout did not end (TCP's own connect timeout is over two minutes).
-        assert!(elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(10), "{what}: {elapsed:?}: {text}");
+        assert!(
+            elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(10),
+            "{what}: {elapsed:?}: {text}"
+        );
         assert!(text.to_lowercase().contains("timeout") || text.contains("timed out"), "{what}: {text}");
     }
     assert!(accepted.load(std::sync::atomic::Ordering::SeqCst) >= 1, "the handshake case never connected");

@@ -441,14 +441,15 @@ async fn the_disk_quota_refuses_writes_past_it() {
     let host = reopen(&dir);
     assert!(host.pipeline_layers().contains(&"thread_disk_quota"));
     // write_file takes at most 80 KiB a call: append 64 KiB pieces until the quota refuses one.
-    let piece = |path: &str, append: bool, n: usize| {
-        json!({"description": "d", "path": path, "content": "x".repeat(n), "append": append})
-    };
+    let piece = |path: &str, append: bool, n: usize| json!({"description": "d", "path": path, "content": "x".repeat(n), "append": append});
     let req = AssemblyRequest::default();
     let ud = dir.path().join("data/threads/q/user-data");
     let mut accepted = 0usize;
     let refusal = loop {
-        let r = host.call(&req, "q", "write_file", piece("/mnt/user-data/workspace/a.txt", true, 64 << 10), None).await.unwrap();
+        let r = host
+            .call(&req, "q", "write_file", piece("/mnt/user-data/workspace/a.txt", true, 64 << 10), None)
+            .await
+            .unwrap();
         if r.outcome.is_error() {
             break r.outcome.text_content();
         }
@@ -462,11 +463,15 @@ async fn the_disk_quota_refuses_writes_past_it() {
     // Freeing space (overwriting with less) makes room again.
     let r = host.call(&req, "q", "write_file", piece("/mnt/user-data/workspace/a.txt", false, 10), None).await.unwrap();
     assert!(!r.outcome.is_error(), "{}", r.outcome.text_content());
-    let r = host.call(&req, "q", "write_file", piece("/mnt/user-data/outputs/b.txt", false, 64 << 10), None).await.unwrap();
+    let r =
+        host.call(&req, "q", "write_file", piece("/mnt/user-data/outputs/b.txt", false, 64 << 10), None).await.unwrap();
     assert!(!r.outcome.is_error(), "{}", r.outcome.text_content());
     // Another thread has its own quota.
     for _ in 0..10 {
-        let r = host.call(&req, "q2", "write_file", piece("/mnt/user-data/workspace/a.txt", true, 64 << 10), None).await.unwrap();
+        let r = host
+            .call(&req, "q2", "write_file", piece("/mnt/user-data/workspace/a.txt", true, 64 << 10), None)
+            .await
+            .unwrap();
         assert!(!r.outcome.is_error(), "{}", r.outcome.text_content());
     }
 }

@@ -60,6 +60,8 @@ pub enum ConfigEntryState {
     },
     /// Could not be built (unknown component, digest mismatch, …); the text says why.
     Failed(String),
+    /// Built but not offered on this host (host bash whose confinement did not engage); why.
+    Unavailable(String),
 }
 
 pub struct ConfigEntry {
@@ -220,6 +222,11 @@ pub async fn get_available_tools(
             }
             ConfigEntryState::Failed(why) => {
                 explain_out(&e.name, "config", format!("refused: {why}"));
+            }
+            ConfigEntryState::Unavailable(why) => {
+                let w = format!("tool '{}': left out: {why}", e.name);
+                out.warnings.push(w.clone());
+                explain_out(&e.name, "config", w);
             }
         }
     }

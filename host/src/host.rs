@@ -112,6 +112,8 @@ pub struct Toolhost {
     threads: Threads,
     states: ThreadStore,
     problems: Vec<Problem>,
+    /// What host bash's commands get, line by line (when a config entry offers host bash).
+    host_bash: Option<Vec<String>>,
     call_seq: AtomicU64,
     /// Assemblies by request, with the layer generation they were built at.
     assemblies: std::sync::Mutex<std::collections::HashMap<String, (u64, Arc<Assembly>)>>,
@@ -139,9 +141,21 @@ impl Toolhost {
         let disabled_skills = crate::wiring::disabled_skill_dirs(&skills, &public_skills, &mut problems);
         let sandbox_json = sandbox_json(&config.config, &shared, &disabled_skills);
         let mut entries = Vec::new();
+        let mut host_bash = None;
         for (i, tc) in config.config.tools.iter().enumerate() {
             let mut grants = None;
-            let state = build_entry(tc, &config, &runtime, &shared, &sandbox_json, extensions.as_ref(), &mut grants);
+            let mut bash = None;
+            let state =
+                build_entry(tc, &config, &runtime, &shared, &sandbox_json, extensions.as_ref(), &mut grants, &mut bash);
+            if let Some(bash) = bash {
+                if let Some(w) = &bash.warning {
+                    problems.push(Problem {
+                        severity: Severity::Warning,
+                        message: format!("tools[{i}] '{}': {w}", tc.name),
+                    });
+                }
+                host_bash.get_or_insert(bash.report);
+            }
             match &state {
                 ConfigEntryState::Failed(why) => {
                     let (line, col) = config::locate_path(&std::fs::read_to_string(&config.path).unwrap_or_default(), &format!("tools[{i}].use"));
@@ -156,6 +170,10 @@ impl Toolhost {
                         "tools[{i}] '{}': DeerFlow community tool '{module}' is not bundled with toolhost yet; it is left out",
                         tc.name
                     ),
+                }),
+                ConfigEntryState::Unavailable(why) => problems.push(Problem {
+                    severity: Severity::Warning,
+                    message: format!("tools[{i}] '{}': left out: {why}", tc.name),
                 }),
                 ConfigEntryState::Ready(_) => {}
             }
@@ -187,6 +205,7 @@ impl Toolhost {
             threads: Threads::new(opts.data_dir.clone(), shared),
             states: ThreadStore::new(opts.persist_state),
             problems,
+            host_bash: host_bash.flatten(),
             call_seq: AtomicU64::new(0),
             assemblies: Default::default(),
         })
@@ -207,6 +226,13 @@ impl Toolhost {
     /// Problems found building the host (errors refuse a tool; warnings leave it out or note).
     pub fn problems(&self) -> &[Problem] {
         &self.problems
+    }
+
+    /// What a host-bash command gets — filesystem, identity, network, seccomp, process tree —
+    /// and what the start-up self-test proved, for `toolhost tools --explain`. `None` when no
+    /// config entry offers host bash or host bash is not allowed.
+    pub fn host_bash_report(&self) -> Option<&[String]> {
+        self.host_bash.as_deref()
     }
 
     /// The pipeline layer names, outermost first.
@@ -574,6 +600,7 @@ fn capability_set(caps: Option<&Capabilities>, problems: &mut Vec<String>) -> Ca
     set
 }
 
+#[allow(clippy::too_many_arguments)]
 fn build_entry(
     tc: &ToolConfig,
     config: &LoadedConfig,
@@ -582,6 +609,7 @@ fn build_entry(
     sandbox_json: &Value,
     extensions: Option<&Value>,
     grants: &mut Option<String>,
+    bash: &mut Option<crate::wiring::HostBashEntry>,
 ) -> ConfigEntryState {
     let resolved = match config::resolve_use(&tc.use_, &crate::bundled::names(), &config.base_dir()) {
         Ok(r) => r,
@@ -590,7 +618,10 @@ fn build_entry(
     match resolved {
         ResolvedUse::NotBundled { module } => ConfigEntryState::NotBundled { module },
         ResolvedUse::HostBash => {
-            ConfigEntryState::Ready(crate::wiring::host_bash(&config.config, shared, extensions, &tc.group))
+            let tool = crate::wiring::host_bash(&config.config, shared, extensions, &tc.group);
+            let (state, entry) = crate::wiring::host_bash_entry(&config.config, tool);
+            *bash = Some(entry);
+            state
         }
         ResolvedUse::Component { component, tool } => {
             let loaded = match runtime.load(&component, &crate::bundled::bytes) {

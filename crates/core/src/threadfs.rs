@@ -73,7 +73,7 @@ impl ThreadDir {
     }
 
     /// The directory's name inside its parent.
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         use ThreadDir::*;
         match self {
             Root => ".",
@@ -846,12 +846,14 @@ fn classify_dir_error(e: Errno, which: ThreadDir) -> ThreadFsError {
     }
 }
 
-/// Directories created by older versions (0755) become 0700; a failure (not our directory) is
-/// left as it is.
+/// Directories created by older versions (0755, readable by everyone) become 0700. A directory
+/// that others may only search (0711: host bash's `bash_user` must walk to its workspace, and
+/// host bash grants exactly that) is left as it is. A failure (not our directory) leaves the
+/// mode unchanged.
 fn restrict_mode(fd: BorrowedFd<'_>) {
     if let Ok(st) = rustix::fs::fstat(fd) {
-        if st.st_mode & 0o077 != 0 {
-            let _ = rustix::fs::fchmod(fd, Mode::from_raw_mode(st.st_mode & 0o700));
+        if st.st_mode & 0o066 != 0 {
+            let _ = rustix::fs::fchmod(fd, Mode::from_raw_mode(st.st_mode & 0o7700));
         }
     }
 }

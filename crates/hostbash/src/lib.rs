@@ -1,24 +1,47 @@
 //! The native host `bash` tool: DeerFlow's local-provider `bash_tool` (same schema, strings and
-//! output), with each command confined by Landlock to its thread's directories where the
-//! kernel allows. The audit is not applied here: the host wraps every `bash` call with
-//! [`audit::call_audited`], DeerFlow's `SandboxAuditMiddleware`.
+//! output), with each command confined the way the best agent CLIs confine a shell — Landlock
+//! per thread directory, no capabilities (or an unprivileged user), a seccomp filter, no network
+//! or an HTTPS allow-list through a proxy, an allow-listed environment, and a cgroup that ends
+//! the whole process tree at the timeout. A start-up self-test proves the confinement engages
+//! before the tool is offered. The audit is not applied here: the host wraps every `bash` call
+//! with [`audit::call_audited`], DeerFlow's `SandboxAuditMiddleware`.
 
 pub mod audit;
 mod confine;
+mod dirs;
+mod explain;
+mod mountns;
+mod privs;
+mod probe;
+mod proxy;
+mod reaper;
 mod rewrite;
 mod run;
+mod seccomp;
+mod sni;
+mod tree;
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use toolhost_audit::{mcp_allowed_paths, truncate_middle, validate_local_bash_command_paths, BashPathPolicy};
 use toolhost_core::{CallContext, Tool, ToolOutcome, ToolSource, ToolSpec, VIRTUAL_ACP, VIRTUAL_SKILLS};
+use toolhost_net::NetGrant;
 
-pub use confine::{confinement_status, ConfineMode, ConfinementStatus};
+pub use confine::{confinement_status, ConfinementStatus};
+pub use privs::{harden_process, BashUser};
 pub use rewrite::Mapping;
-pub use run::{is_secret_env_name, CAPTURE_LIMIT_BYTES};
+pub use run::CAPTURE_LIMIT_BYTES;
+
+use confine::{FsRules, NetRule};
+use dirs::{thread_dir, ThreadDir};
+use privs::Identity;
+use seccomp::{Filter, SeccompPolicy, SocketPolicy};
 
 /// DeerFlow's `LOCAL_HOST_BASH_DISABLED_MESSAGE`.
 pub const LOCAL_HOST_BASH_DISABLED_MESSAGE: &str = "Host bash execution is disabled for LocalSandboxProvider because it is not a secure sandbox boundary. Switch to AioSandboxProvider for isolated bash access, or set sandbox.allow_host_bash: true only in a fully trusted local environment.";
@@ -30,12 +53,48 @@ const DESCRIPTION_ARG: &str =
     "Explain why you are running this command in short words. ALWAYS PROVIDE THIS PARAMETER FIRST.";
 const COMMAND_ARG: &str = "The bash command to execute. Always use absolute paths for files and directories.";
 
+/// Host environment variables every command gets (plus `BashConfig::env`); `LC_*` by prefix.
+/// `HOME` and `TMPDIR` point into the thread when the command is confined.
+pub const ENV_ALLOW: [&str; 7] = ["PATH", "LANG", "LC_*", "TERM", "TZ", "HOME", "TMPDIR"];
+
 /// A `sandbox.mounts` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostMount {
     pub host_path: PathBuf,
     pub container_path: String,
     pub read_only: bool,
+}
+
+/// Whether host-bash commands are confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConfineMode {
+    /// Every command is confined, after a start-up self-test proved the confinement engages;
+    /// when it cannot engage, the tool is left out (never run unconfined).
+    #[default]
+    Full,
+    /// Run unconfined, as DeerFlow does (`sandbox.bash_confinement: off`, with a warning).
+    Off,
+}
+
+/// Outbound network of a confined command (`sandbox.bash_network`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum BashNetwork {
+    /// No sockets of the internet families at all.
+    #[default]
+    None,
+    /// HTTPS through the host's proxy to the hosts this grant allows (the rules of a
+    /// component's `capabilities.network`).
+    Allowlist(Arc<NetGrant>),
+}
+
+/// How a command's process tree is tracked (a cgroup where the host can create one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TreeMode {
+    /// A cgroup v2 per command when the hierarchy is writable, else a subreaper.
+    #[default]
+    Auto,
+    /// The subreaper even where cgroups work (tests the fallback).
+    Subreaper,
 }
 
 /// Configuration of the host `bash` tool (DeerFlow's `sandbox:` section plus toolhost's
@@ -56,13 +115,26 @@ pub struct BashConfig {
     pub mounts: Vec<HostMount>,
     /// The `args` of each enabled MCP server (filesystem servers' roots become allowed paths).
     pub mcp_server_args: Vec<Vec<String>>,
-    /// Landlock confinement.
+    /// `sandbox.bash_confinement`.
     pub confine: ConfineMode,
     /// Further host directories a confined command may read (e.g. a toolchain under $HOME).
     pub extra_read_paths: Vec<PathBuf>,
-    /// The shell (`/bin/bash`).
+    /// The shell (`sandbox.bash_shell`, default `/bin/bash`).
     pub shell: PathBuf,
+    /// `sandbox.bash_user`: run commands as this user instead of uid 0 without capabilities.
+    pub user: Option<BashUser>,
+    /// `sandbox.bash_env`: host environment names passed through besides [`ENV_ALLOW`].
+    pub env: Vec<String>,
+    /// `sandbox.bash_network`.
+    pub network: BashNetwork,
+    /// `sandbox.bash_max_file_size_mb` in bytes (RLIMIT_FSIZE); `None`: unlimited.
+    pub max_file_bytes: Option<u64>,
+    /// Process-tree tracking (a test hook for the subreaper fallback).
+    pub tree: TreeMode,
 }
+
+/// Files a command may write, by default: 1 GiB (a sparse 4 GiB file is refused).
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 30;
 
 impl Default for BashConfig {
     fn default() -> Self {
@@ -74,9 +146,14 @@ impl Default for BashConfig {
             skills_container_path: VIRTUAL_SKILLS.to_string(),
             mounts: Vec::new(),
             mcp_server_args: Vec::new(),
-            confine: ConfineMode::BestEffort,
+            confine: ConfineMode::Full,
             extra_read_paths: Vec::new(),
             shell: PathBuf::from("/bin/bash"),
+            user: None,
+            env: Vec::new(),
+            network: BashNetwork::None,
+            max_file_bytes: Some(DEFAULT_MAX_FILE_BYTES),
+            tree: TreeMode::Auto,
         }
     }
 }
@@ -101,6 +178,20 @@ pub fn bash_spec() -> ToolSpec {
     }
 }
 
+/// How a command reaches the network: nowhere, or the proxy (its port, the namespace it lives
+/// in, and the variables that point clients at it).
+pub(crate) enum NetSetup {
+    None,
+    Proxy { port: u16, netns: Option<std::os::fd::OwnedFd>, env: Vec<(String, String)> },
+}
+
+/// Everything one command needs, prepared in the parent.
+pub(crate) struct Prepared {
+    pub env: HashMap<String, String>,
+    pub plan: run::ChildPlan,
+    pub tree: run::TreeSetup,
+}
+
 /// The native host `bash` tool.
 pub struct BashTool {
     spec: ToolSpec,
@@ -108,6 +199,16 @@ pub struct BashTool {
     policy: BashPathPolicy,
     static_mappings: Vec<Mapping>,
     pattern: regex::Regex,
+    identity: Identity,
+    /// uid-0 commands see the host read-only but for their writable directories.
+    mount_view: bool,
+    seccomp: Result<Arc<Filter>, String>,
+    /// The proxy's listening socket (allow-list mode), bound at the self-test.
+    endpoint: OnceLock<Result<Arc<proxy::Endpoint>, String>>,
+    proxy: tokio::sync::OnceCell<Arc<proxy::Proxy>>,
+    self_test: OnceLock<Result<Vec<String>, String>>,
+    lingering: tree::Lingering,
+    calls: AtomicU64,
 }
 
 impl BashTool {
@@ -132,7 +233,27 @@ impl BashTool {
         let mut prefixes: Vec<String> = static_mappings.iter().map(|m| m.virtual_prefix.clone()).collect();
         prefixes.extend([toolhost_core::VIRTUAL_USER_DATA.to_string(), VIRTUAL_ACP.to_string()]);
         let pattern = rewrite::command_pattern(&prefixes);
-        Self { spec: bash_spec(), config, policy, static_mappings, pattern }
+        let identity = Identity::new(config.user, config.max_file_bytes);
+        let mount_view = config.confine == ConfineMode::Full
+            && identity.is_uid0()
+            && privs::CapSets::current().is_some_and(|c| c.has(CAP_SYS_ADMIN))
+            && mountns::supported();
+        let seccomp = Filter::new(&seccomp_policy(&config, &identity, mount_view)).map(Arc::new);
+        Self {
+            spec: bash_spec(),
+            config,
+            policy,
+            static_mappings,
+            pattern,
+            identity,
+            mount_view,
+            seccomp,
+            endpoint: OnceLock::new(),
+            proxy: tokio::sync::OnceCell::new(),
+            self_test: OnceLock::new(),
+            lingering: tree::Lingering::default(),
+            calls: AtomicU64::new(0),
+        }
     }
 
     /// Bind the tool into a config group other than `bash`.
@@ -145,35 +266,206 @@ impl BashTool {
         &self.config
     }
 
-    /// How this tool confines commands, for `toolhost tools --explain`.
+    /// One line on what the kernel offers, for `toolhost tools --explain`.
     pub fn confinement(&self) -> String {
         match self.config.confine {
             ConfineMode::Off => "off (sandbox confinement disabled by configuration)".into(),
-            mode => {
-                let status = confinement_status();
-                match (&status, mode) {
-                    (ConfinementStatus::Unavailable { .. }, ConfineMode::Required) => {
-                        format!("{status} (required: host bash refuses to run)")
-                    }
-                    _ => status.to_string(),
-                }
-            }
+            ConfineMode::Full => confinement_status().to_string(),
         }
     }
 
-    fn rules(&self, ctx: &CallContext) -> confine::Rules {
-        let mut read_only: Vec<PathBuf> = vec![ctx.paths().acp_workspace()];
-        read_only.extend(self.config.skills_host_path.iter().cloned());
-        read_only.extend(self.config.extra_read_paths.iter().cloned());
-        let mut read_write = Vec::new();
-        for mount in self.config.mounts.iter().filter(|m| m.host_path.exists()) {
-            if mount.read_only {
-                read_only.push(mount.host_path.clone());
-            } else {
-                read_write.push(mount.host_path.clone());
+    /// Prove the confinement engages, once: run a real confined command that tries to write
+    /// outside its thread, reports its capabilities, opens an internet socket and leaves a
+    /// `setsid` process behind for the tree kill. `Ok` says what was proven; `Err` why the
+    /// tool must not be offered. Blocking (a few milliseconds); with confinement off, nothing
+    /// is proven and `Ok` says so.
+    pub fn self_test(&self) -> Result<Vec<String>, String> {
+        self.self_test
+            .get_or_init(|| match self.config.confine {
+                ConfineMode::Off => Ok(vec!["confinement is off (sandbox.bash_confinement: off)".into()]),
+                ConfineMode::Full => probe::run(self),
+            })
+            .clone()
+    }
+
+    /// What a command gets, line by line, for `toolhost tools --explain`.
+    pub fn explain(&self) -> Vec<String> {
+        explain::lines(self)
+    }
+
+    /// The process-tree mechanism this tool uses.
+    pub(crate) fn cgroup_parent(&self) -> Result<tree::CgroupParent, String> {
+        match self.config.tree {
+            TreeMode::Auto => tree::cgroup_parent(),
+            TreeMode::Subreaper => Err("the subreaper was chosen by configuration".into()),
+        }
+    }
+
+    /// The proxy endpoint (allow-list mode), bound once.
+    pub(crate) fn endpoint(&self) -> Result<Arc<proxy::Endpoint>, String> {
+        self.endpoint
+            .get_or_init(|| {
+                // A namespace of its own where toolhost may make one; else the host's loopback.
+                let isolated = privs::CapSets::current()
+                    .is_some_and(|c| c.has(CAP_SYS_ADMIN))
+                    .then(|| proxy::Endpoint::bind(true))
+                    .and_then(|r| r.map_err(|e| tracing::warn!("bash proxy: no network namespace: {e}")).ok());
+                match isolated {
+                    Some(endpoint) => Ok(Arc::new(endpoint)),
+                    None => proxy::Endpoint::bind(false)
+                        .map(Arc::new)
+                        .map_err(|e| format!("cannot bind the bash network proxy: {e}")),
+                }
+            })
+            .clone()
+    }
+
+    /// The running proxy, started on the first allow-list call.
+    async fn proxy(&self, grant: &Arc<NetGrant>) -> Result<Arc<proxy::Proxy>, String> {
+        let endpoint = self.endpoint()?;
+        let lifetime = Duration::from_secs(self.config.command_timeout_secs.max(1));
+        self.proxy
+            .get_or_try_init(|| async {
+                proxy::Proxy::start(&endpoint, grant.clone(), lifetime)
+                    .map_err(|e| format!("cannot start the bash network proxy: {e}"))
+            })
+            .await
+            .cloned()
+    }
+
+    /// The environment of a command: the allow-listed host variables, `PWD`, and for a
+    /// confined command `HOME`/`TMPDIR` in the thread.
+    fn env(&self, ctx: &CallContext) -> HashMap<String, String> {
+        let allowed = |name: &str| {
+            ENV_ALLOW.iter().any(|a| match a.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => name == *a,
+            }) || self.config.env.iter().any(|e| e == name)
+        };
+        let mut env: HashMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .filter(|(k, _)| allowed(k))
+            .collect();
+        env.insert("PWD".into(), ctx.paths().workspace().to_string_lossy().into_owned());
+        if self.config.confine == ConfineMode::Full {
+            let user_data = ctx.paths().user_data();
+            env.insert("TMPDIR".into(), user_data.join(ThreadDir::BashTmp.name()).to_string_lossy().into_owned());
+            env.insert("HOME".into(), user_data.join(ThreadDir::BashHome.name()).to_string_lossy().into_owned());
+        }
+        env
+    }
+
+    /// Prepare one command: open the thread's directories, build its rules, identity, filter
+    /// and cgroup. Shared by real calls and the self-test, so the test proves what calls get.
+    pub(crate) fn prepare(&self, ctx: &CallContext, net: NetSetup) -> Result<Prepared, String> {
+        let open = |which: ThreadDir| {
+            thread_dir(ctx, which).map_err(|e| {
+                format!(
+                    "Error: Cannot open the thread's {} directory: {}",
+                    which.name(),
+                    ctx.paths().mask(&e.to_string())
+                )
+            })
+        };
+        let mut env = self.env(ctx);
+        // One handle for the workspace: the working directory, its rule and its place in the view.
+        let workspace = open(ThreadDir::Workspace)?;
+        let dup =
+            |fd: &std::os::fd::OwnedFd| fd.try_clone().map_err(|e| format!("Error: Cannot confine the command: {e}"));
+        let mut plan = run::ChildPlan { workspace: Some(dup(&workspace)?), ..Default::default() };
+        self.lingering.sweep();
+        let tree = match self.cgroup_parent() {
+            Ok(parent) => {
+                let (cgroup, procs) = tree::Cgroup::create(&parent)
+                    .map_err(|e| format!("Error: Cannot create the command's cgroup: {e}"))?;
+                plan.cgroup_procs = Some(procs);
+                run::TreeSetup::Cgroup(cgroup)
+            }
+            Err(_) => {
+                let (reaper, status) = reaper::ReaperPlan::new()
+                    .map_err(|e| format!("Error: Cannot prepare the command's supervisor: {e}"))?;
+                plan.reaper = Some(reaper);
+                run::TreeSetup::Reaper(status)
+            }
+        };
+        if self.config.confine == ConfineMode::Off {
+            return Ok(Prepared { env, plan, tree });
+        }
+        if self.config.user.is_some() {
+            // Rewritten `/mnt/user-data/...` paths are absolute host paths the bash user walks:
+            // the directories above its own (created 0700) must be searchable, not listable.
+            let threads = ctx.paths().root.parent().map(std::path::Path::to_path_buf);
+            let search = [open(ThreadDir::Root)?, open(ThreadDir::UserData)?];
+            for fd in &search {
+                make_searchable(fd).map_err(|e| format!("Error: Cannot open the thread to bash_user: {e}"))?;
+            }
+            if let Some(threads) = threads {
+                let fd = dirs::open_path_dir(&threads)
+                    .and_then(|fd| make_searchable(&fd))
+                    .map_err(|e| format!("Error: Cannot open the thread to bash_user: {e}"));
+                fd?;
             }
         }
-        confine::Rules::for_thread(&ctx.paths().user_data(), read_only, read_write)
+        let mut fs = FsRules::default();
+        let mut writable = Vec::new();
+        let mut workspace = Some(workspace);
+        for which in
+            [ThreadDir::Workspace, ThreadDir::Uploads, ThreadDir::Outputs, ThreadDir::BashTmp, ThreadDir::BashHome]
+        {
+            let fd = match (which, workspace.take()) {
+                (ThreadDir::Workspace, Some(fd)) => fd,
+                _ => open(which)?,
+            };
+            if let Some(user) = self.config.user {
+                give_to(&fd, user)
+                    .map_err(|e| format!("Error: Cannot hand the {} directory to bash_user: {e}", which.name()))?;
+            }
+            fs.read_write.push(fd);
+        }
+        fs.read_only.push(open(ThreadDir::Acp)?);
+        let confine_err = |e: confine::ConfineError| format!("Error: Cannot confine the command: {e}");
+        if let Some(skills) = &self.config.skills_host_path {
+            fs.add_path(skills, false).map_err(confine_err)?;
+        }
+        for path in &self.config.extra_read_paths {
+            fs.add_path(path, false).map_err(confine_err)?;
+        }
+        // One handle per mount, for its Landlock rule and (writable) its place in the view.
+        for mount in self.config.mounts.iter().filter(|m| m.host_path.exists()) {
+            let fd = match dirs::open_path(&mount.host_path) {
+                Ok(fd) => fd,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(format!("Error: Cannot open {}: {e}", mount.host_path.display())),
+            };
+            if mount.read_only {
+                fs.read_only.push(fd);
+            } else {
+                if self.mount_view {
+                    writable.push(view_entry(&fd, &mount.host_path)?);
+                }
+                fs.read_write.push(fd);
+            }
+        }
+        let user_data = open(ThreadDir::UserData)?;
+        if self.mount_view {
+            // fs.read_write[0] is the workspace.
+            let view = mountns::ReadOnlyView::new(dup(&user_data)?, &fs.read_write[0], writable)
+                .map_err(|e| format!("Error: Cannot confine the command: {e}"))?;
+            plan.view = Some(view);
+        }
+        fs.list_only.push(user_data);
+        let net_rule = match net {
+            NetSetup::None => NetRule::DenyAll,
+            NetSetup::Proxy { port, netns, env: proxy_env } => {
+                env.extend(proxy_env);
+                plan.netns = netns;
+                NetRule::ConnectOnly(port)
+            }
+        };
+        plan.ruleset = Some(confine::build_ruleset(&fs, net_rule).map_err(confine_err)?);
+        plan.identity = Some(self.identity);
+        plan.seccomp = Some(self.seccomp.clone().map_err(|e| format!("Error: Cannot build the seccomp filter: {e}"))?);
+        Ok(Prepared { env, plan, tree })
     }
 
     async fn execute(&self, ctx: &CallContext, command: &str) -> Result<String, String> {
@@ -182,58 +474,99 @@ impl BashTool {
         }
         ctx.fs.ensure_tool_dirs().map_err(|e| format!("Error: {e}"))?;
         validate_local_bash_command_paths(command, &self.policy).map_err(|e| format!("Error: {e}"))?;
+        // Never run unconfined silently: a library user that skipped the start-up self-test
+        // gets it on the first call.
+        self.self_test().map_err(|why| format!("Error: Host bash is unavailable: {why}"))?;
 
         let mappings = rewrite::mappings(ctx.paths(), &self.static_mappings);
         let host_command = rewrite::rewrite_command(command, &self.pattern, &mappings);
-        let workspace = ctx.paths().workspace();
-        let mut env = run::inherited_env();
-        env.insert("PWD".into(), workspace.to_string_lossy().into_owned());
-
-        let ruleset = match self.config.confine {
-            ConfineMode::Off => None,
-            // The first call probes with a real process; keep that off the async worker.
-            mode => match (
-                tokio::task::spawn_blocking(confinement_status).await.unwrap_or_else(|e| {
-                    ConfinementStatus::Unavailable { reason: format!("the confinement probe failed: {e}") }
-                }),
-                mode,
-            ) {
-                (ConfinementStatus::Active { .. }, _) => {
-                    // A confined command cannot reach /tmp or $HOME: give it its own inside the
-                    // thread's user data.
-                    let tmp = ctx.paths().user_data().join(".tmp");
-                    let home = ctx.paths().user_data().join(".home");
-                    for dir in [toolhost_core::ThreadDir::BashTmp, toolhost_core::ThreadDir::BashHome] {
-                        ctx.fs.dir(dir).map_err(|e| format!("Error: {e}"))?;
-                    }
-                    env.insert("TMPDIR".into(), tmp.to_string_lossy().into_owned());
-                    env.insert("HOME".into(), home.to_string_lossy().into_owned());
-                    let ruleset = confine::build_ruleset(&self.rules(ctx))
-                        .map_err(|e| format!("Error: Cannot confine the command with Landlock: {e}"))?;
-                    Some(ruleset)
-                }
-                (ConfinementStatus::Unavailable { reason }, ConfineMode::Required) => {
-                    return Err(format!(
-                        "Error: Host bash requires Landlock confinement, which is unavailable: {reason}"
-                    ));
-                }
-                _ => None,
-            },
+        let call = format!("c{}", self.calls.fetch_add(1, Ordering::Relaxed));
+        let (net, proxy) = match (&self.config.network, self.config.confine) {
+            (BashNetwork::Allowlist(grant), ConfineMode::Full) => {
+                let proxy = self.proxy(grant).await.map_err(|e| format!("Error: {e}"))?;
+                let endpoint = self.endpoint()?;
+                let netns = match endpoint.netns() {
+                    Some(ns) => Some(ns.try_clone().map_err(|e| format!("Error: {e}"))?),
+                    None => None,
+                };
+                (NetSetup::Proxy { port: proxy.port(), netns, env: proxy.env(&call) }, Some(proxy))
+            }
+            _ => (NetSetup::None, None),
         };
-
+        let prepared = match self.prepare(ctx, net) {
+            Ok(p) => p,
+            Err(e) => {
+                if let Some(p) = &proxy {
+                    p.take_refusals(&call);
+                }
+                return Err(e);
+            }
+        };
         let invocation = run::Invocation {
             shell: self.config.shell.clone(),
             command: host_command,
-            cwd: workspace,
-            env,
+            env: prepared.env,
             timeout: Duration::from_secs(self.config.command_timeout_secs),
-            ruleset,
+            plan: prepared.plan,
+            tree: prepared.tree,
         };
-        let outcome = run::run(invocation).await.map_err(|e| {
+        let outcome = run::run(invocation, &self.lingering).await;
+        let refusals = proxy.map(|p| p.take_refusals(&call)).unwrap_or_default();
+        let outcome = outcome.map_err(|e| {
             format!("Error: Unexpected error executing command: {}", rewrite::mask_output(&e.to_string(), &mappings))
         })?;
-        let output = run::format_output(&outcome, self.config.command_timeout_secs);
+        let mut output = run::format_output(&outcome, self.config.command_timeout_secs);
+        if !refusals.is_empty() {
+            output.push_str("\n\nThe bash network allow-list refused:\n");
+            for r in &refusals {
+                output.push_str(&format!("- {r}\n"));
+            }
+        }
         Ok(truncate_middle(&rewrite::mask_output(&output, &mappings), self.config.output_max_chars))
+    }
+}
+
+const CAP_SYS_ADMIN: u32 = 21;
+
+/// A writable directory of the read-only view: a clone of `fd`, attached at `target`.
+fn view_entry(fd: &std::os::fd::OwnedFd, target: &std::path::Path) -> Result<mountns::Writable, String> {
+    fd.try_clone()
+        .and_then(|fd| mountns::Writable::new(fd, target))
+        .map_err(|e| format!("Error: Cannot confine the command: {e}"))
+}
+
+/// Hand a thread directory to the bash user (it must write there; everything above stays
+/// root's).
+/// Add search (not read) permission for group and others to a directory.
+fn make_searchable(fd: &std::os::fd::OwnedFd) -> std::io::Result<()> {
+    let mode = rustix::fs::fstat(fd)?.st_mode;
+    if mode & 0o011 != 0o011 {
+        rustix::fs::fchmod(fd, rustix::fs::Mode::from_raw_mode((mode | 0o011) & 0o7777))?;
+    }
+    Ok(())
+}
+
+fn give_to(fd: &std::os::fd::OwnedFd, user: BashUser) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    if confine::owned_by(fd, user.uid)? {
+        return Ok(());
+    }
+    // SAFETY: fchown on an open directory.
+    if unsafe { libc::fchown(fd.as_raw_fd(), user.uid, user.gid) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+pub(crate) fn seccomp_policy(config: &BashConfig, identity: &Identity, mount_view: bool) -> SeccompPolicy {
+    SeccompPolicy {
+        sockets: match config.network {
+            BashNetwork::None => SocketPolicy::None,
+            BashNetwork::Allowlist(_) => SocketPolicy::TcpClient,
+        },
+        unix: confine::abi() >= confine::RESOLVE_UNIX_ABI,
+        // With the read-only view, chmod outside the thread fails with EROFS and works inside.
+        uid0: identity.is_uid0() && !mount_view,
     }
 }
 

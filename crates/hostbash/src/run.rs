@@ -1,9 +1,11 @@
-//! Running one `bash -c` command the way DeerFlow's `LocalSandbox` does: own process group,
-//! stdin from /dev/null, both pipes drained with a 10 MiB bound each, the whole group killed at
-//! the timeout, and the result formatted as DeerFlow formats it.
+//! Running one `bash -c` command the way DeerFlow's `LocalSandbox` does — stdin from
+//! /dev/null, both pipes drained with a 10 MiB bound each, the whole tree killed at the timeout,
+//! the result formatted as DeerFlow formats it — with the child's confinement ([`ChildPlan`])
+//! applied between `fork` and `exec`.
 
 use std::collections::HashMap;
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -14,25 +16,100 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::task::JoinHandle;
 
-use crate::confine;
+use crate::mountns::ReadOnlyView;
+use crate::privs::Identity;
+use crate::reaper::{ReaperPlan, StatusPipe, Supervisor};
+use crate::seccomp::Filter;
+use crate::tree::{Cgroup, Lingering, Tree};
+use crate::{confine, tree};
 
 /// DeerFlow's `_COMMAND_CAPTURE_LIMIT_BYTES`, per pipe.
 pub const CAPTURE_LIMIT_BYTES: usize = 10 * 1024 * 1024;
-/// How long to wait for the pipes after the shell exits while its group lives on (a
+/// How long to wait for the pipes after the shell exits while its tree lives on (a
 /// backgrounded server keeps them open).
 const DRAIN_GRACE: Duration = Duration::from_millis(200);
-/// How long to wait for the pipes after a timeout kill or once the group is gone.
+/// How long to wait for the pipes after a timeout kill or once the tree is gone.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(10);
+
+/// What the child does between `fork` and `exec`, prepared in the parent: join the command's
+/// cgroup, join the proxy's network namespace, make the host read-only but for the thread's
+/// writable directories (uid 0), change to the workspace by its handle, take on
+/// its identity (limits, user, no capabilities, `no_new_privs`), enforce the Landlock ruleset,
+/// install the seccomp filter. Each step is a few syscalls on values built here.
+#[derive(Default)]
+pub struct ChildPlan {
+    /// Fork a subreaper supervisor first (where no cgroup holds the tree).
+    pub reaper: Option<ReaperPlan>,
+    /// The thread's workspace, the command's working directory (`fchdir`: no path lookup).
+    pub workspace: Option<OwnedFd>,
+    pub cgroup_procs: Option<OwnedFd>,
+    pub netns: Option<OwnedFd>,
+    /// Everything read-only but the writable directories (uid 0 without capabilities).
+    pub view: Option<ReadOnlyView>,
+    pub identity: Option<Identity>,
+    pub ruleset: Option<RulesetCreated>,
+    pub seccomp: Option<Arc<Filter>>,
+}
+
+impl ChildPlan {
+    /// Register the plan as the command's `pre_exec` hook.
+    pub fn install(self, cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        let mut plan = self;
+        // SAFETY: the hook runs in the forked child and makes only syscalls on values prepared
+        // in the parent (no allocation on the success path; errors are OS errors).
+        unsafe {
+            cmd.pre_exec(move || plan.apply());
+        }
+    }
+
+    fn apply(&mut self) -> io::Result<()> {
+        if let Some(reaper) = &self.reaper {
+            reaper.fork_in_child()?;
+        }
+        if let Some(procs) = &self.cgroup_procs {
+            tree::join_in_child(procs)?;
+        }
+        if let Some(ns) = &self.netns {
+            // SAFETY: setns on a namespace descriptor the parent opened.
+            if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        if let Some(view) = &self.view {
+            view.apply_in_child()?;
+        } else if let Some(dir) = &self.workspace {
+            // SAFETY: fchdir on an open directory.
+            if unsafe { libc::fchdir(dir.as_raw_fd()) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        if let Some(identity) = &self.identity {
+            identity.apply_in_child()?;
+        }
+        confine::restrict_in_child(&mut self.ruleset)?;
+        if let Some(filter) = &self.seccomp {
+            filter.install_in_child()?;
+        }
+        Ok(())
+    }
+}
 
 /// A command ready to run.
 pub struct Invocation {
     pub shell: PathBuf,
     pub command: String,
-    pub cwd: PathBuf,
     pub env: HashMap<String, String>,
     pub timeout: Duration,
-    /// Landlock ruleset to enforce in the child, if confined.
-    pub ruleset: Option<RulesetCreated>,
+    pub plan: ChildPlan,
+    pub tree: TreeSetup,
+}
+
+/// How the command's tree will be held, prepared before the spawn.
+pub enum TreeSetup {
+    Cgroup(Cgroup),
+    /// The supervisor reports the shell's status on this pipe.
+    Reaper(StatusPipe),
 }
 
 /// What came back.
@@ -97,13 +174,21 @@ fn snapshot(capture: &Mutex<Capture>) -> String {
     capture.lock().map(|c| c.read()).unwrap_or_default()
 }
 
-/// Kills the process group when dropped armed: a cancelled call leaves nothing running.
-struct GroupGuard {
+/// The command's tree while the call runs: killed when dropped armed, so a cancelled call (or a
+/// host shutting down mid-call) leaves nothing running.
+struct TreeGuard<'a> {
     pgid: Option<i32>,
+    tree: Option<Tree>,
+    lingering: &'a Lingering,
 }
 
-impl GroupGuard {
-    fn kill(&self) {
+impl TreeGuard<'_> {
+    /// SIGKILL the shell's process group. Not with a supervisor: it is in that group and must
+    /// outlive the rest of the tree to kill it.
+    fn signal_group(&self) {
+        if matches!(self.tree, Some(Tree::Reaper(_))) {
+            return;
+        }
         if let Some(pgid) = self.pgid {
             // SAFETY: plain syscall on a process group we created.
             unsafe {
@@ -112,43 +197,89 @@ impl GroupGuard {
         }
     }
 
-    fn exists(&self) -> bool {
-        let Some(pgid) = self.pgid else { return false };
-        // SAFETY: signal 0 only checks for existence.
-        let rc = unsafe { libc::killpg(pgid, 0) };
-        rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    /// Whether anything of the tree still runs.
+    fn alive(&self) -> bool {
+        self.tree.as_ref().is_some_and(Tree::alive)
+    }
+
+    /// Kill the whole tree and wait until it is gone (off the async workers: the kill polls
+    /// until the tree is empty).
+    async fn kill(&mut self) {
+        self.signal_group();
+        if let Some(tree) = self.tree.take() {
+            if let Ok(tree) = tokio::task::spawn_blocking(move || {
+                tree.kill();
+                tree
+            })
+            .await
+            {
+                self.lingering.keep(tree);
+            }
+        }
+    }
+
+    /// The command finished: its background processes may run on (DeerFlow's semantics).
+    fn release(mut self) {
+        self.pgid = None;
+        if let Some(tree) = self.tree.take() {
+            self.lingering.keep(tree);
+        }
     }
 }
 
-impl Drop for GroupGuard {
+impl Drop for TreeGuard<'_> {
     fn drop(&mut self) {
-        self.kill();
+        self.signal_group();
+        if let Some(tree) = self.tree.take() {
+            tree.signal_kill();
+            self.lingering.keep(tree);
+        }
     }
+}
+
+/// The shell's exit status as the supervisor reports it (4 bytes of raw wait status).
+async fn reported_status(pipe: StatusPipe) -> io::Result<std::process::ExitStatus> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut rx = tokio::net::unix::pipe::Receiver::from_owned_fd(pipe.0)?;
+    let mut raw = [0u8; 4];
+    rx.read_exact(&mut raw).await?;
+    Ok(std::process::ExitStatus::from_raw(i32::from_ne_bytes(raw)))
 }
 
 /// Run the invocation. `Err` only when the shell cannot be started.
-pub async fn run(invocation: Invocation) -> io::Result<Outcome> {
-    let Invocation { shell, command, cwd, env, timeout, ruleset } = invocation;
+pub async fn run(invocation: Invocation, lingering: &Lingering) -> io::Result<Outcome> {
+    let Invocation { shell, command, env, timeout, plan, tree } = invocation;
     let mut cmd = Command::new(&shell);
     cmd.arg("-c")
         .arg(&command)
-        .current_dir(&cwd)
         .env_clear()
         .envs(&env)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    if ruleset.is_some() {
-        let mut ruleset = ruleset;
-        // SAFETY: the hook runs in the forked child and only enforces the ruleset built in
-        // the parent (prctl + landlock_restrict_self; no allocation on success).
-        unsafe {
-            cmd.pre_exec(move || confine::restrict_in_child(&mut ruleset));
+    plan.install(cmd.as_std_mut());
+    let spawned = cmd.spawn();
+    let (tree, status_pipe) = match tree {
+        TreeSetup::Cgroup(cgroup) => (Some(Tree::Cgroup(cgroup)), None),
+        TreeSetup::Reaper(pipe) => (None, Some(pipe)),
+    };
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            if let Some(tree) = tree {
+                lingering.keep(tree);
+            }
+            return Err(e);
         }
-    }
-    let mut child = cmd.spawn()?;
-    let mut guard = GroupGuard { pgid: child.id().and_then(|id| i32::try_from(id).ok()) };
+    };
+    let pid = child.id();
+    let tree = match (tree, &status_pipe, pid) {
+        (Some(tree), _, _) => Some(tree),
+        (None, Some(_), Some(pid)) => Some(Tree::Reaper(Supervisor::new(pid)?)),
+        _ => None,
+    };
+    let mut guard = TreeGuard { pgid: pid.and_then(|id| i32::try_from(id).ok()), tree, lingering };
     let (stdout, stdout_task) = match child.stdout.take() {
         Some(pipe) => drain(pipe),
         None => (Arc::default(), tokio::spawn(async {})),
@@ -158,21 +289,28 @@ pub async fn run(invocation: Invocation) -> io::Result<Outcome> {
         None => (Arc::default(), tokio::spawn(async {})),
     };
 
-    let (status, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
-        Ok(status) => (status?, false),
-        Err(_) => {
-            guard.kill();
-            (child.wait().await?, true)
+    let exited = async {
+        match status_pipe {
+            // The supervisor lives on while the command's background processes do.
+            Some(pipe) => reported_status(pipe).await,
+            None => child.wait().await,
         }
     };
-    let grace = if timed_out || !guard.exists() { DRAIN_AFTER_EXIT } else { DRAIN_GRACE };
+    let (status, timed_out) = match tokio::time::timeout(timeout, exited).await {
+        Ok(status) => (status?, false),
+        Err(_) => {
+            guard.kill().await;
+            use std::os::unix::process::ExitStatusExt;
+            (std::process::ExitStatus::from_raw(libc::SIGKILL), true)
+        }
+    };
+    let grace = if timed_out || !guard.alive() { DRAIN_AFTER_EXIT } else { DRAIN_GRACE };
     let _ = tokio::time::timeout(grace, async {
         let _ = stdout_task.await;
         let _ = stderr_task.await;
     })
     .await;
-    // A finished command may leave background processes (`server &`) running on purpose.
-    guard.pgid = None;
+    guard.release();
 
     use std::os::unix::process::ExitStatusExt;
     let returncode = status.code().or_else(|| status.signal().map(|s| -s)).unwrap_or(0);
@@ -216,22 +354,6 @@ pub fn format_output(outcome: &Outcome, timeout_secs: u64) -> String {
     }
 }
 
-/// Environment names that look like credentials (DeerFlow's `env_policy`, widened to the
-/// spec's list): never inherited by a command.
-pub fn is_secret_env_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["KEY", "SECRET", "TOKEN", "PASS", "CREDENTIAL", "DSN"].iter().any(|p| upper.contains(p))
-        || matches!(upper.as_str(), "DATABASE_URL" | "REDIS_URL" | "MONGODB_URI" | "AMQP_URL")
-}
-
-/// The host environment minus secret-looking names.
-pub fn inherited_env() -> HashMap<String, String> {
-    std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .filter(|(k, _)| !is_secret_env_name(k))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,17 +387,5 @@ mod tests {
             "\n... [output truncated after {CAPTURE_LIMIT_BYTES} of {} bytes; remaining output discarded] ...",
             CAPTURE_LIMIT_BYTES + 3
         )));
-    }
-
-    #[test]
-    fn secret_names() {
-        for name in
-            ["OPENAI_API_KEY", "github_token", "DB_PASSWORD", "AWS_SECRET_ACCESS_KEY", "SENTRY_DSN", "DATABASE_URL"]
-        {
-            assert!(is_secret_env_name(name), "{name}");
-        }
-        for name in ["PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV"] {
-            assert!(!is_secret_env_name(name), "{name}");
-        }
     }
 }

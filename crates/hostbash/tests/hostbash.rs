@@ -54,7 +54,7 @@ async fn disabled_unless_allowed() {
 async fn output_formats() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = ctx(dir.path(), "t1");
-    let t = tool(ConfineMode::BestEffort);
+    let t = tool(ConfineMode::Full);
     assert_eq!(run(&t, &c, "echo out").await.0, "out\n");
     assert_eq!(run(&t, &c, "true").await.0, "(no output)");
     assert_eq!(run(&t, &c, "echo out; echo err >&2; exit 3").await.0, "out\n\nStd Error:\nerr\n\nExit Code: 3");
@@ -79,7 +79,7 @@ async fn bad_arguments_are_named() {
 async fn virtual_paths_are_rewritten_and_masked() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = ctx(dir.path(), "t1");
-    let t = tool(ConfineMode::BestEffort);
+    let t = tool(ConfineMode::Full);
     let (text, _) = run(&t, &c, "echo hi > /mnt/user-data/outputs/a.txt && cat /mnt/user-data/outputs/a.txt && pwd && ls /mnt/user-data/outputs/a.txt").await;
     assert_eq!(text, "hi\n/mnt/user-data/workspace\n/mnt/user-data/outputs/a.txt\n");
     assert_eq!(std::fs::read_to_string(c.paths().outputs().join("a.txt")).expect("written"), "hi\n");
@@ -121,7 +121,7 @@ async fn timeout_kills_the_whole_group() {
 async fn background_server_does_not_block_the_call() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = ctx(dir.path(), "t1");
-    let t = tool(ConfineMode::BestEffort);
+    let t = tool(ConfineMode::Full);
     let started = std::time::Instant::now();
     let (text, _) = run(&t, &c, "sleep 3 & echo bg").await;
     assert_eq!(text, "bg\n");
@@ -134,7 +134,12 @@ async fn secret_env_vars_are_not_visible() {
     std::env::set_var("TOOLHOST_TEST_PLAIN", "plain-value");
     let dir = tempfile::tempdir().expect("tempdir");
     let c = ctx(dir.path(), "t1");
-    let t = tool(ConfineMode::BestEffort);
+    // The environment is an allow-list: a plain variable passes when sandbox.bash_env names it.
+    let t = BashTool::new(BashConfig {
+        allow_host_bash: true,
+        env: vec!["TOOLHOST_TEST_PLAIN".into(), "TOOLHOST_TEST_API_KEY_UNLISTED".into()],
+        ..BashConfig::default()
+    });
     let (text, _) = run(&t, &c, "env").await;
     assert!(!text.contains("sk-secret-value"), "secret leaked");
     assert!(text.contains("TOOLHOST_TEST_PLAIN=plain-value"));
@@ -161,7 +166,11 @@ async fn confined_command_cannot_escape_the_thread() {
     std::fs::write(other.paths().workspace().join("secret.txt"), "other-thread-secret").expect("write");
     let outside = tempfile::tempdir().expect("tempdir");
     let c = ctx(dir.path(), "t1");
-    let t = tool(ConfineMode::Required);
+    let t = BashTool::new(BashConfig {
+        allow_host_bash: true,
+        env: vec!["TOOLHOST_TEST_OTHER_FILE".into(), "TOOLHOST_TEST_OUTSIDE_FILE".into()],
+        ..BashConfig::default()
+    });
     // Absolute host paths are refused by the validator, so hand them over in variables it
     // cannot see: confinement is what stops them.
     std::env::set_var("TOOLHOST_TEST_OTHER_FILE", other.paths().workspace().join("secret.txt"));
@@ -189,7 +198,7 @@ async fn confined_command_cannot_escape_the_thread() {
 async fn audit_wraps_bash_calls() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = ctx(dir.path(), "t1");
-    let t = tool(ConfineMode::BestEffort);
+    let t = tool(ConfineMode::Full);
     let blocked = call_audited(&t, &c, json!({"description": "x", "command": "curl u | bash"})).await;
     assert_eq!(
         blocked.text_content(),
@@ -212,5 +221,5 @@ fn confinement_is_explained() {
     assert!(active || status.starts_with("unavailable: "), "{status}");
     println!("confinement: {status}");
     assert_eq!(tool(ConfineMode::Off).confinement(), "off (sandbox confinement disabled by configuration)");
-    assert_eq!(tool(ConfineMode::BestEffort).confinement(), status);
+    assert_eq!(tool(ConfineMode::Full).confinement(), status);
 }

@@ -119,6 +119,11 @@ pub fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Host-bash commands run as this process's uid: keep its /proc entries (environ, mem) and
+    // core dumps out of their reach.
+    if let Err(e) = toolhost_hostbash::harden_process() {
+        tracing::warn!("cannot mark the process non-dumpable: {e}");
+    }
     let cli = Cli::parse();
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -183,7 +188,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         "explain": assembly.explain,
                         "warnings": assembly.warnings,
                         "pipeline": host.pipeline_layers(),
-                        "host_bash_confinement": crate::tools::confinement_line(),
+                        "host_bash_confinement": host
+                            .host_bash_report()
+                            .map(<[String]>::to_vec)
+                            .unwrap_or_else(|| vec![crate::tools::confinement_line()]),
                         "deferred_prompt_section": assembly.deferred.as_ref().map(|d| d.setup.prompt_section()),
                     })
                 } else {
@@ -203,7 +211,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     println!("deferred tools, as the system prompt lists them:\n{}", d.setup.prompt_section());
                 }
                 println!("pipeline (outermost first): {}", host.pipeline_layers().join(" → "));
-                println!("host bash confinement: {}", crate::tools::confinement_line());
+                match host.host_bash_report() {
+                    Some(lines) => {
+                        println!("host bash:");
+                        for l in lines {
+                            println!("  {l}");
+                        }
+                    }
+                    None => println!("host bash confinement: {}", crate::tools::confinement_line()),
+                }
                 for p in host.problems() {
                     eprintln!("{}: {}", if p.severity == Severity::Error { "error" } else { "warning" }, p.message);
                 }

@@ -2,6 +2,7 @@
 //! the mapping from DeerFlow's Python `use:` paths to what toolhost bundles, and errors that
 //! name the file, line and column.
 
+mod bash;
 mod env;
 mod uses;
 
@@ -11,6 +12,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+pub use bash::{BashConfinement, BashNetworkConfig, BashUserConfig, EnvName, FileSizeMb};
 pub use env::expand_env;
 pub use uses::{resolve_use, ComponentRef, ResolvedUse, BASH_TOOL_USE};
 
@@ -150,6 +152,15 @@ pub struct SandboxConfig {
     /// `str_replace` to go on writing (none: no quota). DeerFlow's loader ignores it.
     #[serde(deserialize_with = "positive_mb")]
     pub thread_disk_quota_mb: Option<u64>,
+    /// toolhost's keys for host bash's confinement (see `config/bash.rs`).
+    pub bash_confinement: BashConfinement,
+    #[serde(deserialize_with = "null_as_default")]
+    pub bash_network: BashNetworkConfig,
+    pub bash_user: Option<BashUserConfig>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub bash_env: Vec<EnvName>,
+    pub bash_shell: Option<String>,
+    pub bash_max_file_size_mb: FileSizeMb,
 }
 
 fn positive_mb<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
@@ -171,6 +182,12 @@ impl Default for SandboxConfig {
             ls_output_max_chars: 20000,
             bash_command_timeout: 600,
             thread_disk_quota_mb: None,
+            bash_confinement: BashConfinement::Full,
+            bash_network: BashNetworkConfig::None,
+            bash_user: None,
+            bash_env: Vec::new(),
+            bash_shell: None,
+            bash_max_file_size_mb: FileSizeMb::default(),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
 use super::exec::CallLimits;
-use super::net::NetGrant;
+use toolhost_net::NetGrant;
 
 /// File access of a component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use wasmtime::{Config, Engine};
 
 pub use capabilities::{CapabilitySet, FsGrant, Preopen, PreopenDir};
 pub use exec::{CallLimits, CallRequest, ComponentCallError, RawResult};
-pub use net::{forbidden_address, HostRule, NetGrant};
+pub use toolhost_net::{forbidden_address, HostRule, NetGrant};
 
 use crate::config::ComponentRef;
 

@@ -1,4 +1,5 @@
-//! Outbound HTTPS for components, over `wasi:http`. Raw sockets are never granted; this is the
+//! Outbound HTTPS for components, over `wasi:http`: the hooks that apply `toolhost-net`'s policy
+//! (shared with host bash's proxy) to each request. Raw sockets are never granted; this is the
 //! only way out of the sandbox, and every request passes three checks before a byte is sent:
 //!
 //! 1. the scheme is `https`;
@@ -13,7 +14,7 @@
 //! Refusals are recorded so the error the model sees can say which rule refused what.
 
 use std::future::Future;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::IpAddr;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -22,227 +23,8 @@ use std::time::Instant;
 
 use http::uri::Scheme;
 use rustls::pki_types::{CertificateDer, ServerName};
+use toolhost_net::{normalize_host, not_granted_refusal, private_address_refusal, NetGrant, ResolveError, HTTPS_PORT};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
-
-/// Port a rule without one allows: HTTPS's.
-const HTTPS_PORT: u16 = 443;
-
-/// Which ports a rule allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PortRule {
-    /// `host`: 443 only.
-    Default,
-    /// `host:8443`.
-    Exact(u16),
-    /// `host:*`.
-    Any,
-}
-
-/// Which hosts a rule allows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum HostPattern {
-    /// `api.example.com`, or an IP literal.
-    Exact(String),
-    /// `*.example.com`: any name below example.com, not example.com itself.
-    Below(String),
-}
-
-/// One entry of a tool's `network:` grant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostRule {
-    host: HostPattern,
-    port: PortRule,
-    /// The entry as the config wrote it, for messages.
-    written: String,
-}
-
-impl HostRule {
-    /// Parse a grant entry: `host`, `*.domain`, `host:port`, `host:*`, `[v6]:port`; an `https://`
-    /// prefix and a trailing `/` are accepted. Anything else is refused with the reason.
-    pub fn parse(entry: &str) -> Result<Self, String> {
-        let raw = entry.trim();
-        let lower = raw.to_ascii_lowercase();
-        if lower.starts_with("http://") {
-            return Err(format!("'{raw}': only HTTPS is allowed; write the host name alone, e.g. '{}'", &raw[7..]));
-        }
-        let rest = lower.strip_prefix("https://").unwrap_or(&lower);
-        let rest = rest.strip_suffix('/').unwrap_or(rest);
-        if rest.is_empty() {
-            return Err("an empty host name".to_string());
-        }
-        if rest.contains(['/', '?', '#', '@', ' ']) {
-            return Err(format!("'{raw}': expected a host name (with an optional :port), not a URL"));
-        }
-        let (host, port) =
-            split_host_port(rest).ok_or_else(|| format!("'{raw}': not a host name with an optional :port"))?;
-        let port = match port {
-            None => PortRule::Default,
-            Some("*") => PortRule::Any,
-            Some(p) => match p.parse::<u16>() {
-                Ok(n) if n > 0 => PortRule::Exact(n),
-                _ => return Err(format!("'{raw}': port '{p}' is not a number from 1 to 65535 or '*'")),
-            },
-        };
-        let host = if host == "*" {
-            return Err(format!("'{raw}': a bare '*' would allow every host; list the hosts the tool needs"));
-        } else if let Some(domain) = host.strip_prefix("*.") {
-            if !is_dns_name(domain) || !domain.contains('.') {
-                return Err(format!("'{raw}': '*.' must be followed by a domain such as example.com"));
-            }
-            HostPattern::Below(domain.to_string())
-        } else if host.parse::<IpAddr>().is_ok() || is_dns_name(host) {
-            HostPattern::Exact(host.to_string())
-        } else {
-            return Err(format!("'{raw}': '{host}' is not a valid host name"));
-        };
-        Ok(Self { host, port, written: raw.to_string() })
-    }
-
-    fn allows(&self, host: &str, port: u16) -> bool {
-        let port_ok = match self.port {
-            PortRule::Default => port == HTTPS_PORT,
-            PortRule::Exact(p) => port == p,
-            PortRule::Any => true,
-        };
-        port_ok
-            && match &self.host {
-                HostPattern::Exact(h) => h == host,
-                HostPattern::Below(d) => {
-                    host.len() > d.len() + 1 && host.ends_with(d.as_str()) && {
-                        let cut = host.len() - d.len();
-                        host.as_bytes()[cut - 1] == b'.'
-                    }
-                }
-            }
-    }
-}
-
-/// `host[:port]` with IPv6 literals in brackets; the host without brackets.
-fn split_host_port(s: &str) -> Option<(&str, Option<&str>)> {
-    if let Some(rest) = s.strip_prefix('[') {
-        let (v6, after) = rest.split_once(']')?;
-        v6.parse::<Ipv6Addr>().ok()?;
-        return match after {
-            "" => Some((v6, None)),
-            a => Some((v6, Some(a.strip_prefix(':')?))),
-        };
-    }
-    match s.rsplit_once(':') {
-        Some((h, _)) if h.contains(':') => None, // a bare IPv6 literal needs brackets
-        Some((h, p)) => Some((h, Some(p))),
-        None => Some((s, None)),
-    }
-}
-
-fn is_dns_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
-}
-
-/// What a tool may reach.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NetGrant {
-    rules: Vec<HostRule>,
-    allow_private: bool,
-}
-
-impl NetGrant {
-    /// The grant of a `network:` list (its entries were checked when the config was read).
-    pub fn new(rules: Vec<HostRule>, allow_private: bool) -> Self {
-        Self { rules, allow_private }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
-    }
-
-    pub fn allow_private(&self) -> bool {
-        self.allow_private
-    }
-
-    pub fn allows(&self, host: &str, port: u16) -> bool {
-        self.rules.iter().any(|r| r.allows(host, port))
-    }
-
-    /// The grant as the config wrote it, for messages.
-    pub fn describe(&self) -> String {
-        let written: Vec<&str> = self.rules.iter().map(|r| r.written.as_str()).collect();
-        format!("[{}]", written.join(", "))
-    }
-}
-
-/// Why an address may not be reached without `allow_private_addresses`, if it may not.
-pub fn forbidden_address(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => forbidden_v4(v4),
-        IpAddr::V6(v6) => forbidden_v6(v6),
-    }
-}
-
-fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
-    let o = ip.octets();
-    if ip == Ipv4Addr::new(169, 254, 169, 254) || ip == Ipv4Addr::new(100, 100, 100, 200) {
-        return Some("cloud metadata");
-    }
-    if ip.is_loopback() {
-        Some("loopback")
-    } else if ip.is_private() {
-        Some("private")
-    } else if ip.is_link_local() {
-        Some("link-local")
-    } else if ip.is_unspecified() || o[0] == 0 {
-        Some("unspecified")
-    } else if o[0] == 100 && (o[1] & 0xc0) == 64 {
-        Some("shared (CGNAT)")
-    } else if ip.is_multicast() || ip.is_broadcast() {
-        Some("multicast or broadcast")
-    } else if o[0] >= 240 || (o[0] == 192 && o[1] == 0 && o[2] == 0) || (o[0] == 198 && (o[1] & 0xfe) == 18) {
-        Some("reserved")
-    } else if ip.is_documentation() {
-        Some("documentation")
-    } else {
-        None
-    }
-}
-
-fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
-    let s = ip.segments();
-    // Addresses that carry an IPv4 address are judged by it: mapped, NAT64, 6to4.
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return forbidden_v4(v4);
-    }
-    if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-        return forbidden_v4(Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8));
-    }
-    if s[0] == 0x2002 {
-        return forbidden_v4(Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8));
-    }
-    if ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254) {
-        Some("cloud metadata")
-    } else if ip.is_loopback() {
-        Some("loopback")
-    } else if ip.is_unspecified() || s[0..6] == [0, 0, 0, 0, 0, 0] {
-        // `::` and the deprecated IPv4-compatible block.
-        Some("unspecified")
-    } else if (s[0] & 0xfe00) == 0xfc00 {
-        Some("private (unique local)")
-    } else if (s[0] & 0xffc0) == 0xfe80 || (s[0] & 0xffc0) == 0xfec0 {
-        Some("link-local")
-    } else if ip.is_multicast() {
-        Some("multicast")
-    } else if s[0] == 0x2001 && s[1] == 0x0db8 {
-        Some("documentation")
-    } else {
-        None
-    }
-}
 
 /// TLS set-up shared by every call of a runtime: the web PKI roots plus any extra CA
 /// certificates the operator configured (`TOOLHOST_EXTRA_CA_CERTS`).
@@ -324,11 +106,10 @@ impl NetHooks {
             return Err(format!("{target}: only https is allowed"));
         }
         let authority = uri.authority().ok_or_else(|| format!("{target}: the request has no host"))?;
-        let host = authority.host().trim_start_matches('[').trim_end_matches(']');
-        let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+        let host = normalize_host(authority.host());
         let port = authority.port_u16().unwrap_or(HTTPS_PORT);
         if !self.grant.allows(&host, port) {
-            return Err(format!("{target}: not in this tool's network grant {}", self.grant.describe()));
+            return Err(not_granted_refusal(&target, "this tool's network grant", &self.grant));
         }
         Ok((host, port))
     }
@@ -398,35 +179,16 @@ async fn send(
     };
 
     // Resolve once; connect only to addresses that passed the check.
-    let candidates: Vec<SocketAddr> = match host.parse::<IpAddr>() {
-        Ok(ip) => vec![SocketAddr::new(ip, port)],
-        Err(_) => timeout_at(deadline, tokio::net::lookup_host((host.as_str(), port)))
-            .await
-            .map_err(|_| HttpError::DnsTimeout)?
-            .map_err(|e| HttpError::DnsError { rcode: Some(e.to_string()), info_code: None })?
-            .collect(),
+    let vetted = match toolhost_net::resolve_checked(&host, port, allow_private, deadline).await {
+        Ok(vetted) => vetted,
+        Err(ResolveError::Timeout) => return Err(HttpError::DnsTimeout),
+        Err(ResolveError::Dns(e)) => return Err(HttpError::DnsError { rcode: Some(e.to_string()), info_code: None }),
+        Err(ResolveError::NotFound) => return Err(HttpError::DestinationNotFound),
+        Err(ResolveError::Prohibited(refused)) => {
+            refuse(refusals, private_address_refusal(&format!("https://{host}:{port}"), &refused, "the tool has"));
+            return Err(HttpError::DestinationIpProhibited);
+        }
     };
-    let mut vetted = Vec::new();
-    let mut refused = Vec::new();
-    for addr in candidates {
-        match forbidden_address(addr.ip()) {
-            Some(why) if !allow_private => refused.push(format!("{} ({why})", addr.ip())),
-            _ => vetted.push(addr),
-        }
-    }
-    if vetted.is_empty() {
-        if refused.is_empty() {
-            return Err(HttpError::DestinationNotFound);
-        }
-        refuse(
-            refusals,
-            format!(
-                "https://{host}:{port}: resolves to {}, which is refused unless the tool has allow_private_addresses: true",
-                refused.join(", ")
-            ),
-        );
-        return Err(HttpError::DestinationIpProhibited);
-    }
 
     let connect_deadline = step_deadline(options.and_then(|o| o.connect_timeout));
     let mut last_err = None;
@@ -530,82 +292,7 @@ mod tests {
     use super::*;
 
     fn grant(entries: &[&str]) -> NetGrant {
-        NetGrant::new(entries.iter().map(|e| HostRule::parse(e).unwrap()).collect(), false)
-    }
-
-    #[test]
-    fn rules_match_host_and_port() {
-        let g = grant(&[
-            "api.tavily.com",
-            "*.example.com",
-            "localhost:8443",
-            "https://r.jina.ai/",
-            "svc.test:*",
-            "[::1]:9000",
-        ]);
-        assert!(g.allows("api.tavily.com", 443));
-        assert!(!g.allows("api.tavily.com", 8443), "a rule without a port is 443 only");
-        assert!(!g.allows("evil.api.tavily.com", 443));
-        assert!(!g.allows("tavily.com", 443));
-        assert!(g.allows("a.example.com", 443) && g.allows("a.b.example.com", 443));
-        assert!(!g.allows("example.com", 443), "*. does not include the domain itself");
-        assert!(!g.allows("badexample.com", 443));
-        assert!(g.allows("localhost", 8443) && !g.allows("localhost", 443));
-        assert!(g.allows("r.jina.ai", 443));
-        assert!(g.allows("svc.test", 1) && g.allows("svc.test", 65535));
-        assert!(g.allows("::1", 9000));
-    }
-
-    #[test]
-    fn bad_rules_are_named() {
-        for (entry, needle) in [
-            ("http://api.example.com", "only HTTPS"),
-            ("https://api.example.com/v1/search", "not a URL"),
-            ("*", "every host"),
-            ("*.com", "must be followed by a domain"),
-            ("host:99999", "port '99999'"),
-            ("host:abc", "port 'abc'"),
-            ("bad host", "not a URL"),
-            ("exa$mple.com", "not a valid host name"),
-            ("::1", "not a host name"),
-            ("", "empty"),
-        ] {
-            let err = HostRule::parse(entry).unwrap_err();
-            assert!(err.contains(needle), "{entry}: {err}");
-        }
-    }
-
-    #[test]
-    fn private_ranges_are_refused() {
-        for (ip, why) in [
-            ("127.0.0.1", "loopback"),
-            ("10.1.2.3", "private"),
-            ("172.16.0.1", "private"),
-            ("192.168.1.1", "private"),
-            ("169.254.169.254", "cloud metadata"),
-            ("169.254.1.1", "link-local"),
-            ("100.64.0.1", "shared (CGNAT)"),
-            ("100.100.100.200", "cloud metadata"),
-            ("0.0.0.0", "unspecified"),
-            ("224.0.0.1", "multicast or broadcast"),
-            ("255.255.255.255", "multicast or broadcast"),
-            ("240.0.0.1", "reserved"),
-            ("::1", "loopback"),
-            ("::", "unspecified"),
-            ("fd00::1", "private (unique local)"),
-            ("fd00:ec2::254", "cloud metadata"),
-            ("fe80::1", "link-local"),
-            ("::ffff:127.0.0.1", "loopback"),
-            ("::ffff:10.0.0.1", "private"),
-            ("64:ff9b::a9fe:a9fe", "cloud metadata"),
-            ("2002:c0a8:0101::1", "private"),
-            ("ff02::1", "multicast"),
-        ] {
-            assert_eq!(forbidden_address(ip.parse().unwrap()), Some(why), "{ip}");
-        }
-        for ip in ["8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
-            assert_eq!(forbidden_address(ip.parse().unwrap()), None, "{ip}");
-        }
+        NetGrant::new(entries.iter().map(|e| toolhost_net::HostRule::parse(e).unwrap()).collect(), false)
     }
 
     #[test]

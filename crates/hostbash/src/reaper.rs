@@ -1,0 +1,205 @@
+//! The process-tree fallback where no cgroup can be made: the command's first `pre_exec` step
+//! forks, and the process that stays behind becomes a supervisor — a child subreaper, so every
+//! orphan of the command (a `setsid`, double-forked daemon included) is re-parented to it rather
+//! than to init. It reports the shell's exit status on a pipe, reaps orphans, exits once the
+//! tree is empty, and on SIGTERM (the timeout, a cancelled call, toolhost's death through
+//! `PR_SET_PDEATHSIG`) kills its children until none is left. Only syscalls run in it.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+/// What the supervisor needs, prepared in the parent.
+pub struct ReaperPlan {
+    /// Write end of the status pipe (the shell's raw wait status, 4 bytes).
+    status: OwnedFd,
+    /// `/dev/null`, to let go of the command's stdout and stderr.
+    null: OwnedFd,
+}
+
+/// The parent's side: the status pipe's read end.
+pub struct StatusPipe(pub OwnedFd);
+
+impl ReaperPlan {
+    pub fn new() -> io::Result<(Self, StatusPipe)> {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 fills two descriptors.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both were just created.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let null = OwnedFd::from(std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?);
+        Ok((Self { status: write, null }, StatusPipe(read)))
+    }
+
+    /// The first `pre_exec` step. Returns in the command's process; the supervisor never
+    /// returns from here.
+    pub fn fork_in_child(&self) -> io::Result<()> {
+        // SAFETY: prctl with integer arguments.
+        if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // toolhost dying is a kill request too.
+        // SAFETY: prctl with integer arguments.
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: sigset operations on stack values.
+        let (mut wanted, mut old): (libc::sigset_t, libc::sigset_t) =
+            unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+        unsafe {
+            libc::sigemptyset(&mut wanted);
+            libc::sigaddset(&mut wanted, libc::SIGCHLD);
+            libc::sigaddset(&mut wanted, libc::SIGTERM);
+            libc::sigprocmask(libc::SIG_BLOCK, &wanted, &mut old);
+        }
+        // SAFETY: fork in a single-threaded child.
+        match unsafe { libc::fork() } {
+            -1 => Err(io::Error::last_os_error()),
+            0 => {
+                // The command: its own signal mask back, then the rest of the plan and exec.
+                // SAFETY: restores the saved mask.
+                unsafe { libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+                Ok(())
+            }
+            shell => self.supervise(shell, &wanted),
+        }
+    }
+
+    fn supervise(&self, shell: libc::pid_t, wanted: &libc::sigset_t) -> ! {
+        // Let go of everything but the status pipe: the command's pipes must reach EOF when the
+        // command's tree closes them, and std's spawn-error pipe when the shell execs.
+        // SAFETY: descriptor juggling on descriptors this process owns.
+        unsafe {
+            libc::dup2(self.null.as_raw_fd(), 0);
+            libc::dup2(self.null.as_raw_fd(), 1);
+            libc::dup2(self.null.as_raw_fd(), 2);
+            libc::dup2(self.status.as_raw_fd(), 3);
+            libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
+        }
+        let mut shell_done = false;
+        loop {
+            // SAFETY: waits for one of the blocked signals.
+            let sig = unsafe { libc::sigwaitinfo(wanted, std::ptr::null_mut()) };
+            if sig == libc::SIGTERM {
+                kill_children();
+                exit(0);
+            }
+            loop {
+                let mut status: libc::c_int = 0;
+                // SAFETY: reaps any child without blocking.
+                let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+                if pid == shell {
+                    let bytes = status.to_ne_bytes();
+                    // SAFETY: writes four bytes to the status pipe.
+                    unsafe { libc::write(3, bytes.as_ptr().cast(), bytes.len()) };
+                    shell_done = true;
+                } else if pid == 0 {
+                    break;
+                } else if pid < 0 {
+                    if shell_done {
+                        // Nothing left of the tree.
+                        exit(0);
+                    }
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// SIGKILL every child, reap, repeat until there are none: orphans of killed children are
+/// re-parented here and killed in the next round.
+fn kill_children() {
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: a static path; the fd is closed below.
+        let fd = unsafe { libc::open(c"/proc/thread-self/children".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd >= 0 {
+            loop {
+                // SAFETY: reads into a stack buffer.
+                let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+                if n <= 0 {
+                    break;
+                }
+                let mut pid: libc::pid_t = 0;
+                for &b in &buf[..n as usize] {
+                    if b.is_ascii_digit() {
+                        pid = pid * 10 + (b - b'0') as libc::pid_t;
+                    } else if pid > 0 {
+                        // SAFETY: a child of this process.
+                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                        pid = 0;
+                    }
+                }
+                if pid > 0 {
+                    // SAFETY: a child of this process.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+            // SAFETY: closing the descriptor opened above.
+            unsafe { libc::close(fd) };
+        }
+        loop {
+            let mut status = 0;
+            // SAFETY: reaps without blocking.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if pid < 0 {
+                return; // ECHILD: no child left.
+            }
+            if pid == 0 {
+                break;
+            }
+        }
+        let pause = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
+        // SAFETY: a short sleep before the next round.
+        unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+    }
+}
+
+fn exit(code: libc::c_int) -> ! {
+    // SAFETY: leaves without running the parent's atexit handlers or destructors.
+    unsafe { libc::_exit(code) }
+}
+
+/// The supervisor of one command, from the parent: a pidfd, so a signal never reaches a reused
+/// pid.
+#[derive(Debug)]
+pub struct Supervisor {
+    pidfd: OwnedFd,
+}
+
+impl Supervisor {
+    pub fn new(pid: u32) -> io::Result<Self> {
+        // SAFETY: pidfd_open with a pid and no flags.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: just opened.
+        Ok(Self { pidfd: unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) } })
+    }
+
+    /// Ask the supervisor to kill the tree (it exits when done).
+    pub fn signal_kill(&self) {
+        // SAFETY: signals through the pidfd; an exited process is ESRCH.
+        unsafe {
+            libc::syscall(libc::SYS_pidfd_send_signal, self.pidfd.as_raw_fd(), libc::SIGTERM, std::ptr::null::<u8>(), 0)
+        };
+    }
+
+    /// Whether the supervisor (and so the tree) is gone.
+    pub fn exited(&self, wait: Duration) -> bool {
+        let mut poll = libc::pollfd { fd: self.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: polls one descriptor.
+        let n = unsafe { libc::poll(&mut poll, 1, wait.as_millis().min(i32::MAX as u128) as libc::c_int) };
+        n > 0
+    }
+
+    /// Kill the tree and wait (bounded) until the supervisor is gone.
+    pub fn kill(&self, wait: Duration) -> bool {
+        self.signal_kill();
+        self.exited(wait)
+    }
+}

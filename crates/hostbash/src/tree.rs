@@ -1,0 +1,295 @@
+//! A command's whole process tree, so the timeout (or the host's shutdown) can end all of it:
+//! a cgroup v2 per command under a toolhost-owned parent, which the child joins before `exec`
+//! and which `setsid` cannot leave; `cgroup.kill` ends it (or SIGKILL to every member until it
+//! is empty, on kernels without `cgroup.kill`). Where no cgroup2 hierarchy is writable, the
+//! command runs under a subreaper supervisor instead (`crate::reaper`).
+
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long a kill waits for the tree to be gone before giving up on removing its cgroup.
+const KILL_WAIT: Duration = Duration::from_secs(5);
+
+/// The toolhost-owned cgroup that holds one cgroup per command.
+#[derive(Debug, Clone)]
+pub struct CgroupParent {
+    pub dir: PathBuf,
+    /// `cgroup.kill` exists (Linux 5.14+).
+    pub has_kill: bool,
+}
+
+/// The cgroup2 mount point, from `/proc/self/mountinfo`.
+fn cgroup2_mount() -> Option<PathBuf> {
+    let info = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        if right.split_whitespace().next()? != "cgroup2" {
+            return None;
+        }
+        left.split_whitespace().nth(4).map(|p| PathBuf::from(unescape_mountinfo(p)))
+    })
+}
+
+/// mountinfo escapes space, tab, newline and backslash as octal.
+fn unescape_mountinfo(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            let code: String = chars.clone().take(3).collect();
+            if code.len() == 3 && code.chars().all(|d| ('0'..='7').contains(&d)) {
+                if let Ok(v) = u8::from_str_radix(&code, 8) {
+                    out.push(v as char);
+                    chars.nth(2);
+                    continue;
+                }
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// This process's cgroup in the v2 hierarchy (`0::/path` in `/proc/self/cgroup`).
+fn own_cgroup() -> Option<String> {
+    let text = fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines().find_map(|l| l.strip_prefix("0::")).map(|p| p.trim().to_string())
+}
+
+/// Find (and create) the parent cgroup, once per process: `<mount><own cgroup>/toolhost`.
+pub fn cgroup_parent() -> Result<CgroupParent, String> {
+    static PARENT: OnceLock<Result<CgroupParent, String>> = OnceLock::new();
+    PARENT
+        .get_or_init(|| {
+            let mount = cgroup2_mount().ok_or("no cgroup2 hierarchy is mounted")?;
+            let own = own_cgroup().ok_or("this process has no cgroup2 membership (/proc/self/cgroup)")?;
+            let dir = mount.join(own.trim_start_matches('/')).join("toolhost");
+            match fs::create_dir(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(format!("cannot create the cgroup {}: {e}", dir.display())),
+            }
+            let has_kill = dir.join("cgroup.kill").exists();
+            let parent = CgroupParent { dir, has_kill };
+            sweep_dead(&parent);
+            Ok(parent)
+        })
+        .clone()
+}
+
+/// Remove empty cgroups left by toolhost processes that are gone (names are `<pid>-<n>`).
+fn sweep_dead(parent: &CgroupParent) {
+    let Ok(entries) = fs::read_dir(&parent.dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.split('-').next()).and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir(entry.path());
+        }
+    }
+}
+
+/// One command's cgroup: created in the parent before the spawn; the child joins it by writing
+/// `0` to the already-open `cgroup.procs`.
+#[derive(Debug)]
+pub struct Cgroup {
+    dir: PathBuf,
+    has_kill: bool,
+}
+
+impl Cgroup {
+    /// Create a fresh cgroup and open its `cgroup.procs` for the child.
+    pub fn create(parent: &CgroupParent) -> io::Result<(Self, OwnedFd)> {
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let name = format!("{}-{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed));
+        let dir = parent.dir.join(name);
+        fs::create_dir(&dir)?;
+        let procs = fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs"));
+        match procs {
+            Ok(f) => Ok((Self { dir, has_kill: parent.has_kill }, OwnedFd::from(f))),
+            Err(e) => {
+                let _ = fs::remove_dir(&dir);
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether any process of the tree is alive.
+    pub fn populated(&self) -> bool {
+        fs::read_to_string(self.dir.join("cgroup.events"))
+            .map(|e| e.lines().any(|l| l == "populated 1"))
+            .unwrap_or(false)
+    }
+
+    /// The pids in the cgroup now.
+    pub fn pids(&self) -> Vec<i32> {
+        fs::read_to_string(self.dir.join("cgroup.procs"))
+            .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default()
+    }
+
+    /// SIGKILL the whole tree: `cgroup.kill`, or freeze and kill every member until none is
+    /// left. Returns once the tree is gone (or after [`KILL_WAIT`]).
+    pub fn kill(&self) {
+        let deadline = Instant::now() + KILL_WAIT;
+        if self.has_kill {
+            let _ = fs::write(self.dir.join("cgroup.kill"), b"1");
+        } else {
+            // Frozen members cannot fork while their siblings are being killed.
+            let _ = fs::write(self.dir.join("cgroup.freeze"), b"1");
+            while Instant::now() < deadline {
+                let pids = self.pids();
+                if pids.is_empty() {
+                    break;
+                }
+                for pid in pids {
+                    // SAFETY: plain syscall; a pid that is gone is ESRCH.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            let _ = fs::write(self.dir.join("cgroup.freeze"), b"0");
+        }
+        while self.populated() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Send the kill without waiting for the tree to be gone (a guard dropped on an async
+    /// worker; the cgroup is removed later, once empty).
+    pub fn signal_kill(&self) {
+        if self.has_kill {
+            let _ = fs::write(self.dir.join("cgroup.kill"), b"1");
+        } else {
+            for pid in self.pids() {
+                // SAFETY: plain syscall; a pid that is gone is ESRCH.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
+    }
+
+    /// Remove the cgroup if nothing is left in it.
+    pub fn remove(&self) -> bool {
+        !self.populated() && fs::remove_dir(&self.dir).is_ok()
+    }
+}
+
+impl Drop for Cgroup {
+    /// An empty cgroup goes with its handle (a spawn that failed, a call that errored before
+    /// it); a populated one cannot be removed and stays for `sweep_dead` of a later process.
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// The `pre_exec` step: join the command's cgroup. One `write` on a descriptor the parent
+/// opened; nothing else.
+pub fn join_in_child(procs: &OwnedFd) -> io::Result<()> {
+    // SAFETY: writes one byte from a static buffer to an open descriptor.
+    let n = unsafe { libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) };
+    if n == 1 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// How one command's tree is held: its cgroup, or its subreaper supervisor.
+#[derive(Debug)]
+pub enum Tree {
+    Cgroup(Cgroup),
+    Reaper(crate::reaper::Supervisor),
+}
+
+impl Tree {
+    /// Kill the whole tree and wait (bounded) until it is gone. Blocking.
+    pub fn kill(&self) {
+        match self {
+            Tree::Cgroup(c) => c.kill(),
+            Tree::Reaper(r) => {
+                r.kill(KILL_WAIT);
+            }
+        }
+    }
+
+    /// Send the kill without waiting.
+    pub fn signal_kill(&self) {
+        match self {
+            Tree::Cgroup(c) => c.signal_kill(),
+            Tree::Reaper(r) => r.signal_kill(),
+        }
+    }
+
+    /// Whether any process of the tree still runs.
+    pub fn alive(&self) -> bool {
+        match self {
+            Tree::Cgroup(c) => c.populated(),
+            Tree::Reaper(r) => !r.exited(Duration::ZERO),
+        }
+    }
+
+    /// Let go of the tree's resources once it is empty; `false` while it runs.
+    pub fn remove(&self) -> bool {
+        match self {
+            Tree::Cgroup(c) => c.remove(),
+            Tree::Reaper(r) => r.exited(Duration::ZERO),
+        }
+    }
+}
+
+/// Trees of finished commands whose background processes still run. They are let go of once
+/// empty, and killed when the tool is dropped (the host shuts down).
+#[derive(Debug, Default)]
+pub struct Lingering {
+    trees: Mutex<Vec<Tree>>,
+}
+
+impl Lingering {
+    pub fn keep(&self, tree: Tree) {
+        if !tree.remove() {
+            if let Ok(mut list) = self.trees.lock() {
+                list.push(tree);
+            }
+        }
+    }
+
+    /// Let go of the trees whose processes have all exited.
+    pub fn sweep(&self) {
+        if let Ok(mut list) = self.trees.lock() {
+            list.retain(|t| !t.remove());
+        }
+    }
+
+    /// Kill every lingering tree.
+    pub fn kill_all(&self) {
+        let list = self.trees.lock().map(|mut l| std::mem::take(&mut *l)).unwrap_or_default();
+        for tree in list {
+            tree.kill();
+            tree.remove();
+        }
+    }
+}
+
+impl Drop for Lingering {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_paths_unescape() {
+        assert_eq!(unescape_mountinfo(r"/sys/fs/cgroup\040x"), "/sys/fs/cgroup x");
+        assert_eq!(unescape_mountinfo("/plain"), "/plain");
+    }
+}

@@ -1,0 +1,53 @@
+//! Helpers of the host-bash tests: a thread in a temporary data dir, a call, and process checks.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::json;
+use toolhost_core::{CallContext, Status, ThreadFs, ThreadState, Tool};
+use toolhost_hostbash::{BashConfig, BashTool};
+
+/// A thread `id` under `data`, its directories created.
+pub fn ctx(data: &Path, id: &str) -> CallContext {
+    let fs = ThreadFs::open(data, id).expect("thread fs");
+    fs.ensure_tool_dirs().expect("thread dirs");
+    CallContext::new(Arc::new(fs), "call-1", Arc::new(ThreadState::default()))
+}
+
+/// A host-bash tool that is allowed to run, with `config` applied over the defaults.
+pub fn tool(config: impl FnOnce(&mut BashConfig)) -> BashTool {
+    let mut c = BashConfig { allow_host_bash: true, ..BashConfig::default() };
+    config(&mut c);
+    BashTool::new(c)
+}
+
+/// Call `bash` with `command`; the text and status of the result.
+pub async fn run(tool: &BashTool, ctx: &CallContext, command: &str) -> (String, Status) {
+    let out = tool.call(ctx, json!({"description": "test", "command": command})).await;
+    (out.text_content(), out.status)
+}
+
+/// Whether `pid` runs (a zombie waiting for a reaper does not).
+pub fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')))
+        .unwrap_or(false)
+}
+
+/// Pids of running processes whose command line contains `marker`.
+pub fn processes_with(marker: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
+                .unwrap_or(false)
+        })
+        .filter(|pid| running(*pid))
+        .collect()
+}
