@@ -72,6 +72,9 @@ impl ComponentTool {
             return Ok(Vec::new());
         }
         ctx.paths.ensure().map_err(|e| e.to_string())?;
+        if self.caps.fs == FsGrant::Outputs {
+            return Ok(vec![Preopen { host: ctx.paths.outputs(), guest: "/mnt/user-data/outputs".into(), read_only: false }]);
+        }
         let mut out = vec![
             Preopen { host: ctx.paths.workspace(), guest: "/mnt/user-data/workspace".into(), read_only: false },
             Preopen { host: ctx.paths.uploads(), guest: "/mnt/user-data/uploads".into(), read_only: false },
