@@ -202,7 +202,10 @@ async fn conformance_vectors_match_deerflow() {
             .map(|m| {
                 m.iter()
                     .map(|(k, v)| {
-                        (k.clone(), v.as_array().unwrap().iter().map(|a| a.as_str().unwrap().parse().unwrap()).collect())
+                        (
+                            k.clone(),
+                            v.as_array().unwrap().iter().map(|a| a.as_str().unwrap().parse().unwrap()).collect(),
+                        )
                     })
                     .collect()
             })
@@ -346,9 +349,16 @@ async fn every_provider_fails_like_deerflow_and_stays_in_its_grant() {
             server.set(Answer::json(status, "{\"error\": \"nope\"}"));
             let (text, outcome) = call(&h, p.tool, p.args.clone()).await;
             let quiet = p.use_.contains("ddg_search") || p.use_.contains("image_search.tools");
-            let says = [&status.to_string(), "Unauthorized", "UsageLimit", "InvalidAPIKey", "Rate Limit", "Internal Server Error"]
-                .iter()
-                .any(|w| text.contains(*w));
+            let says = [
+                &status.to_string(),
+                "Unauthorized",
+                "UsageLimit",
+                "InvalidAPIKey",
+                "Rate Limit",
+                "Internal Server Error",
+            ]
+            .iter()
+            .any(|w| text.contains(*w));
             if !(says || quiet) || server.received().is_empty() {
                 fail(&p, &format!("HTTP {status}"), &text);
             }
@@ -383,7 +393,8 @@ async fn texts_of_library_failures_match_deerflow() {
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime(&server, dir.path());
     let serper = |extra: Value| {
-        let mut e = entry("web_search", "deerflow.community.serper.tools:web_search_tool", &extra, &server.base_url(), vec![]);
+        let mut e =
+            entry("web_search", "deerflow.community.serper.tools:web_search_tool", &extra, &server.base_url(), vec![]);
         e["api_key"] = json!("k");
         e
     };
@@ -398,16 +409,27 @@ async fn texts_of_library_failures_match_deerflow() {
     let (text, _) = call(&h, "web_search", json!({"query": "q"})).await;
     assert_eq!(text, "{\"error\": \"Expecting value: line 1 column 1 (char 0)\", \"query\": \"q\"}");
     server.set(Answer::Slow { every: Duration::from_millis(400), body: b"{\"organic\": []}".to_vec() });
-    let h = host(&rt, dir.path(), vec![{
-        let mut e = serper(json!({}));
-        e["capabilities"]["timeout_s"] = json!(2);
-        e
-    }], &[]);
+    let h = host(
+        &rt,
+        dir.path(),
+        vec![{
+            let mut e = serper(json!({}));
+            e["capabilities"]["timeout_s"] = json!(2);
+            e
+        }],
+        &[],
+    );
     let (text, _) = call(&h, "web_search", json!({"query": "q"})).await;
     assert!(text.contains("timed out"), "a slow body ends in a timeout: {text}");
 
     // requests-based clients follow redirects: the next hop is a new request the host checks.
-    let infoquest = entry("web_search", "deerflow.community.infoquest.tools:web_search_tool", &json!({}), &server.base_url(), vec![]);
+    let infoquest = entry(
+        "web_search",
+        "deerflow.community.infoquest.tools:web_search_tool",
+        &json!({}),
+        &server.base_url(),
+        vec![],
+    );
     let h = host(&rt, dir.path(), vec![infoquest], &[]);
     server.set(Answer::redirect("https://169.254.169.254/latest/meta-data/"));
     let (text, _) = call(&h, "web_search", json!({"query": "q"})).await;
@@ -441,8 +463,11 @@ async fn web_capture_writes_the_screenshot_to_outputs_as_an_artifact() {
     let req = &server.received()[0];
     assert_eq!(req.target, "/screenshot?token=t");
     let body: Value = serde_json::from_slice(&req.body).unwrap();
-    assert_eq!(body, json!({"url": "https://93.184.215.14/dash", "options": {"fullPage": true, "type": "png"},
-                            "viewport": {"width": 1280, "height": 720}}));
+    assert_eq!(
+        body,
+        json!({"url": "https://93.184.215.14/dash", "options": {"fullPage": true, "type": "png"},
+                            "viewport": {"width": 1280, "height": 720}})
+    );
     // A second capture of the same name never overwrites the first.
     let (text, _) = call(&h, "web_capture", args).await;
     assert_eq!(text, "Captured screenshot: /mnt/user-data/outputs/shot-1.png");

@@ -29,8 +29,7 @@ async fn native_request(tls: Arc<rustls::ClientConfig>, port: u16, body: String)
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let name = rustls::pki_types::ServerName::from(std::net::IpAddr::from([127, 0, 0, 1]));
     let stream = tokio_rustls::TlsConnector::from(tls).connect(name, tcp).await.unwrap();
-    let (mut send, conn) =
-        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.unwrap();
+    let (mut send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.unwrap();
     tokio::spawn(conn);
     let req = hyper::Request::post("/search")
         .header("host", format!("127.0.0.1:{port}"))

@@ -72,7 +72,13 @@ pub const PROVIDERS: &[Provider] = &[
         self_hosted: false,
     },
     Provider { module: "searxng", tools: &["web_search"], network: &[], env: &[], self_hosted: true },
-    Provider { module: "jina_ai", tools: &["web_fetch"], network: &["r.jina.ai"], env: &["JINA_API_KEY"], self_hosted: false },
+    Provider {
+        module: "jina_ai",
+        tools: &["web_fetch"],
+        network: &["r.jina.ai"],
+        env: &["JINA_API_KEY"],
+        self_hosted: false,
+    },
     Provider {
         module: "tavily",
         tools: &["web_search", "web_fetch"],
@@ -102,7 +108,13 @@ pub const PROVIDERS: &[Provider] = &[
         env: &[],
         self_hosted: false,
     },
-    Provider { module: "image_search", tools: &["image_search"], network: &["duckduckgo.com"], env: &[], self_hosted: false },
+    Provider {
+        module: "image_search",
+        tools: &["image_search"],
+        network: &["duckduckgo.com"],
+        env: &[],
+        self_hosted: false,
+    },
 ];
 
 /// DeerFlow community modules toolhost does not serve, and what to use instead.
@@ -190,11 +202,7 @@ pub fn capabilities(
     let mut caps = match written {
         Some(c) => c.clone(),
         None => Capabilities {
-            network: provider
-                .network
-                .iter()
-                .filter_map(|h| HostRule::parse(h).ok().map(NetworkHost))
-                .collect(),
+            network: provider.network.iter().filter_map(|h| HostRule::parse(h).ok().map(NetworkHost)).collect(),
             env: provider.env.iter().map(|e| e.to_string()).collect(),
             // The screenshot lands in the thread's outputs; nothing else needs files.
             filesystem: (tool == "web_capture").then_some(FilesystemAccess::Outputs),
@@ -222,8 +230,7 @@ pub fn tool_config(
     if inner == "tavily.web_fetch" {
         config.remove("api_key");
         let search = entries.iter().find(|(name, use_, _)| {
-            name == "web_search"
-                && matches!(resolve(use_), Some(Community::Tool(t)) if t == "tavily.web_search")
+            name == "web_search" && matches!(resolve(use_), Some(Community::Tool(t)) if t == "tavily.web_search")
         });
         if let Some(key) = search.and_then(|(_, _, e)| e.get("api_key")) {
             config.insert("api_key".into(), key.clone());
@@ -285,7 +292,8 @@ mod tests {
             ("web_fetch".to_string(), "deerflow.community.tavily.tools:web_fetch_tool".to_string(), entry("f")),
         ];
         assert_eq!(tool_config("tavily.web_fetch", &entry("f"), &entries)["api_key"], "s");
-        let other = vec![("web_search".to_string(), "deerflow.community.exa.tools:web_search_tool".to_string(), entry("e"))];
+        let other =
+            vec![("web_search".to_string(), "deerflow.community.exa.tools:web_search_tool".to_string(), entry("e"))];
         assert!(tool_config("tavily.web_fetch", &entry("f"), &other).get("api_key").is_none());
         assert_eq!(tool_config("serper.web_search", &entry("k"), &entries)["api_key"], "k");
     }

@@ -599,7 +599,9 @@ fn build_entry(
                 .config
                 .tools
                 .iter()
-                .map(|t| (t.name.clone(), t.use_.clone(), t.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+                .map(|t| {
+                    (t.name.clone(), t.use_.clone(), t.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                })
                 .collect();
             let extra = crate::community::tool_config(&listed.name, &extra, &entries);
             ConfigEntryState::Ready(Arc::new(ComponentTool::new(

@@ -191,7 +191,8 @@ fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     loop {
         let line_end = data.windows(2).position(|w| w == b"\r\n")?;
-        let size = usize::from_str_radix(std::str::from_utf8(&data[..line_end]).ok()?.split(';').next()?.trim(), 16).ok()?;
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&data[..line_end]).ok()?.split(';').next()?.trim(), 16).ok()?;
         data = &data[line_end + 2..];
         if size == 0 {
             return Some(out);
@@ -216,12 +217,14 @@ async fn write_answer<S: tokio::io::AsyncWrite + Unpin>(s: &mut S, answer: Answe
             s.write_all(&body).await?;
         }
         Answer::Truncated { declared, body } => {
-            let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {declared}\r\n\r\n");
+            let head =
+                format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {declared}\r\n\r\n");
             s.write_all(head.as_bytes()).await?;
             s.write_all(&body).await?;
         }
         Answer::Slow { every, body } => {
-            let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len());
+            let head =
+                format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n", body.len());
             s.write_all(head.as_bytes()).await?;
             for b in body {
                 s.write_all(&[b]).await?;

@@ -49,11 +49,8 @@ pub fn extract_article(html: &str) -> Article {
         Some(a) => (a.title, a.content.to_string()),
         None => (String::new(), String::new()),
     };
-    let html_content = if content.trim().is_empty() {
-        "No content could be extracted from this page".to_string()
-    } else {
-        content
-    };
+    let html_content =
+        if content.trim().is_empty() { "No content could be extracted from this page".to_string() } else { content };
     let title = if title.trim().is_empty() { "Untitled".to_string() } else { title };
     Article { title, html_content }
 }

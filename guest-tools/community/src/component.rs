@@ -21,7 +21,9 @@ impl Http for WasiHttp {
         r.body = req.body.clone();
         r.timeout = req.timeout;
         match r.send() {
-            Ok(resp) => Ok(Response { status: resp.status, headers: resp.headers, body: resp.body, url: req.url.clone() }),
+            Ok(resp) => {
+                Ok(Response { status: resp.status, headers: resp.headers, body: resp.body, url: req.url.clone() })
+            }
             Err(e) => Err(match e {
                 http::HttpError::Refused(m) => Failure::Refused(format!("request refused by the host: {m}")),
                 http::HttpError::InvalidUrl(m) => Failure::InvalidUrl(m),
@@ -82,7 +84,15 @@ fn resolve(name: &str) -> Vec<IpAddr> {
 fn run(entry: &ToolEntry, ctx: &Context, args: Value) -> Output {
     let env = |k: &str| std::env::var(k).ok();
     let sleep = |secs: f64| std::thread::sleep(std::time::Duration::from_secs_f64(secs.clamp(0.0, 5.0)));
-    let c = Ctx { config: &ctx.config, env: &env, http: &WasiHttp, resolve: &resolve, outputs: &OutputsDir, now: &now, sleep: &sleep };
+    let c = Ctx {
+        config: &ctx.config,
+        env: &env,
+        http: &WasiHttp,
+        resolve: &resolve,
+        outputs: &OutputsDir,
+        now: &now,
+        sleep: &sleep,
+    };
     match (entry.handler)(&c, &args) {
         Out::Text(t) => Output::text(t),
         Out::Raised(e) => Output::raised(e.class, e.message),

@@ -91,7 +91,15 @@ fn run(case: &Value) -> (Out, Vec<Request>) {
     let http = Recorder { mock: case.get("mock").filter(|m| !m.is_null()).cloned(), seen: RefCell::new(vec![]) };
     let now = || "20250101-000000".to_string();
     let sleep = |_: f64| {};
-    let ctx = Ctx { config: &config, env: &env, http: &http, resolve: &resolve, outputs: &NoOutputs, now: &now, sleep: &sleep };
+    let ctx = Ctx {
+        config: &config,
+        env: &env,
+        http: &http,
+        resolve: &resolve,
+        outputs: &NoOutputs,
+        now: &now,
+        sleep: &sleep,
+    };
     let out = (tool.handler)(&ctx, &case["args"]);
     let seen = http.seen.into_inner();
     (out, seen)
@@ -161,7 +169,10 @@ fn check(case: &Value) -> Result<(), String> {
             }
         }
         if let Some(h) = expected["api_key_header"].as_str() {
-            let want = expected["api_key_format"].as_str().unwrap_or("{KEY}").replace("{KEY}", expected["api_key"].as_str().unwrap_or(""));
+            let want = expected["api_key_format"]
+                .as_str()
+                .unwrap_or("{KEY}")
+                .replace("{KEY}", expected["api_key"].as_str().unwrap_or(""));
             let got = req.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(h)).map(|(_, v)| v.clone());
             if got.as_deref() != Some(want.as_str()) {
                 return Err(format!("header {h}: {got:?} != {want}"));

@@ -21,7 +21,8 @@ use providers::{firecrawl::Flavor, Ctx, Out};
 /// `web_fetch`'s docstring, shared by the fetch providers that use it verbatim.
 pub const WEB_FETCH: &str = "Fetch the contents of a web page at a given URL.\nOnly fetch EXACT URLs that have been provided directly by the user or have been returned in results from the web_search and web_fetch tools.\nThis tool can NOT access content that requires authentication, such as private Google Docs or pages behind login walls.\nDo NOT add www. to URLs that do NOT have them.\nURLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.";
 
-const IMAGE_HINT: &str = "The returned image URLs can be used as reference images in image generation to significantly improve quality.";
+const IMAGE_HINT: &str =
+    "The returned image URLs can be used as reference images in image generation to significantly improve quality.";
 const BEFORE_GENERATION: &str = "Use this tool BEFORE image generation to find reference images for characters, portraits, objects, scenes, or any content requiring visual accuracy.";
 const QUERY_KEYWORDS: &str = "Search keywords describing what you want to find. Be specific for better results.";
 
@@ -78,7 +79,11 @@ fn serper_search() -> Value {
             ("query", prop("string", QUERY_KEYWORDS)),
             (
                 "max_results",
-                prop_default("integer", json!(5), "Maximum number of search results to return. Default is 5, capped at 10."),
+                prop_default(
+                    "integer",
+                    json!(5),
+                    "Maximum number of search results to return. Default is 5, capped at 10.",
+                ),
             ),
         ],
         &["query"],
@@ -99,7 +104,10 @@ fn brave_search() -> Value {
     schema(
         vec![
             ("query", prop("string", QUERY_KEYWORDS)),
-            ("max_results", prop_default("integer", json!(5), "Maximum number of search results to return. Default is 5.")),
+            (
+                "max_results",
+                prop_default("integer", json!(5), "Maximum number of search results to return. Default is 5."),
+            ),
         ],
         &["query"],
     )
@@ -108,8 +116,17 @@ fn brave_search() -> Value {
 fn brave_images() -> Value {
     schema(
         vec![
-            ("query", prop("string", "Search keywords describing the images you want to find. Be specific for better results.")),
-            ("max_results", prop_default("integer", json!(5), "Maximum number of images to return. Default is 5, capped at 200.")),
+            (
+                "query",
+                prop(
+                    "string",
+                    "Search keywords describing the images you want to find. Be specific for better results.",
+                ),
+            ),
+            (
+                "max_results",
+                prop_default("integer", json!(5), "Maximum number of images to return. Default is 5, capped at 200."),
+            ),
         ],
         &["query"],
     )
@@ -184,7 +201,9 @@ pub const TOOLS: &[ToolEntry] = &[
     },
     ToolEntry {
         name: "serper.image_search",
-        description: || format!("Search for images online using Google Images via Serper. {BEFORE_GENERATION} {IMAGE_HINT}"),
+        description: || {
+            format!("Search for images online using Google Images via Serper. {BEFORE_GENERATION} {IMAGE_HINT}")
+        },
         parameters: serper_images,
         handler: providers::serper::image_search,
     },
@@ -200,8 +219,18 @@ pub const TOOLS: &[ToolEntry] = &[
         parameters: brave_images,
         handler: providers::brave::image_search,
     },
-    ToolEntry { name: "exa.web_search", description: search_web, parameters: query_only, handler: providers::exa::web_search },
-    ToolEntry { name: "exa.web_fetch", description: fetch_web, parameters: url_only, handler: providers::exa::web_fetch },
+    ToolEntry {
+        name: "exa.web_search",
+        description: search_web,
+        parameters: query_only,
+        handler: providers::exa::web_search,
+    },
+    ToolEntry {
+        name: "exa.web_fetch",
+        description: fetch_web,
+        parameters: url_only,
+        handler: providers::exa::web_fetch,
+    },
     ToolEntry {
         name: "firecrawl.web_search",
         description: search_web,
@@ -228,7 +257,9 @@ pub const TOOLS: &[ToolEntry] = &[
     },
     ToolEntry {
         name: "groundroute.web_search",
-        description: || "Search the web for information using GroundRoute. GroundRoute routes the query across six search engines and returns the result\nset from the engine it selected, with failover if one engine is unavailable.".into(),
+        description: || {
+            "Search the web for information using GroundRoute. GroundRoute routes the query across six search engines and returns the result\nset from the engine it selected, with failover if one engine is unavailable.".into()
+        },
         parameters: groundroute_search,
         handler: providers::groundroute::web_search,
     },
@@ -244,23 +275,48 @@ pub const TOOLS: &[ToolEntry] = &[
         parameters: query_only,
         handler: providers::searxng::web_search,
     },
-    ToolEntry { name: "jina_ai.web_fetch", description: fetch_web, parameters: url_only, handler: providers::jina_ai::web_fetch },
-    ToolEntry { name: "tavily.web_search", description: search_web, parameters: query_only, handler: providers::tavily::web_search },
-    ToolEntry { name: "tavily.web_fetch", description: fetch_web, parameters: url_only, handler: providers::tavily::web_fetch },
+    ToolEntry {
+        name: "jina_ai.web_fetch",
+        description: fetch_web,
+        parameters: url_only,
+        handler: providers::jina_ai::web_fetch,
+    },
+    ToolEntry {
+        name: "tavily.web_search",
+        description: search_web,
+        parameters: query_only,
+        handler: providers::tavily::web_search,
+    },
+    ToolEntry {
+        name: "tavily.web_fetch",
+        description: fetch_web,
+        parameters: url_only,
+        handler: providers::tavily::web_fetch,
+    },
     ToolEntry {
         name: "infoquest.web_search",
         description: search_web,
         parameters: query_only,
         handler: providers::infoquest::web_search,
     },
-    ToolEntry { name: "infoquest.web_fetch", description: fetch_web, parameters: url_only, handler: providers::infoquest::web_fetch },
+    ToolEntry {
+        name: "infoquest.web_fetch",
+        description: fetch_web,
+        parameters: url_only,
+        handler: providers::infoquest::web_fetch,
+    },
     ToolEntry {
         name: "infoquest.image_search",
         description: || INFOQUEST_IMAGES.into(),
         parameters: infoquest_images,
         handler: providers::infoquest::image_search,
     },
-    ToolEntry { name: "crawl4ai.web_fetch", description: fetch_web, parameters: url_only, handler: providers::crawl4ai::web_fetch },
+    ToolEntry {
+        name: "crawl4ai.web_fetch",
+        description: fetch_web,
+        parameters: url_only,
+        handler: providers::crawl4ai::web_fetch,
+    },
     ToolEntry {
         name: "browserless.web_fetch",
         description: || WEB_FETCH.replacen("given URL.", "given URL using Browserless (headless Chrome).", 1),
@@ -269,13 +325,17 @@ pub const TOOLS: &[ToolEntry] = &[
     },
     ToolEntry {
         name: "browserless.web_capture",
-        description: || "Capture a rendered webpage screenshot and present it as an artifact. Use this tool when you need a visual capture of a public webpage, especially JavaScript-heavy pages, UI states, dashboards, or visual evidence for a report.\nOnly capture exact URLs provided by the user or discovered through other tools. Do not use this for private pages behind login unless the user has explicitly configured Browserless outside DeerFlow.\nURLs must include the schema: https://example.com is valid while example.com is invalid.".into(),
+        description: || {
+            "Capture a rendered webpage screenshot and present it as an artifact. Use this tool when you need a visual capture of a public webpage, especially JavaScript-heavy pages, UI states, dashboards, or visual evidence for a report.\nOnly capture exact URLs provided by the user or discovered through other tools. Do not use this for private pages behind login unless the user has explicitly configured Browserless outside DeerFlow.\nURLs must include the schema: https://example.com is valid while example.com is invalid.".into()
+        },
         parameters: capture_schema,
         handler: providers::browserless::web_capture,
     },
     ToolEntry {
         name: "ddg_search.web_search",
-        description: || "Search the web for information. Use this tool to find current information, news, articles, and facts from the internet.".into(),
+        description: || {
+            "Search the web for information. Use this tool to find current information, news, articles, and facts from the internet.".into()
+        },
         parameters: ddg_search,
         handler: providers::ddg::web_search,
     },

@@ -8,7 +8,10 @@ use dom_query::{Document, NodeRef};
 #[derive(Debug)]
 enum Kind {
     Document,
-    Element { name: String, attrs: Vec<(String, String)> },
+    Element {
+        name: String,
+        attrs: Vec<(String, String)>,
+    },
     Text(String),
     /// Comments, doctypes, processing instructions: never converted.
     Other,
@@ -343,7 +346,9 @@ fn each_line(text: &str, f: impl Fn(&str) -> String) -> String {
 
 fn colspan(tree: &Tree, id: usize) -> usize {
     match tree.attr(id, "colspan") {
-        Some(v) if !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()) => v.parse::<usize>().unwrap_or(1000).clamp(1, 1000),
+        Some(v) if !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()) => {
+            v.parse::<usize>().unwrap_or(1000).clamp(1, 1000)
+        }
         _ => 1,
     }
 }
@@ -455,7 +460,8 @@ fn convert(tree: &Tree, id: usize, name: &str, text: String, parent_tags: &Tags)
             if inline_ctx {
                 return alt.to_string();
             }
-            let title_part = if title.is_empty() { String::new() } else { format!(" \"{}\"", title.replace('"', "\\\"")) };
+            let title_part =
+                if title.is_empty() { String::new() } else { format!(" \"{}\"", title.replace('"', "\\\"")) };
             format!("![{alt}]({src}{title_part})")
         }
         "video" => {
@@ -503,7 +509,8 @@ fn convert(tree: &Tree, id: usize, name: &str, text: String, parent_tags: &Tags)
                     .count();
                 format!("{}.", start + before as i64)
             } else {
-                let depth = std::iter::once(id).chain(tree.ancestors(id)).filter(|&a| tree.name(a) == Some("ul")).count();
+                let depth =
+                    std::iter::once(id).chain(tree.ancestors(id)).filter(|&a| tree.name(a) == Some("ul")).count();
                 let bullets = ['*', '+', '-'];
                 let depth = depth.saturating_sub(1);
                 bullets[depth % bullets.len()].to_string()

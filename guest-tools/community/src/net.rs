@@ -181,11 +181,12 @@ impl Client {
         let scheme = u.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
         match (self, scheme.as_deref()) {
             (_, Some("http" | "https")) if url::host_of(u).is_some() => None,
-            (Client::Httpx, None) => Some(PyError::new(
-                "UnsupportedProtocol",
-                "Request URL is missing an 'http://' or 'https://' protocol.",
-            )),
-            (Client::Httpx, Some("http" | "https")) => Some(PyError::new("LocalProtocolError", "Missing 'Host' header.")),
+            (Client::Httpx, None) => {
+                Some(PyError::new("UnsupportedProtocol", "Request URL is missing an 'http://' or 'https://' protocol."))
+            }
+            (Client::Httpx, Some("http" | "https")) => {
+                Some(PyError::new("LocalProtocolError", "Missing 'Host' header."))
+            }
             (Client::Httpx, Some(s)) => {
                 Some(PyError::new("UnsupportedProtocol", format!("Request URL has an unsupported protocol '{s}://'.")))
             }
@@ -271,7 +272,9 @@ pub fn httpx_status_error(resp: &Response) -> Option<PyError> {
     if (300..400).contains(&s) {
         msg.push_str(&format!("\nRedirect location: '{}'", resp.header("location").unwrap_or("")));
     }
-    msg.push_str(&format!("\nFor more information check: https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/{s}"));
+    msg.push_str(&format!(
+        "\nFor more information check: https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/{s}"
+    ));
     Some(PyError::new("HTTPStatusError", msg))
 }
 

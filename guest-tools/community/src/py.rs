@@ -455,20 +455,18 @@ impl JsonScan<'_> {
             match self.at(j) {
                 None => return Err(Stop::Error("Unterminated string starting at", begin)),
                 Some('"') => return Ok(j + 1),
-                Some('\\') => {
-                    match self.at(j + 1) {
-                        None => return Err(Stop::Error("Unterminated string starting at", begin)),
-                        Some('"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't') => j += 2,
-                        Some('u') => {
-                            let hex = (j + 2..j + 6).all(|k| self.at(k).is_some_and(|c| c.is_ascii_hexdigit()));
-                            if !hex {
-                                return Err(Stop::Error("Invalid \\uXXXX escape", j + 1));
-                            }
-                            j += 6;
+                Some('\\') => match self.at(j + 1) {
+                    None => return Err(Stop::Error("Unterminated string starting at", begin)),
+                    Some('"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't') => j += 2,
+                    Some('u') => {
+                        let hex = (j + 2..j + 6).all(|k| self.at(k).is_some_and(|c| c.is_ascii_hexdigit()));
+                        if !hex {
+                            return Err(Stop::Error("Invalid \\uXXXX escape", j + 1));
                         }
-                        Some(_) => return Err(Stop::Error("Invalid \\escape", j)),
+                        j += 6;
                     }
-                }
+                    Some(_) => return Err(Stop::Error("Invalid \\escape", j)),
+                },
                 Some(c) if (c as u32) < 0x20 => return Err(Stop::Error("Invalid control character at", j)),
                 Some(_) => j += 1,
             }
@@ -576,8 +574,8 @@ mod tests {
 
     #[test]
     fn dumps_matches_python() {
-        let v: Value = serde_json::from_str(r#"{"a": [1, 2.50, "é\n\u0001"], "b": {}, "c": [], "d": null, "e": 1e2}"#)
-            .unwrap();
+        let v: Value =
+            serde_json::from_str(r#"{"a": [1, 2.50, "é\n\u0001"], "b": {}, "c": [], "d": null, "e": 1e2}"#).unwrap();
         assert_eq!(dumps(&v, None), r#"{"a": [1, 2.5, "é\n\u0001"], "b": {}, "c": [], "d": null, "e": 100.0}"#);
         assert_eq!(
             dumps(&v, Some(2)),

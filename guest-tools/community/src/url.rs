@@ -211,7 +211,12 @@ pub fn is_blocked_address(ip: IpAddr) -> bool {
         IpAddr::V4(v) => v.is_link_local(),
         IpAddr::V6(v) => in_v6(v, v6("fe80::"), 10),
     };
-    ip.py_is_private() || ip.is_loopback() || link_local || ip.py_is_reserved() || ip.is_multicast() || ip.is_unspecified()
+    ip.py_is_private()
+        || ip.is_loopback()
+        || link_local
+        || ip.py_is_reserved()
+        || ip.is_multicast()
+        || ip.is_unspecified()
 }
 
 /// `ipaddress.ip_address(host)`: strict dotted quads (no leading zeros) or IPv6.
@@ -413,7 +418,10 @@ mod tests {
             v("http://169.254.169.254/latest/meta-data/", &none).unwrap(),
             "Error: Refusing to fetch a private, loopback, or metadata address"
         );
-        assert_eq!(v("http://localhost:9000/", &none).unwrap(), "Error: Refusing to fetch a private or loopback address");
+        assert_eq!(
+            v("http://localhost:9000/", &none).unwrap(),
+            "Error: Refusing to fetch a private or loopback address"
+        );
         assert_eq!(v("ftp://example.com/", &none).unwrap(), "Error: Only http:// and https:// URLs are supported");
         assert_eq!(v("https://example.com/x", &none).unwrap(), "Error: URL host could not be resolved");
         assert_eq!(v("https://example.com/x", &public), None);

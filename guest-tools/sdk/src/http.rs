@@ -294,9 +294,11 @@ fn send(req: &Request) -> Result<Response, HttpError> {
                         }
                         // The peer closed the connection inside the body: short of its
                         // content-length, or inside a chunk.
-                        Some(ErrorCode::HttpProtocolError | ErrorCode::HttpResponseIncomplete | ErrorCode::ConnectionTerminated) => {
-                            HttpError::Incomplete { received: body.len(), expected }
-                        }
+                        Some(
+                            ErrorCode::HttpProtocolError
+                            | ErrorCode::HttpResponseIncomplete
+                            | ErrorCode::ConnectionTerminated,
+                        ) => HttpError::Incomplete { received: body.len(), expected },
                         // Hosts report body errors without a code (wasmtime's wasi:http passes
                         // its own error through); its text still tells a deadline from a cut.
                         None if e.to_debug_string().to_ascii_lowercase().contains("timeout") => {

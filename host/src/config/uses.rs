@@ -75,7 +75,9 @@ pub fn resolve_use(use_: &str, bundled: &[&str], base_dir: &Path) -> Result<Reso
                 tool: Some(tool),
             })
         }
-        Some(Community::NotProvided { module, hint }) => return Ok(ResolvedUse::NotBundled { module, hint: Some(hint) }),
+        Some(Community::NotProvided { module, hint }) => {
+            return Ok(ResolvedUse::NotBundled { module, hint: Some(hint) })
+        }
         Some(Community::Unknown { module }) => return Ok(ResolvedUse::NotBundled { module, hint: None }),
         None => {}
     }

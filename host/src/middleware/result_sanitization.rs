@@ -83,7 +83,13 @@ mod tests {
     use toolhost_builtins::uploads::neutralize_untrusted_tags;
 
     fn spec(source: ToolSource) -> ToolSpec {
-        ToolSpec { name: "t".into(), description: String::new(), parameters: serde_json::json!({}), group: None, source }
+        ToolSpec {
+            name: "t".into(),
+            description: String::new(),
+            parameters: serde_json::json!({}),
+            group: None,
+            source,
+        }
     }
 
     #[test]

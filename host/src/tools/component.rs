@@ -73,7 +73,11 @@ impl ComponentTool {
         }
         ctx.paths.ensure().map_err(|e| e.to_string())?;
         if self.caps.fs == FsGrant::Outputs {
-            return Ok(vec![Preopen { host: ctx.paths.outputs(), guest: "/mnt/user-data/outputs".into(), read_only: false }]);
+            return Ok(vec![Preopen {
+                host: ctx.paths.outputs(),
+                guest: "/mnt/user-data/outputs".into(),
+                read_only: false,
+            }]);
         }
         let mut out = vec![
             Preopen { host: ctx.paths.workspace(), guest: "/mnt/user-data/workspace".into(), read_only: false },

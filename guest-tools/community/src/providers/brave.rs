@@ -34,7 +34,14 @@ fn param(v: &Value) -> String {
     }
 }
 
-fn get(ctx: &Ctx, path: &str, key: &str, query: &str, params: &[(&str, String)], service: &str) -> Result<Value, String> {
+fn get(
+    ctx: &Ctx,
+    path: &str,
+    key: &str,
+    query: &str,
+    params: &[(&str, String)],
+    service: &str,
+) -> Result<Value, String> {
     let url = format!("{}{path}?{}", ctx.base_url(BASE), urlencode(params));
     let req = Request::new("GET", url)
         .header("X-Subscription-Token", key)
@@ -69,7 +76,9 @@ pub fn web_search(ctx: &Ctx, args: &Value) -> Out {
     }
     let count = coerce(&max, WEB_MAX);
     let query = clean_query(query);
-    let Some(key) = api_key(ctx) else { return error_json("BRAVE_SEARCH_API_KEY is not configured", "query", &query).into() };
+    let Some(key) = api_key(ctx) else {
+        return error_json("BRAVE_SEARCH_API_KEY is not configured", "query", &query).into();
+    };
     let params = [("q", query.clone()), ("count", count.to_string()), ("text_decorations", "false".to_string())];
     let data = match get(ctx, "/res/v1/web/search", &key, &query, &params, "Brave Search") {
         Ok(d) => d,
@@ -98,7 +107,8 @@ fn web_results(data: &Value, query: &str) -> Result<String, PyError> {
             ("content", super::get_or(&r, "description", json!(""))),
         ]));
     }
-    let doc = object(vec![("query", json!(query)), ("total_results", json!(out.len())), ("results", Value::Array(out))]);
+    let doc =
+        object(vec![("query", json!(query)), ("total_results", json!(out.len())), ("results", Value::Array(out))]);
     Ok(dumps(&doc, Some(2)))
 }
 
@@ -116,7 +126,9 @@ pub fn image_search(ctx: &Ctx, args: &Value) -> Out {
     }
     let count = coerce(&max, IMAGE_MAX);
     let query = clean_query(query);
-    let Some(key) = api_key(ctx) else { return error_json("BRAVE_SEARCH_API_KEY is not configured", "query", &query).into() };
+    let Some(key) = api_key(ctx) else {
+        return error_json("BRAVE_SEARCH_API_KEY is not configured", "query", &query).into();
+    };
     let mut params = vec![("q", query.clone()), ("count", count.to_string())];
     for k in ["country", "search_lang", "safesearch", "spellcheck"] {
         if let Some(v) = ctx.get(k) {
@@ -131,7 +143,9 @@ pub fn image_search(ctx: &Ctx, args: &Value) -> Out {
     let images = match data.get("results") {
         None | Some(Value::Null) => vec![],
         Some(Value::Array(a)) => a.clone(),
-        Some(_) => return error_json(&format!("{service} returned an unexpected response format"), "query", &query).into(),
+        Some(_) => {
+            return error_json(&format!("{service} returned an unexpected response format"), "query", &query).into()
+        }
     };
     if images.is_empty() {
         return error_json("No images found", "query", &query).into();

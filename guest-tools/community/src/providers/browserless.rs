@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::{arg_opt_bool, arg_opt_str, arg_int, arg_str, Ctx, Out};
+use super::{arg_int, arg_opt_bool, arg_opt_str, arg_str, Ctx, Out};
 use crate::net::{Client, PyError, Request, Response};
 use crate::py::{self, object};
 use crate::url::{urlencode, validate_public_http_url};
@@ -44,7 +44,13 @@ fn server(ctx: &Ctx) -> Server {
         None => BASE.to_string(),
     };
     let token = match ctx.get("token") {
-        Some(v) => if py::truthy(v) { py::str_of(v) } else { String::new() },
+        Some(v) => {
+            if py::truthy(v) {
+                py::str_of(v)
+            } else {
+                String::new()
+            }
+        }
         None => (ctx.env)("BROWSERLESS_TOKEN").unwrap_or_default(),
     };
     Server { base, token, timeout: timeout(ctx) }
@@ -175,7 +181,11 @@ fn capture_filename(ctx: &Ctx, filename: Option<&str>, url: &str, format: &str) 
         Some(f) => {
             let raw = f.rsplit('/').next().unwrap_or("");
             let (stem, _) = stem_suffix(raw);
-            if stem.is_empty() { "web-capture".to_string() } else { stem.to_string() }
+            if stem.is_empty() {
+                "web-capture".to_string()
+            } else {
+                stem.to_string()
+            }
         }
         None => {
             let netloc = crate::url::netloc(url);
@@ -228,7 +238,8 @@ pub fn web_capture(ctx: &Ctx, args: &Value) -> Out {
     if !ctx.outputs.exists("") {
         return "Error: Thread outputs path is not available".to_string().into();
     }
-    let format_value = format_arg.filter(|f| !f.is_empty()).map(|f| json!(f)).or_else(|| ctx.get("output_format").cloned());
+    let format_value =
+        format_arg.filter(|f| !f.is_empty()).map(|f| json!(f)).or_else(|| ctx.get("output_format").cloned());
     let format = output_format(format_value.as_ref().or(Some(&json!("png"))));
     let full_page = full_page.unwrap_or_else(|| as_bool(ctx.get("full_page"), true));
     let width = width.unwrap_or_else(|| as_int(ctx.get("viewport_width"), 1280));
@@ -248,7 +259,11 @@ pub fn web_capture(ctx: &Ctx, args: &Value) -> Out {
     if let Some(q) = quality {
         options.push(("quality", json!(q)));
     }
-    let mut payload = vec![("url", json!(url)), ("options", object(options)), ("viewport", json!({"width": width, "height": height}))];
+    let mut payload = vec![
+        ("url", json!(url)),
+        ("options", object(options)),
+        ("viewport", json!({"width": width, "height": height})),
+    ];
     if !selector.is_empty() {
         payload.push(("waitForSelector", json!({"selector": selector, "timeout": selector_ms})));
     }

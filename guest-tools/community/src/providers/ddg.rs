@@ -30,7 +30,9 @@ fn normalize_text(raw: &str) -> String {
     }
     let text = Document::fragment(format!("<p>{}</p>", no_tags.replace('<', "&lt;"))).select("p").text().to_string();
     text.chars()
-        .filter(|c| !c.is_control() && !matches!(*c as u32, 0x200b..=0x200f | 0x2028..=0x202e | 0x2060..=0x2064 | 0xfeff))
+        .filter(|c| {
+            !c.is_control() && !matches!(*c as u32, 0x200b..=0x200f | 0x2028..=0x202e | 0x2060..=0x2064 | 0xfeff)
+        })
         .collect::<String>()
         .split_whitespace()
         .collect::<Vec<_>>()
@@ -118,7 +120,8 @@ pub fn web_search(ctx: &Ctx, args: &Value) -> Out {
         .into_iter()
         .map(|(t, u, b)| object(vec![("title", json!(t)), ("url", json!(u)), ("content", json!(b))]))
         .collect();
-    let out = object(vec![("query", json!(query)), ("total_results", json!(items.len())), ("results", Value::Array(items))]);
+    let out =
+        object(vec![("query", json!(query)), ("total_results", json!(items.len())), ("results", Value::Array(items))]);
     dumps(&out, Some(2)).into()
 }
 
@@ -138,7 +141,10 @@ fn extract_vqd(page: &[u8]) -> Option<String> {
 fn image_results(ctx: &Ctx, query: &str, max: usize, filters: [Option<&str>; 3]) -> Option<Vec<Value>> {
     let base = ctx.base_url(BASE);
     let get = |url: String| {
-        let req = Request::new("GET", url).header("User-Agent", USER_AGENT).header("Referer", "https://duckduckgo.com/").timeout_secs(30.0);
+        let req = Request::new("GET", url)
+            .header("User-Agent", USER_AGENT)
+            .header("Referer", "https://duckduckgo.com/")
+            .timeout_secs(30.0);
         Client::Httpx.send(ctx.http, req).ok().filter(|r| r.status == 200)
     };
     let page = get(format!("{base}/?{}", urlencode(&[("q", query.to_string())])))?;
@@ -194,7 +200,11 @@ pub fn image_search(ctx: &Ctx, args: &Value) -> Out {
     let items: Vec<Value> = results
         .iter()
         .map(|r| {
-            object(vec![("title", field(r, "title", false)), ("image_url", field(r, "image", true)), ("thumbnail_url", field(r, "thumbnail", true))])
+            object(vec![
+                ("title", field(r, "title", false)),
+                ("image_url", field(r, "image", true)),
+                ("thumbnail_url", field(r, "thumbnail", true)),
+            ])
         })
         .collect();
     let out = object(vec![

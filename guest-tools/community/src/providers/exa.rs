@@ -29,7 +29,10 @@ fn request(ctx: &Ctx, key: &str, path: &str, body: &Value) -> Result<Value, PyEr
         .json(body);
     let resp = Client::Requests.send(ctx.http, req)?;
     if resp.status >= 400 {
-        return Err(PyError::new("ValueError", format!("Request failed with status code {}: {}", resp.status, resp.text())));
+        return Err(PyError::new(
+            "ValueError",
+            format!("Request failed with status code {}: {}", resp.status, resp.text()),
+        ));
     }
     resp.json().map_err(|e| PyError::new("JSONDecodeError", e))
 }
@@ -39,7 +42,10 @@ fn check_option(name: &str, v: &Value, ok: bool, expected: &str) -> Result<(), P
     if ok || v.is_null() {
         return Ok(());
     }
-    Err(PyError::new("ValueError", format!("Invalid value for option '{name}': {}. Expected one of {expected}", py::str_of(v))))
+    Err(PyError::new(
+        "ValueError",
+        format!("Invalid value for option '{name}': {}. Expected one of {expected}", py::str_of(v)),
+    ))
 }
 
 fn results(data: &Value) -> Result<Vec<Value>, PyError> {
@@ -95,7 +101,12 @@ pub fn web_search(ctx: &Ctx, args: &Value) -> Out {
 
 fn contents(ctx: &Ctx, url: &str) -> Result<String, PyError> {
     let key = client_key(ctx)?;
-    let data = request(ctx, &key, "/contents", &object(vec![("urls", json!([url])), ("text", json!({"maxCharacters": 4096}))]))?;
+    let data = request(
+        ctx,
+        &key,
+        "/contents",
+        &object(vec![("urls", json!([url])), ("text", json!({"maxCharacters": 4096}))]),
+    )?;
     let _ = dict_get(&data, "statuses")?;
     let items = results(&data)?;
     let Some(r) = items.first() else { return Ok("Error: No results found".into()) };

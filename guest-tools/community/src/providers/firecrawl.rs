@@ -93,7 +93,10 @@ fn response_error(resp: &Response, action: &str) -> PyError {
             let text = resp.text();
             let text = py::take_chars(&text, 500);
             if text.trim().is_empty() {
-                (format!("Server returned empty response with status {}", resp.status), "No additional details available".into())
+                (
+                    format!("Server returned empty response with status {}", resp.status),
+                    "No additional details available".into(),
+                )
             } else {
                 (format!("Server returned non-JSON response: {text}"), format!("Full response status: {}", resp.status))
             }
@@ -103,7 +106,9 @@ fn response_error(resp: &Response, action: &str) -> PyError {
         400 => ("BadRequestError", format!("Bad Request: Failed to {action}. {message} - {details}")),
         401 => ("UnauthorizedError", format!("Unauthorized: Failed to {action}. {message} - {details}")),
         402 => ("PaymentRequiredError", format!("Payment Required: Failed to {action}. {message} - {details}")),
-        403 => ("WebsiteNotSupportedError", format!("Website Not Supported: Failed to {action}. {message} - {details}")),
+        403 => {
+            ("WebsiteNotSupportedError", format!("Website Not Supported: Failed to {action}. {message} - {details}"))
+        }
         408 => (
             "RequestTimeoutError",
             format!("Request Timeout: Failed to {action} as the request timed out. {message} - {details}"),
@@ -124,7 +129,13 @@ fn limit(v: &Value) -> Result<i64, PyError> {
         _ => None,
     };
     let n = n.ok_or_else(|| {
-        PyError::new("ValidationError", format!("1 validation error for SearchRequest\nlimit\n  Input should be a valid integer [input_value={}]", py::repr(v)))
+        PyError::new(
+            "ValidationError",
+            format!(
+                "1 validation error for SearchRequest\nlimit\n  Input should be a valid integer [input_value={}]",
+                py::repr(v)
+            ),
+        )
     })?;
     if n <= 0 {
         return Err(PyError::new("ValueError", "Limit must be positive"));
@@ -169,7 +180,13 @@ fn search(ctx: &Ctx, flavor: Flavor, query: &str) -> Result<String, PyError> {
             Value::Object(o) => o.get(k).filter(|v| py::truthy(v)).cloned().unwrap_or(json!("")),
             _ => json!(""),
         };
-        let url = if item.is_object() { field("url") } else if py::truthy(&item) { item.clone() } else { json!("") };
+        let url = if item.is_object() {
+            field("url")
+        } else if py::truthy(&item) {
+            item.clone()
+        } else {
+            json!("")
+        };
         out.push(object(vec![("title", field("title")), ("url", url), ("snippet", field("description"))]));
     }
     Ok(dumps(&Value::Array(out), Some(2)))
@@ -210,7 +227,10 @@ fn scrape(ctx: &Ctx, flavor: Flavor, url: &str) -> Result<String, PyError> {
     let data = resp.json().map_err(|e| PyError::new("JSONDecodeError", e))?;
     let Value::Object(obj) = &data else { return Err(super::no_attr(&data, "get")) };
     if !obj.get("success").is_some_and(py::truthy) {
-        return Err(PyError::new("Exception", obj.get("error").map(py::str_of).unwrap_or_else(|| "Unknown error occurred".into())));
+        return Err(PyError::new(
+            "Exception",
+            obj.get("error").map(py::str_of).unwrap_or_else(|| "Unknown error occurred".into()),
+        ));
     }
     let doc = obj.get("data").cloned().unwrap_or(json!({}));
     let markdown = doc.get("markdown").filter(|v| py::truthy(v)).map(py::str_of).unwrap_or_default();

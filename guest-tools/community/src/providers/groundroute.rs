@@ -55,7 +55,9 @@ pub fn web_search(ctx: &Ctx, args: &Value) -> Out {
         None => 5,
         Some(v) => py::int(&v).unwrap_or(5).clamp(1, 50),
     };
-    let Some(key) = api_key(ctx) else { return error_json("GROUNDROUTE_API_KEY is not configured", "query", query).into() };
+    let Some(key) = api_key(ctx) else {
+        return error_json("GROUNDROUTE_API_KEY is not configured", "query", query).into();
+    };
     let data = match post(ctx, &key, &object(vec![("query", json!(query)), ("max_results", json!(count))])) {
         Ok(d) => d,
         Err(Fail::Status(s)) => return error_json(&format!("GroundRoute API error: HTTP {s}"), "query", query).into(),

@@ -34,7 +34,10 @@ fn headers(ctx: &Ctx, req: Request) -> Request {
 }
 
 fn post_json(ctx: &Ctx, base: &str, body: &Value) -> Result<Value, PyError> {
-    let req = headers(ctx, Request::new("POST", format!("{}/", ctx.base_url(base))).header("Content-Type", "application/json"));
+    let req = headers(
+        ctx,
+        Request::new("POST", format!("{}/", ctx.base_url(base))).header("Content-Type", "application/json"),
+    );
     let resp = Client::Requests.send(ctx.http, req.json(body))?;
     if let Some(e) = requests_status_error(&resp) {
         return Err(e);
@@ -171,7 +174,9 @@ pub fn web_search(ctx: &Ctx, args: &Value) -> Out {
     };
     match run() {
         Ok(s) => s.into(),
-        Err(e) => format!("Error: InfoQuest Web-Search - Search tool execution failed | mode=synchronous | error={e}").into(),
+        Err(e) => {
+            format!("Error: InfoQuest Web-Search - Search tool execution failed | mode=synchronous | error={e}").into()
+        }
     }
 }
 
@@ -196,7 +201,8 @@ pub fn image_search(ctx: &Ctx, args: &Value) -> Out {
     match run() {
         Ok(s) => s.into(),
         Err(e) => {
-            format!("Error: InfoQuest Image Search - Image search tool execution failed | mode=synchronous | error={e}").into()
+            format!("Error: InfoQuest Image Search - Image search tool execution failed | mode=synchronous | error={e}")
+                .into()
         }
     }
 }
@@ -210,8 +216,11 @@ fn fetch(ctx: &Ctx, url: &str) -> Result<Value, PyError> {
             body.push((wire, v));
         }
     }
-    let req = headers(ctx, Request::new("POST", format!("{}/", ctx.base_url(READER_BASE))).header("Content-Type", "application/json"))
-        .json(&object(body));
+    let req = headers(
+        ctx,
+        Request::new("POST", format!("{}/", ctx.base_url(READER_BASE))).header("Content-Type", "application/json"),
+    )
+    .json(&object(body));
     let resp = match Client::Requests.send(ctx.http, req) {
         Ok(r) => r,
         Err(e) => return Ok(json!(format!("Error: fetch API failed: {e}"))),

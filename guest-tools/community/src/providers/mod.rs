@@ -75,7 +75,10 @@ pub enum Out {
     Text(String),
     Raised(PyError),
     /// A `Command` that adds `artifact` to the thread's artifacts, with `text` as the message.
-    Artifact { text: String, artifact: String },
+    Artifact {
+        text: String,
+        artifact: String,
+    },
 }
 
 impl From<String> for Out {
@@ -88,7 +91,9 @@ impl From<String> for Out {
 pub fn arg_str<'a>(args: &'a Value, tool: &str, name: &str) -> Result<&'a str, Out> {
     match args.get(name) {
         Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(invalid(tool, &format!("{name}: Input should be a valid string (got {})", crate::py::repr(other)))),
+        Some(other) => {
+            Err(invalid(tool, &format!("{name}: Input should be a valid string (got {})", crate::py::repr(other))))
+        }
         None => Err(invalid(tool, &format!("{name}: Field required"))),
     }
 }
@@ -102,7 +107,9 @@ pub fn arg_int(args: &Value, tool: &str, name: &str) -> Result<Option<i64>, Out>
             Ok(n.as_f64().map(|f| f as i64))
         }
         Some(Value::String(s)) if crate::py::int_str(s).is_some() => Ok(crate::py::int_str(s)),
-        Some(other) => Err(invalid(tool, &format!("{name}: Input should be a valid integer (got {})", crate::py::repr(other)))),
+        Some(other) => {
+            Err(invalid(tool, &format!("{name}: Input should be a valid integer (got {})", crate::py::repr(other))))
+        }
     }
 }
 
@@ -111,7 +118,9 @@ pub fn arg_opt_str<'a>(args: &'a Value, tool: &str, name: &str) -> Result<Option
     match args.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(invalid(tool, &format!("{name}: Input should be a valid string (got {})", crate::py::repr(other)))),
+        Some(other) => {
+            Err(invalid(tool, &format!("{name}: Input should be a valid string (got {})", crate::py::repr(other))))
+        }
     }
 }
 
@@ -120,7 +129,9 @@ pub fn arg_opt_bool(args: &Value, tool: &str, name: &str) -> Result<Option<bool>
     match args.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(other) => Err(invalid(tool, &format!("{name}: Input should be a valid boolean (got {})", crate::py::repr(other)))),
+        Some(other) => {
+            Err(invalid(tool, &format!("{name}: Input should be a valid boolean (got {})", crate::py::repr(other))))
+        }
     }
 }
 
@@ -131,7 +142,10 @@ fn invalid(tool: &str, detail: &str) -> Out {
 
 /// `{"error": …, "query": …}` as the search tools print it.
 pub fn error_json(error: &str, key: &str, value: &str) -> String {
-    crate::py::dumps(&crate::py::object(vec![("error", Value::String(error.into())), (key, Value::String(value.into()))]), None)
+    crate::py::dumps(
+        &crate::py::object(vec![("error", Value::String(error.into())), (key, Value::String(value.into()))]),
+        None,
+    )
 }
 
 /// Python's type name of a JSON value, for `AttributeError`/`TypeError` texts.

@@ -21,7 +21,8 @@ fn search(ctx: &Ctx, query: &str) -> Result<String, PyError> {
         Some(Value::String(s)) => s.trim_end_matches('/').to_string(),
         _ => BASE.to_string(),
     };
-    let mut params = vec![("q", query.to_string()), ("format", "json".into()), ("language", "auto".into()), ("pageno", "1".into())];
+    let mut params =
+        vec![("q", query.to_string()), ("format", "json".into()), ("language", "auto".into()), ("pageno", "1".into())];
     if max != 0 {
         params.push(("limit", max.to_string()));
     }

@@ -33,7 +33,10 @@ fn api_key(ctx: &Ctx) -> Option<String> {
 /// `_serper_post`: the parsed object, or the error JSON to return.
 fn post(ctx: &Ctx, path: &str, key: &str, query: &str, n: i64) -> Result<Value, String> {
     let url = format!("{}{path}", ctx.base_url(BASE));
-    let req = Request::new("POST", url).header("X-API-KEY", key).json(&object(vec![("q", json!(query)), ("num", json!(n))])).timeout_secs(30.0);
+    let req = Request::new("POST", url)
+        .header("X-API-KEY", key)
+        .json(&object(vec![("q", json!(query)), ("num", json!(n))]))
+        .timeout_secs(30.0);
     let err = |msg: &str| error_json(py::take_chars(msg, 500), "query", query);
     let resp = Client::Httpx.send(ctx.http, req).map_err(|e| err(&e.message))?;
     if httpx_status_error(&resp).is_some() {
@@ -91,7 +94,11 @@ pub fn web_search(ctx: &Ctx, args: &Value) -> Out {
             ])
         })
         .collect();
-    let out = object(vec![("query", json!(query)), ("total_results", json!(results.len())), ("results", Value::Array(results))]);
+    let out = object(vec![
+        ("query", json!(query)),
+        ("total_results", json!(results.len())),
+        ("results", Value::Array(results)),
+    ]);
     dumps(&out, Some(2)).into()
 }
 

@@ -131,7 +131,10 @@ fn extract(ctx: &Ctx, url: &str) -> Result<String, PyError> {
             Value::String(s) => py::take_chars(s, 4096).to_string(),
             Value::Array(a) => py::repr(&Value::Array(a.iter().take(4096).cloned().collect())),
             other => {
-                return Err(PyError::new("TypeError", format!("'{}' object is not subscriptable", super::type_name(other))))
+                return Err(PyError::new(
+                    "TypeError",
+                    format!("'{}' object is not subscriptable", super::type_name(other)),
+                ))
             }
         };
         return Ok(format!("# {title}\n\n{raw}"));
