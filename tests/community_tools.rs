@@ -405,6 +405,12 @@ async fn texts_of_library_failures_match_deerflow() {
         text,
         "{\"error\": \"peer closed connection without sending complete message body (received 11 bytes, expected 100)\", \"query\": \"q\"}"
     );
+    server.set(Answer::json(200, &format!("{{\"organic\": \"{}\"}}", "x".repeat(9 << 20))));
+    let (text, _) = call(&h, "web_search", json!({"query": "q"})).await;
+    assert_eq!(
+        text,
+        "{\"error\": \"the response body is larger than toolhost's limit of 8388608 bytes\", \"query\": \"q\"}"
+    );
     server.set(Answer::json(200, "<html>not json</html>"));
     let (text, _) = call(&h, "web_search", json!({"query": "q"})).await;
     assert_eq!(text, "{\"error\": \"Expecting value: line 1 column 1 (char 0)\", \"query\": \"q\"}");

@@ -508,6 +508,9 @@ async fn send(
     for addr in vetted {
         match timeout_at(connect_deadline, tokio::net::TcpStream::connect(addr)).await {
             Ok(Ok(s)) => {
+                // A request's head and its streamed body leave in separate writes; with Nagle's
+                // algorithm the body waits for the peer's delayed ACK (~40 ms a request).
+                let _ = s.set_nodelay(true);
                 stream = Some(s);
                 break;
             }
