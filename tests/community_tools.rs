@@ -37,11 +37,7 @@ const PROVIDER_VARS: &[&str] = &[
 ];
 
 /// The tests set and clear provider env vars of this process: one test at a time.
-static ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ENV.lock().unwrap_or_else(|p| p.into_inner())
-}
+static ENV: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn vectors() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance/community_tools.json");
@@ -160,7 +156,7 @@ fn check_request(case: &Value, got: &[provider_server::Received]) -> Result<(), 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_vectors_match_deerflow() {
-    let _serial = serial();
+    let _serial = ENV.lock().await;
     let server = provider_server::start().await;
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime(&server, dir.path());
@@ -318,7 +314,7 @@ fn loopback() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_provider_fails_like_deerflow_and_stays_in_its_grant() {
-    let _serial = serial();
+    let _serial = ENV.lock().await;
     let server = provider_server::start().await;
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime(&server, dir.path());
@@ -388,7 +384,7 @@ async fn every_provider_fails_like_deerflow_and_stays_in_its_grant() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn texts_of_library_failures_match_deerflow() {
-    let _serial = serial();
+    let _serial = ENV.lock().await;
     let server = provider_server::start().await;
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime(&server, dir.path());
@@ -446,7 +442,7 @@ async fn texts_of_library_failures_match_deerflow() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn web_capture_writes_the_screenshot_to_outputs_as_an_artifact() {
-    let _serial = serial();
+    let _serial = ENV.lock().await;
     let server = provider_server::start().await;
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime(&server, dir.path());

@@ -589,8 +589,8 @@ fn convert_tr(tree: &Tree, id: usize, text: &str) -> String {
     let is_headrow = cells.iter().all(|&c| tree.name(c) == Some("th"))
         || (parent_name == "thead" && tree.find_all(parent, &["tr"]).len() == 1);
     let grand = tree.nodes[parent].parent;
-    let head_missing = (is_first_row && parent_name != "tbody")
-        || (is_first_row && parent_name == "tbody" && grand.is_some_and(|g| tree.find_all(g, &["thead"]).is_empty()));
+    let head_missing =
+        is_first_row && (parent_name != "tbody" || grand.is_some_and(|g| tree.find_all(g, &["thead"]).is_empty()));
     let full: usize = cells.iter().map(|&c| colspan(tree, c)).sum();
     let parent_first = {
         let mut cur = tree.prev(parent);

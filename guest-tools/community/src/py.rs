@@ -64,7 +64,8 @@ pub fn int_str(s: &str) -> Option<i64> {
     if !clean.chars().all(|c| c.is_ascii_digit()) {
         return None;
     }
-    let n: i64 = clean.parse().ok().or_else(|| Some(i64::MAX))?;
+    // Python's ints are unbounded; one past i64 is as good as infinite for a count.
+    let n: i64 = clean.parse().unwrap_or(i64::MAX);
     Some(if neg { -n } else { n })
 }
 

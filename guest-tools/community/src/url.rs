@@ -36,12 +36,16 @@ pub fn netloc(u: &str) -> &str {
     split(u).1
 }
 
+/// Where `urlparse` raises `ValueError("Invalid IPv6 URL")`: an unbalanced bracket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidIpv6Url;
+
 /// `urlparse(u).hostname`: lower-cased, without user info, port or IPv6 brackets; `None` when
-/// empty. `Err` where Python raises `ValueError` (an unbalanced IPv6 bracket).
-pub fn hostname(u: &str) -> Result<Option<String>, ()> {
+/// empty.
+pub fn hostname(u: &str) -> Result<Option<String>, InvalidIpv6Url> {
     let netloc = split(u).1;
     if netloc.contains('[') != netloc.contains(']') {
-        return Err(());
+        return Err(InvalidIpv6Url);
     }
     let host = netloc.rsplit_once('@').map(|(_, h)| h).unwrap_or(netloc);
     let host = if let Some(rest) = host.strip_prefix('[') {
