@@ -44,7 +44,10 @@ async fn native_request(tls: Arc<rustls::ClientConfig>, port: u16, body: String)
 }
 
 fn main() {
-    let calls: usize = std::env::var("COMMUNITY_BENCH_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    // `cargo test --all-targets` runs this too (without `--bench`): then a quick smoke run.
+    let full = std::env::args().any(|a| a == "--bench");
+    let calls: usize =
+        std::env::var("COMMUNITY_BENCH_CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(if full { 300 } else { 10 });
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let server = provider_server::start().await;
@@ -65,7 +68,7 @@ fn main() {
         let host = Toolhost::open(opts).unwrap();
         let req = AssemblyRequest::default();
         let args = json!({"query": "rust language"});
-        for _ in 0..20 {
+        for _ in 0..calls.min(20) {
             host.call(&req, "b", "web_search", args.clone(), None).await.unwrap();
         }
         let mut tool = Vec::with_capacity(calls);
@@ -89,7 +92,7 @@ fn main() {
                 .with_no_client_auth(),
         );
         let body = r#"{"q": "rust language", "num": 5}"#.to_string();
-        for _ in 0..20 {
+        for _ in 0..calls.min(20) {
             native_request(tls.clone(), server.port, body.clone()).await;
         }
         let mut native = Vec::with_capacity(calls);

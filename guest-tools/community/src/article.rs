@@ -13,6 +13,57 @@ pub const MAX_HTML_BYTES: usize = 4 << 20;
 /// page without an article instead of running into the call's timeout.
 pub const MAX_NESTING: usize = 256;
 
+/// Elements whose end tag HTML lets a page leave out: they do not nest when left open, so the
+/// cheap count below skips them.
+const OPTIONAL_END: [&str; 16] = [
+    "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "thead", "tbody", "tfoot", "colgroup", "html",
+    "head", "body",
+];
+
+/// Elements without content.
+const VOID: [&str; 14] =
+    ["area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"];
+
+/// A linear count of open elements in the raw HTML, stopping once it passes `MAX_NESTING` times
+/// 16: the HTML parser itself slows down with depth, so a page built to nest thousands of
+/// elements is turned away before it is parsed. The exact check on the tree follows.
+fn nests_too_deep(html: &str) -> bool {
+    let bytes = html.as_bytes();
+    let limit = MAX_NESTING * 16;
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(off) = memchr_lt(&bytes[i..]) {
+        i += off + 1;
+        let closing = bytes.get(i) == Some(&b'/');
+        let start = if closing { i + 1 } else { i };
+        let end = bytes[start..].iter().position(|b| !b.is_ascii_alphanumeric()).map_or(bytes.len(), |p| start + p);
+        if end == start {
+            continue;
+        }
+        let name = html[start..end].to_ascii_lowercase();
+        if OPTIONAL_END.contains(&name.as_str()) || VOID.contains(&name.as_str()) {
+            continue;
+        }
+        if closing {
+            depth = depth.saturating_sub(1);
+        } else {
+            let self_closing =
+                bytes[end..].iter().position(|b| *b == b'>').is_some_and(|p| p > 0 && bytes[end + p - 1] == b'/');
+            if !self_closing {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+fn memchr_lt(b: &[u8]) -> Option<usize> {
+    b.iter().position(|c| *c == b'<')
+}
+
 fn too_deep(doc: &dom_query::Document) -> bool {
     let mut stack = vec![(doc.root(), 0usize)];
     while let Some((n, depth)) = stack.pop() {
@@ -39,11 +90,15 @@ pub fn extract_article(html: &str) -> Article {
     }
     // readabilipy hands Readability.js the page with surrounding whitespace trimmed.
     let html = html[..cut].trim();
-    let doc = dom_query::Document::from(html);
-    let parsed = if too_deep(&doc) {
+    let parsed = if nests_too_deep(html) {
         None
     } else {
-        dom_smoothie::Readability::with_document(doc, None, None).ok().and_then(|mut r| r.parse().ok())
+        let doc = dom_query::Document::from(html);
+        if too_deep(&doc) {
+            None
+        } else {
+            dom_smoothie::Readability::with_document(doc, None, None).ok().and_then(|mut r| r.parse().ok())
+        }
     };
     let (title, content) = match parsed {
         Some(a) => (a.title, a.content.to_string()),
