@@ -203,7 +203,9 @@ pub fn capabilities(
         Some(c) => c.clone(),
         None => Capabilities {
             network: provider.network.iter().filter_map(|h| HostRule::parse(h).ok().map(NetworkHost)).collect(),
-            env: provider.env.iter().map(|e| e.to_string()).collect(),
+            // Only the ones set: a key may as well come from the entry, so an unset one is no
+            // reason to warn.
+            env: provider.env.iter().filter(|e| std::env::var_os(e).is_some()).map(|e| e.to_string()).collect(),
             // The screenshot lands in the thread's outputs; nothing else needs files.
             filesystem: (tool == "web_capture").then_some(FilesystemAccess::Outputs),
             // HTML pages are parsed into a DOM; providers answer within their own 30 s timeouts.
@@ -265,9 +267,12 @@ mod tests {
     #[test]
     fn defaults_reach_only_the_provider() {
         let c = ComponentRef::Bundled(COMPONENT.into());
+        std::env::set_var("SERPER_API_KEY", "k");
         let caps = capabilities(&c, "serper.web_search", None, &Map::new()).unwrap();
+        std::env::remove_var("SERPER_API_KEY");
         assert_eq!(caps.network.len(), 1);
         assert_eq!(caps.env, vec!["SERPER_API_KEY".to_string()]);
+        assert!(capabilities(&c, "serper.web_search", None, &Map::new()).unwrap().env.is_empty());
         assert!(!caps.allow_private_addresses && caps.filesystem.is_none());
         let caps = capabilities(&c, "crawl4ai.web_fetch", None, &Map::new()).unwrap();
         assert!(caps.network.is_empty(), "a self-hosted service needs an explicit grant");
