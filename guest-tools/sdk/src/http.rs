@@ -3,6 +3,9 @@
 //! The host decides what may leave: the tool's `capabilities.network` lists the hosts, only
 //! `https` is allowed, and private addresses are refused unless the config says otherwise. A
 //! refused request comes back as [`HttpError::Refused`]; the host also tells the model why.
+//! [`Request::timeout`] bounds connecting and each wait for data (httpx's and requests'
+//! semantics); a body that stops short of its length reads as [`HttpError::Incomplete`], so a
+//! tool can report it the way its provider's client library would.
 //!
 //! ```ignore
 //! let resp = toolhost_sdk::http::Request::get("https://api.example.com/v1/items?q=rust")
