@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Components embedded in the binary: (bundled name, crate artifact name).
-const BUNDLED: [(&str, &str); 3] = [("sandbox-fs", "sandbox_fs"), ("hello", "hello"), ("tavily", "tavily")];
+const BUNDLED: [(&str, &str); 3] = [("sandbox-fs", "sandbox_fs"), ("hello", "hello"), ("community", "community")];
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -16,7 +16,7 @@ fn main() {
     let guest_ws = root.join("guest-tools");
     let target_dir = root.join("target").join("guest");
     println!("cargo:rerun-if-changed={}", guest_ws.join("Cargo.toml").display());
-    for dir in ["sdk", "hello", "hostile", "sandbox-fs", "tavily"] {
+    for dir in ["sdk", "hello", "hostile", "sandbox-fs", "community"] {
         println!("cargo:rerun-if-changed={}", guest_ws.join(dir).display());
     }
     println!("cargo:rerun-if-changed={}", root.join("wit").display());

@@ -33,21 +33,39 @@ fn check_accepts_the_bundled_config() {
 }
 
 #[test]
-fn check_accepts_deerflow_example_config_and_reports_unbundled_tools() {
+fn check_accepts_deerflow_example_config_with_every_community_tool() {
     let data = tempfile::tempdir().unwrap();
     let cfg = root().join("../shared/conformance/deerflow-configs/config.example.yaml");
     let o = toolhost(data.path(), &["check", "--config", cfg.to_str().unwrap()]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.contains("0 error(s)"), "{out}");
-    for community in ["ddg_search", "jina_ai", "image_search"] {
-        assert!(out.contains(community) && out.contains("not bundled"), "{community}: {out}");
-    }
+    assert!(!out.contains("not bundled"), "{out}");
     let o = toolhost(data.path(), &["tools", "--config", cfg.to_str().unwrap(), "--explain"]);
     let out = stdout(&o);
     assert!(out.contains("+ read_file"), "{out}");
     assert!(out.contains("- bash") && out.contains("host bash is not allowed"), "{out}");
-    assert!(out.contains("- web_search") && out.contains("not bundled"), "{out}");
+    for tool in ["+ web_search", "+ web_fetch", "+ image_search"] {
+        assert!(out.contains(tool), "{tool}: {out}");
+    }
+    assert!(!out.contains("not bundled"), "{out}");
+}
+
+#[test]
+fn explain_says_what_to_use_instead_of_browser_automation() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.yaml");
+    std::fs::write(
+        &cfg,
+        "tools:\n  - {name: browser_navigate, group: browser, use: \"deerflow.community.browser_automation.tools:browser_navigate_tool\"}\n",
+    )
+    .unwrap();
+    let o = toolhost(dir.path(), &["tools", "--config", cfg.to_str().unwrap(), "--explain"]);
+    let out = stdout(&o);
+    assert!(out.contains("- browser_navigate") && out.contains("not provided by toolhost"), "{out}");
+    assert!(out.contains("browserless.tools:web_fetch_tool") && out.contains("web_capture"), "{out}");
+    let o = toolhost(dir.path(), &["check", "--config", cfg.to_str().unwrap()]);
+    assert!(stdout(&o).contains("use browserless"), "{}", stdout(&o));
 }
 
 #[test]

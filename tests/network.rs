@@ -119,7 +119,7 @@ fn tavily(path: &str, auth: &str, body: &str) -> (u16, String) {
                 (200, json!({"results": [], "failed_results": [{"url": url, "error": "Failed to fetch url"}], "response_time": 0.1}).to_string())
             } else {
                 let raw = format!("Page at {url}. {}", "long text ".repeat(1000));
-                (200, json!({"results": [{"url": url, "raw_content": raw, "images": []}], "failed_results": [], "response_time": 0.1}).to_string())
+                (200, json!({"results": [{"url": url, "title": "Page", "raw_content": raw, "images": []}], "failed_results": [], "response_time": 0.1}).to_string())
             }
         }
         _ => (404, json!({"detail": {"error": "not found"}}).to_string()),
@@ -406,8 +406,8 @@ async fn tavily_web_search_and_web_fetch_work_end_to_end() {
 
     let (text, err) = call(&env.host, "web_fetch", json!({ "url": "https://example.com/page" })).await;
     assert!(!err, "{text}");
-    assert!(text.starts_with("# https://example.com/page\n\nPage at https://example.com/page. long text"), "{text}");
-    assert_eq!(text.chars().count(), "# https://example.com/page\n\n".chars().count() + 4096, "cut to 4096 characters");
+    assert!(text.starts_with("# Page\n\nPage at https://example.com/page. long text"), "{text}");
+    assert_eq!(text.chars().count(), "# Page\n\n".chars().count() + 4096, "cut to 4096 characters");
     let (text, _) = call(&env.host, "web_fetch", json!({ "url": "https://blocked.example/" })).await;
     assert_eq!(text, "Error: Failed to fetch url");
 
@@ -434,6 +434,7 @@ async fn tavily_errors_read_as_deerflow_exceptions() {
     // Without a capabilities block the bundled default grant is api.tavily.com alone.
     let yaml_default = tavily_host(&server, Some(TAVILY_KEY), Some("null".into()));
     let (text, _) = call(&yaml_default.host, "web_search", json!({ "query": "q" })).await;
-    assert!(text.contains("failed with ConnectionError: request refused by the host"), "{text}");
+    assert!(text.contains("failed with ConnectionError: HTTPSConnectionPool(host='localhost'"), "{text}");
+    assert!(text.contains("request refused by the host"), "{text}");
     assert!(text.contains("not in this tool's network grant [api.tavily.com]"), "{text}");
 }

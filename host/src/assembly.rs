@@ -54,9 +54,10 @@ impl Default for AssemblyRequest {
 /// A `tools:` entry after resolving its `use:`.
 pub enum ConfigEntryState {
     Ready(Arc<dyn Tool>),
-    /// A DeerFlow community tool toolhost does not bundle.
+    /// A DeerFlow community tool toolhost does not provide; `hint` says what to use instead.
     NotBundled {
         module: String,
+        hint: Option<&'static str>,
     },
     /// Could not be built (unknown component, digest mismatch, …); the text says why.
     Failed(String),
@@ -212,11 +213,14 @@ pub async fn get_available_tools(
                 }
                 candidates.push((tool.clone(), "config", reason));
             }
-            ConfigEntryState::NotBundled { module } => {
-                let w = format!(
-                    "tool '{}': DeerFlow community tool '{module}' ({}) is not bundled with toolhost yet; left out",
-                    e.name, e.use_
-                );
+            ConfigEntryState::NotBundled { module, hint } => {
+                let w = match hint {
+                    Some(h) => format!("tool '{}': {} is not provided by toolhost; left out: {h}", e.name, e.use_),
+                    None => format!(
+                        "tool '{}': DeerFlow community tool '{module}' ({}) is not bundled with toolhost yet; left out",
+                        e.name, e.use_
+                    ),
+                };
                 out.warnings.push(w.clone());
                 explain_out(&e.name, "config", w);
             }
@@ -410,7 +414,7 @@ mod tests {
                 name: "web_search".into(),
                 group: "web".into(),
                 use_: "deerflow.community.ddg_search.tools:web_search_tool".into(),
-                state: ConfigEntryState::NotBundled { module: "ddg_search".into() },
+                state: ConfigEntryState::NotBundled { module: "ddg_search".into(), hint: None },
                 grants: None,
             },
             ConfigEntry {

@@ -15,10 +15,10 @@ use crate::assembly::{
     get_available_tools, Assembly, AssemblyFacts, AssemblyRequest, Builtin, ConfigEntry, ConfigEntryState, ToolLayer,
 };
 use crate::config::{
-    self, AppConfig, Capabilities, ComponentRef, FilesystemAccess, LoadedConfig, NetworkHost, ResolvedUse, ToolConfig,
+    self, AppConfig, Capabilities, ComponentRef, FilesystemAccess, LoadedConfig, ResolvedUse, ToolConfig,
 };
 use crate::middleware::{Pipeline, ToolRequest};
-use crate::runtime::{CallLimits, CapabilitySet, FsGrant, HostRule, Runtime};
+use crate::runtime::{CallLimits, CapabilitySet, FsGrant, Runtime};
 use crate::state_store::{StateError, ThreadStore};
 use crate::tools::component::ComponentTool;
 
@@ -164,12 +164,15 @@ impl Toolhost {
                         message: format!("{}:{line}:{col}: tools[{i}] '{}': {why}", config.path.display(), tc.name),
                     });
                 }
-                ConfigEntryState::NotBundled { module } => problems.push(Problem {
+                ConfigEntryState::NotBundled { module, hint } => problems.push(Problem {
                     severity: Severity::Warning,
-                    message: format!(
-                        "tools[{i}] '{}': DeerFlow community tool '{module}' is not bundled with toolhost yet; it is left out",
-                        tc.name
-                    ),
+                    message: match hint {
+                        Some(h) => format!("tools[{i}] '{}': DeerFlow community tool '{module}' is not provided by toolhost; it is left out: {h}", tc.name),
+                        None => format!(
+                            "tools[{i}] '{}': DeerFlow community tool '{module}' is not bundled with toolhost yet; it is left out",
+                            tc.name
+                        ),
+                    },
                 }),
                 ConfigEntryState::Unavailable(why) => problems.push(Problem {
                     severity: Severity::Warning,
@@ -560,14 +563,6 @@ fn bundled_defaults(component: &ComponentRef) -> Option<Capabilities> {
             output_bytes: Some(16 << 20),
             ..Default::default()
         }),
-        // Tavily's API and its key, as DeerFlow's TavilyClient reaches them.
-        ComponentRef::Bundled(n) if n == "tavily" => Some(Capabilities {
-            network: vec![NetworkHost(HostRule::parse("api.tavily.com").expect("a valid host rule"))],
-            env: vec!["TAVILY_API_KEY".into()],
-            memory_mb: Some(64),
-            timeout_s: Some(60.0),
-            ..Default::default()
-        }),
         _ => None,
     }
 }
@@ -579,6 +574,7 @@ fn capability_set(caps: Option<&Capabilities>, problems: &mut Vec<String>) -> Ca
         None | Some(FilesystemAccess::None) => FsGrant::None,
         Some(FilesystemAccess::ReadOnly) => FsGrant::ReadOnly,
         Some(FilesystemAccess::UserData) => FsGrant::UserData,
+        Some(FilesystemAccess::Outputs) => FsGrant::Outputs,
     };
     for name in &c.env {
         match std::env::var(name) {
@@ -616,7 +612,7 @@ fn build_entry(
         Err(e) => return ConfigEntryState::Failed(e),
     };
     match resolved {
-        ResolvedUse::NotBundled { module } => ConfigEntryState::NotBundled { module },
+        ResolvedUse::NotBundled { module, hint } => ConfigEntryState::NotBundled { module, hint },
         ResolvedUse::HostBash => {
             let tool = crate::wiring::host_bash(&config.config, shared, extensions, &tc.group);
             let (state, entry) = crate::wiring::host_bash_entry(&config.config, tool);
@@ -644,20 +640,31 @@ fn build_entry(
                 ));
             };
             let mut warnings = Vec::new();
-            let caps_cfg = tc.capabilities.clone().or_else(|| bundled_defaults(&component));
+            let extra: Map<String, Value> = tc.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let caps_cfg = crate::community::capabilities(&component, &listed.name, tc.capabilities.as_ref(), &extra)
+                .or_else(|| tc.capabilities.clone())
+                .or_else(|| bundled_defaults(&component));
             let caps = capability_set(caps_cfg.as_ref(), &mut warnings);
             for w in warnings {
                 tracing::warn!("tool '{}': {w}", tc.name);
             }
             *grants = Some(caps.describe());
             let spec = ToolSpec {
-                name: listed.name.clone(),
+                name: crate::community::bound_name(&component, &listed.name).to_string(),
                 description: listed.description.clone(),
                 parameters: listed.parameters.clone(),
                 group: Some(tc.group.clone()),
                 source: ToolSource::Component { component: component.to_string() },
             };
-            let extra: Map<String, Value> = tc.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            let entries: Vec<(String, String, Map<String, Value>)> = config
+                .config
+                .tools
+                .iter()
+                .map(|t| {
+                    (t.name.clone(), t.use_.clone(), t.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                })
+                .collect();
+            let extra = crate::community::tool_config(&listed.name, &extra, &entries);
             ConfigEntryState::Ready(Arc::new(ComponentTool::new(
                 spec,
                 listed.name.clone(),

@@ -8,6 +8,7 @@
 pub mod assembly;
 pub mod bundled;
 pub mod cli;
+pub mod community;
 pub mod config;
 pub mod host;
 pub mod middleware;

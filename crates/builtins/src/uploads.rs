@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use async_trait::async_trait;
-use regex::{Regex, RegexBuilder};
+use regex::Regex;
 use serde_json::{json, Map, Value};
 use toolhost_core::threadfs::EntryKind;
 use toolhost_core::{CallContext, ThreadDir, ThreadFs, ThreadState, Tool, ToolOutcome, ToolSpec};
@@ -228,77 +228,8 @@ fn omitted_summary(omitted: &[&str]) -> String {
     neutralize_untrusted_tags(&parts.join(", "))
 }
 
-/// Framework tags DeerFlow escapes in untrusted text (`_BLOCKED_TAG_NAMES`).
-const BLOCKED_TAG_NAMES: [&str; 41] = [
-    "system-reminder",
-    "system_reminder",
-    "memory",
-    "current_date",
-    "think",
-    "analysis",
-    "role",
-    "soul",
-    "self_update",
-    "thinking_style",
-    "clarification_system",
-    "critical_reminders",
-    "response_style",
-    "citations",
-    "agent_profile",
-    "agent_profile_document",
-    "subagent_system",
-    "skill_system",
-    "uploaded_files",
-    "current_uploads",
-    "skill_index",
-    "available_skills",
-    "disabled_skills",
-    "memory_tool_system",
-    "todo_list_system",
-    "durable_context_data",
-    "slash_skill_activation",
-    "mcp_routing_hints",
-    "available-deferred-tools",
-    "goal_continuation",
-    "file_editing_workflow",
-    "guidelines",
-    "output_format",
-    "working_directory",
-    "tool_restrictions",
-    "system",
-    "instruction",
-    "important",
-    "override",
-    "ignore",
-    "prompt",
-];
-
-fn blocked_tag_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        let mut names = BLOCKED_TAG_NAMES.to_vec();
-        names.sort_unstable();
-        let alternation: Vec<String> = names.iter().map(|n| regex::escape(n)).collect();
-        RegexBuilder::new(&format!(r"<\s*/?\s*(?:{})\b[^>]*>?", alternation.join("|")))
-            .case_insensitive(true)
-            .build()
-            .expect("static regex")
-    })
-}
-
-/// DeerFlow's `neutralize_untrusted_tags`: framework tags such as `<system-reminder>` are
-/// HTML-escaped and the `--- BEGIN/END USER INPUT ---` markers defused, so a file name cannot
-/// pose as instructions.
-pub fn neutralize_untrusted_tags(text: &str) -> String {
-    if text.trim().is_empty() {
-        return text.to_string();
-    }
-    let escaped =
-        blocked_tag_re().replace_all(text, |c: &regex::Captures| c[0].replace('<', "&lt;").replace('>', "&gt;"));
-    escaped
-        .replace("--- BEGIN USER INPUT ---", "[BEGIN USER INPUT]")
-        .replace("--- END USER INPUT ---", "[END USER INPUT]")
-}
+/// DeerFlow's `neutralize_untrusted_tags` lives with the other untrusted-text rules in core.
+pub use toolhost_core::untrusted::neutralize_untrusted_tags;
 
 const MAX_OUTLINE_ENTRIES: usize = 50;
 const OUTLINE_PREVIEW_LINES: usize = 5;

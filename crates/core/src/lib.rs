@@ -7,6 +7,7 @@ pub mod py;
 pub mod state;
 pub mod threadfs;
 pub mod tool;
+pub mod untrusted;
 
 pub use paths::{ThreadPaths, VIRTUAL_ACP, VIRTUAL_SKILLS, VIRTUAL_USER_DATA};
 pub use state::{StateUpdate, ThreadState};

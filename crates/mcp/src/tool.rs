@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use rmcp::model::CallToolRequestParams;
 use rmcp::ServiceError;
 use serde_json::{Map, Value};
+use toolhost_core::untrusted::sanitize_untrusted;
 use toolhost_core::{CallContext, ContentPart, Tool, ToolOutcome, ToolSource, ToolSpec};
 
 use crate::config::{Routing, Transport};
@@ -37,6 +38,22 @@ pub fn invalid_name_warning(server: &str, name: &str) -> String {
     )
 }
 
+/// Neutralize the `description` and `title` texts of a JSON Schema, at any depth.
+fn sanitize_schema_texts(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (k, item) in map.iter_mut() {
+                match item {
+                    Value::String(s) if k == "description" || k == "title" => *s = sanitize_untrusted(s),
+                    other => sanitize_schema_texts(other),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(sanitize_schema_texts),
+        _ => {}
+    }
+}
+
 /// One tool of one MCP server.
 pub struct McpTool {
     spec: ToolSpec,
@@ -55,10 +72,14 @@ impl std::fmt::Debug for McpTool {
 impl McpTool {
     pub(crate) fn new(runtime: Arc<ServerRuntime>, tool: rmcp::model::Tool, exposed: String) -> Self {
         let original_name = tool.name.to_string();
+        // A server's description and schema texts reach the model as they are: neutralized here,
+        // once, like its results are on every call.
+        let mut parameters = Value::Object((*tool.input_schema).clone());
+        sanitize_schema_texts(&mut parameters);
         let spec = ToolSpec {
             name: exposed,
-            description: tool.description.map(|d| d.to_string()).unwrap_or_default(),
-            parameters: Value::Object((*tool.input_schema).clone()),
+            description: tool.description.map(|d| sanitize_untrusted(&d)).unwrap_or_default(),
+            parameters,
             group: None,
             source: ToolSource::Mcp { server: runtime.name().to_string() },
         };

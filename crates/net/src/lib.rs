@@ -270,6 +270,12 @@ pub async fn resolve_checked(
             .map_err(ResolveError::Dns)?
             .collect(),
     };
+    check_addresses(candidates, allow_private)
+}
+
+/// Keep the addresses a grant may reach: all of them with `allow_private`, else the public ones.
+/// None left: `NotFound` when there were none, `Prohibited` with each refused address and why.
+pub fn check_addresses(candidates: Vec<SocketAddr>, allow_private: bool) -> Result<Vec<SocketAddr>, ResolveError> {
     let mut vetted = Vec::new();
     let mut refused = Vec::new();
     for addr in candidates {

@@ -3,6 +3,9 @@
 //! The host decides what may leave: the tool's `capabilities.network` lists the hosts, only
 //! `https` is allowed, and private addresses are refused unless the config says otherwise. A
 //! refused request comes back as [`HttpError::Refused`]; the host also tells the model why.
+//! [`Request::timeout`] bounds connecting and each wait for data (httpx's and requests'
+//! semantics); a body that stops short of its length reads as [`HttpError::Incomplete`], so a
+//! tool can report it the way its provider's client library would.
 //!
 //! ```ignore
 //! let resp = toolhost_sdk::http::Request::get("https://api.example.com/v1/items?q=rust")
@@ -12,9 +15,14 @@
 //! ```
 
 use std::fmt;
+use std::time::Duration;
 
+use wasip2::clocks::monotonic_clock;
 use wasip2::http::outgoing_handler;
-use wasip2::http::types::{ErrorCode, Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, Scheme};
+use wasip2::http::types::{
+    ErrorCode, Fields, IncomingBody, Method, OutgoingBody, OutgoingRequest, RequestOptions, Scheme,
+};
+use wasip2::io::poll;
 use wasip2::io::streams::StreamError;
 
 /// Largest response body read by default (16 MiB); see [`Request::max_body_bytes`].
@@ -28,6 +36,9 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
     pub max_body_bytes: usize,
+    /// Bounds the connection, the wait for the response head and each wait for more of the
+    /// body (httpx's and requests' per-operation timeout); `None`: only the call's deadline.
+    pub timeout: Option<Duration>,
 }
 
 /// A response, its body read whole.
@@ -49,6 +60,12 @@ pub enum HttpError {
     Failed(String),
     /// The response body was larger than the request's `max_body_bytes`.
     TooLarge(usize),
+    /// Connecting, or waiting for the response or for more of its body, took longer than the
+    /// request's timeout. `connecting` says which.
+    Timeout { connecting: bool },
+    /// The body ended before it was complete: the connection closed early, short of the
+    /// `content-length` (`expected`) or inside a chunked body (`expected: None`).
+    Incomplete { received: usize, expected: Option<u64> },
 }
 
 impl fmt::Display for HttpError {
@@ -58,6 +75,14 @@ impl fmt::Display for HttpError {
             HttpError::Refused(m) => write!(f, "request refused by the host: {m}"),
             HttpError::Failed(m) => write!(f, "request failed: {m}"),
             HttpError::TooLarge(n) => write!(f, "response body is larger than {n} bytes"),
+            HttpError::Timeout { connecting: true } => write!(f, "timed out connecting"),
+            HttpError::Timeout { connecting: false } => write!(f, "timed out waiting for the response"),
+            HttpError::Incomplete { received, expected: Some(n) } => {
+                write!(f, "the response body ended after {received} of {n} bytes")
+            }
+            HttpError::Incomplete { received, expected: None } => {
+                write!(f, "the response body ended after {received} bytes, inside a chunk")
+            }
         }
     }
 }
@@ -72,6 +97,7 @@ impl Request {
             headers: Vec::new(),
             body: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            timeout: None,
         }
     }
 
@@ -100,6 +126,12 @@ impl Request {
 
     pub fn max_body_bytes(mut self, n: usize) -> Self {
         self.max_body_bytes = n;
+        self
+    }
+
+    /// See [`Request::timeout`](struct.Request.html#structfield.timeout).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
         self
     }
 
@@ -158,6 +190,8 @@ fn describe(code: &ErrorCode) -> HttpError {
         ErrorCode::DestinationIpProhibited => {
             HttpError::Refused("the host resolves to a private or internal address".into())
         }
+        ErrorCode::ConnectionTimeout => HttpError::Timeout { connecting: true },
+        ErrorCode::HttpResponseTimeout | ErrorCode::ConnectionReadTimeout => HttpError::Timeout { connecting: false },
         other => HttpError::Failed(format!("{other:?}")),
     }
 }
@@ -191,7 +225,16 @@ fn send(req: &Request) -> Result<Response, HttpError> {
     out.set_path_with_query(Some(&url.path_with_query)).map_err(|_| bad("path"))?;
     let body = out.body().map_err(|_| HttpError::Failed("the request body was already taken".into()))?;
 
-    let pending = outgoing_handler::handle(out, None).map_err(|e| describe(&e))?;
+    let options = req.timeout.map(|t| {
+        let o = RequestOptions::new();
+        let nanos = u64::try_from(t.as_nanos()).unwrap_or(u64::MAX);
+        // A host that does not support a timeout says so; the waits below bound it anyway.
+        let _ = o.set_connect_timeout(Some(nanos));
+        let _ = o.set_first_byte_timeout(Some(nanos));
+        let _ = o.set_between_bytes_timeout(Some(nanos));
+        o
+    });
+    let pending = outgoing_handler::handle(out, options).map_err(|e| describe(&e))?;
     // A refused or failed request closes the body stream: finish writing either way, then let
     // the response say what happened, which explains a failed write better than the write does.
     let written = (|| {
@@ -205,7 +248,9 @@ fn send(req: &Request) -> Result<Response, HttpError> {
     })();
     let finished = OutgoingBody::finish(body, None).map_err(|e| describe(&e));
 
-    pending.subscribe().block();
+    if !wait(&pending.subscribe(), req.timeout) {
+        return Err(HttpError::Timeout { connecting: false });
+    }
     let response = match pending.get() {
         Some(Ok(Ok(r))) => r,
         Some(Ok(Err(code))) => return Err(describe(&code)),
@@ -216,30 +261,75 @@ fn send(req: &Request) -> Result<Response, HttpError> {
     let status = response.status();
     let headers =
         response.headers().entries().into_iter().map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned())).collect();
+    let expected: Option<u64> = response
+        .headers()
+        .get("content-length")
+        .first()
+        .and_then(|v| std::str::from_utf8(v).ok())
+        .and_then(|v| v.trim().parse().ok());
     let incoming = response.consume().map_err(|_| HttpError::Failed("the response body was already taken".into()))?;
     let mut body = Vec::new();
     {
         let stream = incoming.stream().map_err(|_| HttpError::Failed("cannot read the response body".into()))?;
+        let ready = stream.subscribe();
         loop {
-            match stream.blocking_read(64 * 1024) {
+            if !wait(&ready, req.timeout) {
+                return Err(HttpError::Timeout { connecting: false });
+            }
+            match stream.read(64 * 1024) {
                 Ok(chunk) => {
                     if body.len() + chunk.len() > req.max_body_bytes {
                         return Err(HttpError::TooLarge(req.max_body_bytes));
                     }
                     body.extend_from_slice(&chunk);
                 }
-                Err(StreamError::Closed) => break,
+                Err(StreamError::Closed) => {
+                    if expected.is_some_and(|n| (body.len() as u64) < n) {
+                        return Err(HttpError::Incomplete { received: body.len(), expected });
+                    }
+                    break;
+                }
                 Err(StreamError::LastOperationFailed(e)) => {
-                    let detail = wasip2::http::types::http_error_code(&e)
-                        .map(|c| describe(&c).to_string())
-                        .unwrap_or_else(|| e.to_debug_string());
-                    return Err(HttpError::Failed(format!("reading the body: {detail}")));
+                    let code = wasip2::http::types::http_error_code(&e);
+                    return Err(match code {
+                        Some(ErrorCode::HttpResponseTimeout | ErrorCode::ConnectionReadTimeout) => {
+                            HttpError::Timeout { connecting: false }
+                        }
+                        // The peer closed the connection inside the body: short of its
+                        // content-length, or inside a chunk.
+                        Some(
+                            ErrorCode::HttpProtocolError
+                            | ErrorCode::HttpResponseIncomplete
+                            | ErrorCode::ConnectionTerminated,
+                        ) => HttpError::Incomplete { received: body.len(), expected },
+                        // Hosts report body errors without a code (wasmtime's wasi:http passes
+                        // its own error through); its text still tells a deadline from a cut.
+                        None if e.to_debug_string().to_ascii_lowercase().contains("timeout") => {
+                            HttpError::Timeout { connecting: false }
+                        }
+                        None => HttpError::Incomplete { received: body.len(), expected },
+                        Some(c) => {
+                            let detail = describe(&c).to_string();
+                            HttpError::Failed(format!("reading the body: {detail}"))
+                        }
+                    });
                 }
             }
         }
     }
     let _ = IncomingBody::finish(incoming);
     Ok(Response { status, headers, body })
+}
+
+/// Wait until `ready` or `timeout`; false when the timeout came first.
+fn wait(ready: &wasip2::io::poll::Pollable, timeout: Option<Duration>) -> bool {
+    let Some(t) = timeout else {
+        ready.block();
+        return true;
+    };
+    let timer = monotonic_clock::subscribe_duration(u64::try_from(t.as_nanos()).unwrap_or(u64::MAX));
+    let fired = poll::poll(&[ready, &timer]);
+    fired.contains(&0)
 }
 
 #[cfg(test)]

@@ -184,6 +184,15 @@ pub fn schema_of<A: schemars::JsonSchema>() -> Value {
     v
 }
 
+/// The addresses `name` resolves to, asked of the host (see `resolve-host` in the WIT); empty
+/// when it does not resolve or the host refuses the lookup.
+pub fn resolve_host(name: &str) -> Vec<std::net::IpAddr> {
+    match host::resolve_host(name) {
+        Ok(addrs) => addrs.iter().filter_map(|a| a.parse().ok()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// Write a log line to the host's log.
 pub fn log_info(message: &str) {
     host::log(host::Level::Info, message);

@@ -134,6 +134,8 @@ pub enum FilesystemAccess {
     ReadOnly,
     /// The thread's user-data read-write, skills and ACP workspace read-only, configured mounts.
     UserData,
+    /// Only `/mnt/user-data/outputs`, read-write (e.g. `web_capture` writing its screenshot).
+    Outputs,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -1,8 +1,11 @@
 //! What a `tools:` entry's `use:` names: a bundled component (by toolhost name or by DeerFlow's
 //! Python path), a component file (`path/to/tool.wasm[@sha256:HEX]`), host bash, or a DeerFlow
-//! community tool that toolhost does not bundle yet.
+//! community tool that toolhost does not provide. The community paths live in
+//! [`crate::community`].
 
 use std::path::{Path, PathBuf};
+
+use crate::community::Community;
 
 /// DeerFlow's host bash tool.
 pub const BASH_TOOL_USE: &str = "deerflow.sandbox.tools:bash_tool";
@@ -34,9 +37,11 @@ pub enum ResolvedUse {
         tool: Option<String>,
     },
     HostBash,
-    /// A DeerFlow community tool toolhost does not bundle: reported and left out.
+    /// A DeerFlow community tool toolhost does not provide: reported and left out, with what to
+    /// use instead when there is something.
     NotBundled {
         module: String,
+        hint: Option<&'static str>,
     },
 }
 
@@ -48,12 +53,6 @@ const DEERFLOW_SANDBOX_TOOLS: [(&str, &str); 6] = [
     ("deerflow.sandbox.tools:str_replace_tool", "str_replace"),
     ("deerflow.sandbox.tools:glob_tool", "glob"),
     ("deerflow.sandbox.tools:grep_tool", "grep"),
-];
-
-/// DeerFlow community tools toolhost bundles (the `tavily` component).
-const DEERFLOW_COMMUNITY_TOOLS: [(&str, &str); 2] = [
-    ("deerflow.community.tavily.tools:web_search_tool", "web_search"),
-    ("deerflow.community.tavily.tools:web_fetch_tool", "web_fetch"),
 ];
 
 /// Resolve a `use:` value. `bundled` lists the bundled component names; relative file paths are
@@ -69,15 +68,18 @@ pub fn resolve_use(use_: &str, bundled: &[&str], base_dir: &Path) -> Result<Reso
             tool: Some((*tool).to_string()),
         });
     }
-    if let Some((_, tool)) = DEERFLOW_COMMUNITY_TOOLS.iter().find(|(u, _)| *u == use_) {
-        return Ok(ResolvedUse::Component {
-            component: ComponentRef::Bundled("tavily".into()),
-            tool: Some((*tool).to_string()),
-        });
-    }
-    if let Some(rest) = use_.strip_prefix("deerflow.community.") {
-        let module = rest.split([':', '.']).next().unwrap_or(rest).to_string();
-        return Ok(ResolvedUse::NotBundled { module });
+    match crate::community::resolve(use_) {
+        Some(Community::Tool(tool)) => {
+            return Ok(ResolvedUse::Component {
+                component: ComponentRef::Bundled(crate::community::COMPONENT.into()),
+                tool: Some(tool),
+            })
+        }
+        Some(Community::NotProvided { module, hint }) => {
+            return Ok(ResolvedUse::NotBundled { module, hint: Some(hint) })
+        }
+        Some(Community::Unknown { module }) => return Ok(ResolvedUse::NotBundled { module, hint: None }),
+        None => {}
     }
     if use_.starts_with("deerflow.") {
         return Err(format!(
@@ -115,9 +117,9 @@ pub fn resolve_use(use_: &str, bundled: &[&str], base_dir: &Path) -> Result<Reso
 }
 
 fn known_deerflow() -> String {
-    let mut names: Vec<&str> = DEERFLOW_SANDBOX_TOOLS.iter().map(|(u, _)| *u).collect();
-    names.extend(DEERFLOW_COMMUNITY_TOOLS.iter().map(|(u, _)| *u));
-    names.push(BASH_TOOL_USE);
+    let mut names: Vec<String> = DEERFLOW_SANDBOX_TOOLS.iter().map(|(u, _)| u.to_string()).collect();
+    names.extend(crate::community::known_uses());
+    names.push(BASH_TOOL_USE.to_string());
     names.join(", ")
 }
 
@@ -155,14 +157,21 @@ mod tests {
         assert_eq!(
             resolve_use("deerflow.community.tavily.tools:web_search_tool", B, base).unwrap(),
             ResolvedUse::Component {
-                component: ComponentRef::Bundled("tavily".into()),
-                tool: Some("web_search".into())
+                component: ComponentRef::Bundled("community".into()),
+                tool: Some("tavily.web_search".into())
             }
         );
         assert_eq!(
             resolve_use("deerflow.community.jina_ai.tools:web_fetch_tool", B, base).unwrap(),
-            ResolvedUse::NotBundled { module: "jina_ai".into() }
+            ResolvedUse::Component {
+                component: ComponentRef::Bundled("community".into()),
+                tool: Some("jina_ai.web_fetch".into())
+            }
         );
+        assert!(matches!(
+            resolve_use("deerflow.community.browser_automation.tools:browser_click_tool", B, base).unwrap(),
+            ResolvedUse::NotBundled { module, hint: Some(_) } if module == "browser_automation"
+        ));
         assert!(resolve_use("deerflow.sandbox.tools:nope_tool", B, base).unwrap_err().contains("ls_tool"));
     }
 

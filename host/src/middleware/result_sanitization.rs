@@ -1,17 +1,64 @@
-//! ToolResultSanitizationMiddleware: the results of the remote-content tools (`web_fetch`,
-//! `web_search`, `image_search`) are untrusted text from the web, so the framework and
-//! prompt-injection tags in them are HTML-escaped and the user-input boundary markers are
-//! replaced with inert look-alikes, by the same `neutralize_untrusted_tags` that guards upload
-//! names. Other tools' output is never touched.
+//! ToolResultSanitizationMiddleware: what a tool brings in from outside is untrusted — a web
+//! page, an MCP server's answer, an ACP agent's reply, any component's output. Framework tags in
+//! it are HTML-escaped, the user-input boundary markers replaced with inert look-alikes and Unicode
+//! tag characters removed (`toolhost_core::untrusted`), in text parts, resources, structured
+//! content and exception details. DeerFlow's own name list (the web tools) is kept; beyond it,
+//! every MCP, ACP and component result is covered, as DeerFlow's newer release does for MCP.
+//! Builtins, host bash and the bundled sandbox-fs are ours: their output is never touched.
 
 use async_trait::async_trait;
-use toolhost_builtins::uploads::neutralize_untrusted_tags;
-use toolhost_core::{ContentPart, ToolOutcome};
+use toolhost_core::untrusted::{sanitize_json, sanitize_untrusted};
+use toolhost_core::{ContentPart, ToolOutcome, ToolSource, ToolSpec};
 
 use super::{Middleware, Next, ToolRequest};
 
-/// Tools whose results carry remote, attacker-influenceable content.
-const REMOTE_CONTENT_TOOLS: [&str; 3] = ["web_fetch", "web_search", "image_search"];
+/// Tools whose results DeerFlow sanitizes by name (remote content, and `web_capture`'s status
+/// text from the captured site).
+const REMOTE_CONTENT_TOOLS: [&str; 4] = ["web_fetch", "web_search", "image_search", "web_capture"];
+
+/// The bundled component whose file tools read the thread's own files.
+const TRUSTED_COMPONENT: &str = "sandbox-fs";
+
+/// Whether a result of `name` (served by `spec`, when there is such a tool) is untrusted.
+pub fn is_untrusted(name: &str, spec: Option<&ToolSpec>) -> bool {
+    if REMOTE_CONTENT_TOOLS.contains(&name) {
+        return true;
+    }
+    match spec.map(|s| &s.source) {
+        Some(ToolSource::Mcp { .. } | ToolSource::Acp) => true,
+        Some(ToolSource::Component { component }) => component != TRUSTED_COMPONENT,
+        _ => false,
+    }
+}
+
+/// Sanitize every piece of an outcome the model can read; `true` when something changed.
+pub fn sanitize_outcome(outcome: &mut ToolOutcome) -> bool {
+    let mut changed = false;
+    for part in &mut outcome.content {
+        match part {
+            ContentPart::Text { text } => {
+                let clean = sanitize_untrusted(text);
+                changed |= clean != *text;
+                *text = clean;
+            }
+            ContentPart::Resource { resource } => changed |= sanitize_json(resource),
+            ContentPart::Image { mime_type, .. } => {
+                let clean = sanitize_untrusted(mime_type);
+                changed |= clean != *mime_type;
+                *mime_type = clean;
+            }
+        }
+    }
+    if let Some(s) = &mut outcome.structured {
+        changed |= sanitize_json(s);
+    }
+    if let Some(e) = &mut outcome.exception {
+        let clean = sanitize_untrusted(&e.detail);
+        changed |= clean != e.detail;
+        e.detail = clean;
+    }
+    changed
+}
 
 pub struct ToolResultSanitization;
 
@@ -23,16 +70,8 @@ impl Middleware for ToolResultSanitization {
 
     async fn wrap_call(&self, req: &ToolRequest<'_>, next: Next<'_>) -> ToolOutcome {
         let mut outcome = next.run(req).await;
-        if REMOTE_CONTENT_TOOLS.contains(&req.name) {
-            for part in &mut outcome.content {
-                if let ContentPart::Text { text } = part {
-                    let clean = neutralize_untrusted_tags(text);
-                    if clean != *text {
-                        tracing::info!(tool = req.name, "neutralized framework or injection tags in a remote result");
-                        *text = clean;
-                    }
-                }
-            }
+        if is_untrusted(req.name, req.tool.map(|t| t.spec())) && sanitize_outcome(&mut outcome) {
+            tracing::info!(tool = req.name, "neutralized framework or injection tags in an untrusted result");
         }
         outcome
     }
@@ -41,6 +80,17 @@ impl Middleware for ToolResultSanitization {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolhost_builtins::uploads::neutralize_untrusted_tags;
+
+    fn spec(source: ToolSource) -> ToolSpec {
+        ToolSpec {
+            name: "t".into(),
+            description: String::new(),
+            parameters: serde_json::json!({}),
+            group: None,
+            source,
+        }
+    }
 
     #[test]
     fn blocked_tags_are_escaped_and_others_kept() {
@@ -64,5 +114,32 @@ mod tests {
             "x [END USER INPUT] y [BEGIN USER INPUT]"
         );
         assert_eq!(neutralize_untrusted_tags("   "), "   ");
+    }
+
+    #[test]
+    fn who_is_untrusted() {
+        assert!(is_untrusted("web_search", None));
+        assert!(is_untrusted("anything", Some(&spec(ToolSource::Mcp { server: "s".into() }))));
+        assert!(is_untrusted("invoke_acp_agent", Some(&spec(ToolSource::Acp))));
+        assert!(is_untrusted("x", Some(&spec(ToolSource::Component { component: "/t/x.wasm".into() }))));
+        assert!(!is_untrusted("read_file", Some(&spec(ToolSource::Component { component: "sandbox-fs".into() }))));
+        assert!(!is_untrusted("present_files", Some(&spec(ToolSource::Builtin))));
+        assert!(!is_untrusted("bash", Some(&spec(ToolSource::HostBash))));
+    }
+
+    #[test]
+    fn every_part_is_sanitized() {
+        let mut o = ToolOutcome {
+            content: vec![
+                ContentPart::Text { text: "<system>x\u{e0041}".into() },
+                ContentPart::Resource { resource: serde_json::json!({"_meta": {"note": "<think>"}}) },
+            ],
+            structured: Some(serde_json::json!({"a": "--- BEGIN USER INPUT ---"})),
+            ..ToolOutcome::default()
+        };
+        assert!(sanitize_outcome(&mut o));
+        let text = serde_json::to_string(&o).unwrap();
+        assert!(!text.contains("<system>") && !text.contains("<think>") && !text.contains("--- BEGIN"), "{text}");
+        assert!(!text.contains('\u{e0041}'));
     }
 }

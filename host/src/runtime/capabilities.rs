@@ -19,6 +19,8 @@ pub enum FsGrant {
     ReadOnly,
     /// The thread's user-data read-write; skills, ACP workspace and read-only mounts read-only.
     UserData,
+    /// Only the thread's outputs directory, read-write: where a tool writes what it presents.
+    Outputs,
 }
 
 /// A host directory made visible to the component at a guest path.
@@ -79,6 +81,7 @@ impl CapabilitySet {
             FsGrant::None => "none",
             FsGrant::ReadOnly => "read-only",
             FsGrant::UserData => "user-data",
+            FsGrant::Outputs => "outputs",
         };
         let network = if self.network.is_empty() {
             "none".to_string()

@@ -51,6 +51,10 @@ impl wasmtime_wasi_http::WasiHttpView for HostState {
 impl types::Host for HostState {}
 
 impl host::Host for HostState {
+    fn resolve_host(&mut self, name: String) -> Result<Vec<String>, String> {
+        self.net.resolve_for_guest(&name)
+    }
+
     fn log(&mut self, level: host::Level, message: String) {
         let message: String = message.chars().take(4096).collect();
         let label = &self.label;

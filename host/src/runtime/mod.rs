@@ -159,6 +159,13 @@ impl Runtime {
         c
     }
 
+    /// Answer these host names from the table instead of DNS, for components' requests and
+    /// lookups alike (an embedder's fixed service addresses, a test's loopback server). The
+    /// address rules still apply to what the table says.
+    pub fn set_static_hosts(&self, hosts: HashMap<String, Vec<std::net::IpAddr>>) {
+        self.net.set_static_hosts(hosts);
+    }
+
     /// Whether instances come from the pooling allocator.
     pub fn pooling(&self) -> bool {
         self.pooling

@@ -31,6 +31,9 @@ use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpH
 pub struct NetShared {
     extra_roots: Vec<CertificateDer<'static>>,
     tls: OnceLock<Arc<rustls::ClientConfig>>,
+    /// Names answered from this table instead of DNS (like `/etc/hosts`): set by an embedder or
+    /// a test that must point a provider's name at its own server. The address rules still apply.
+    static_hosts: std::sync::RwLock<std::collections::HashMap<String, Vec<IpAddr>>>,
 }
 
 impl NetShared {
@@ -52,7 +55,34 @@ impl NetShared {
                 store.add(c.clone()).map_err(|e| anyhow::anyhow!("extra CA certificates {}: {e}", path.display()))?;
             }
         }
-        Ok(Self { extra_roots, tls: OnceLock::new() })
+        Ok(Self { extra_roots, tls: OnceLock::new(), static_hosts: Default::default() })
+    }
+
+    /// Answer these names from the table instead of DNS (see `static_hosts`).
+    pub fn set_static_hosts(&self, hosts: std::collections::HashMap<String, Vec<IpAddr>>) {
+        if let Ok(mut h) = self.static_hosts.write() {
+            *h = hosts.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
+        }
+    }
+
+    fn static_host(&self, host: &str) -> Option<Vec<IpAddr>> {
+        self.static_hosts.read().ok()?.get(&host.trim_end_matches('.').to_ascii_lowercase()).cloned()
+    }
+
+    /// The addresses of `host`: an IP literal as is, a static entry, else DNS, bounded by
+    /// `deadline`.
+    async fn lookup(&self, host: &str, deadline: tokio::time::Instant) -> Result<Vec<IpAddr>, HttpError> {
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            return Ok(vec![ip]);
+        }
+        if let Some(found) = self.static_host(host) {
+            return Ok(found);
+        }
+        let addrs = tokio::time::timeout_at(deadline, tokio::net::lookup_host((host, 0)))
+            .await
+            .map_err(|_| HttpError::DnsTimeout)?
+            .map_err(|e| HttpError::DnsError { rcode: Some(e.to_string()), info_code: None })?;
+        Ok(addrs.map(|a| a.ip()).collect())
     }
 
     fn tls(&self) -> Arc<rustls::ClientConfig> {
@@ -82,11 +112,58 @@ pub struct NetHooks {
     shared: Arc<NetShared>,
     deadline: Instant,
     refusals: Arc<Mutex<Vec<String>>>,
+    lookups: usize,
 }
+
+/// Name lookups one call may ask of the host (`resolve-host`): enough for the target URL of a
+/// fetch, too few to carry data out through DNS in bulk.
+pub const MAX_GUEST_LOOKUPS: usize = 4;
+
+/// How long one `resolve-host` may take, at most.
+const GUEST_LOOKUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl NetHooks {
     pub fn new(grant: Arc<NetGrant>, shared: Arc<NetShared>, deadline: Instant) -> Self {
-        Self { grant, shared, deadline, refusals: Arc::default() }
+        Self { grant, shared, deadline, refusals: Arc::default(), lookups: 0 }
+    }
+
+    /// `resolve-host` for the guest: only a tool with a network grant may ask, a few times per
+    /// call, and the answer comes from the same table and resolver its own requests use.
+    pub fn resolve_for_guest(&mut self, name: &str) -> Result<Vec<String>, String> {
+        if self.grant.is_empty() {
+            return Err("this tool has no network grant, so it may not resolve names".into());
+        }
+        self.lookups += 1;
+        if self.lookups > MAX_GUEST_LOOKUPS {
+            return Err(format!("at most {MAX_GUEST_LOOKUPS} name lookups per call"));
+        }
+        let name = name.trim().to_string();
+        if name.is_empty() || name.len() > 253 {
+            return Err("not a host name".into());
+        }
+        if let Ok(ip) = name.parse::<IpAddr>() {
+            return Ok(vec![ip.to_string()]);
+        }
+        if let Some(found) = self.shared.static_host(&name) {
+            return Ok(found.iter().map(IpAddr::to_string).collect());
+        }
+        let limit = self.deadline.saturating_duration_since(Instant::now()).min(GUEST_LOOKUP_TIMEOUT);
+        // A sync host call, inside the call's future: the system resolver blocks, so it runs on
+        // a thread of its own and is waited for no longer than the limit.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("toolhost-resolve".into())
+            .spawn(move || {
+                use std::net::ToSocketAddrs;
+                let found = (name.as_str(), 0).to_socket_addrs().map(|a| a.map(|s| s.ip().to_string()).collect());
+                let _ = tx.send(found);
+            })
+            .map_err(|e| e.to_string())?;
+        match rx.recv_timeout(limit) {
+            Ok(Ok(found)) => Ok(found),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("the lookup timed out".into()),
+        }
     }
 
     /// What the host refused during the call, in order.
@@ -152,8 +229,10 @@ impl WasiHttpHooks for NetHooks {
         let allow_private = self.grant.allow_private();
         let deadline = tokio::time::Instant::from_std(self.deadline);
         let refusals = self.refusals.clone();
+        let shared = self.shared.clone();
         Box::new(async move {
-            let (response, io) = send(request, host, port, allow_private, tls, deadline, options, &refusals).await?;
+            let (response, io) =
+                send(request, host, port, allow_private, tls, deadline, options, &refusals, &shared).await?;
             Ok((response, io))
         })
     }
@@ -169,6 +248,7 @@ async fn send(
     deadline: tokio::time::Instant,
     options: Option<RequestOptions>,
     refusals: &Mutex<Vec<String>>,
+    shared: &NetShared,
 ) -> Result<(http::Response<WasiBody>, Box<dyn Future<Output = Result<(), HttpError>> + Send>), HttpError> {
     use http_body_util::BodyExt;
     use tokio::time::timeout_at;
@@ -179,15 +259,17 @@ async fn send(
     };
 
     // Resolve once; connect only to addresses that passed the check.
-    let vetted = match toolhost_net::resolve_checked(&host, port, allow_private, deadline).await {
+    // Resolve once (names a test pinned resolve from its table); connect only to addresses that
+    // passed the check.
+    let candidates: Vec<std::net::SocketAddr> =
+        shared.lookup(&host, deadline).await?.into_iter().map(|ip| std::net::SocketAddr::new(ip, port)).collect();
+    let vetted = match toolhost_net::check_addresses(candidates, allow_private) {
         Ok(vetted) => vetted,
-        Err(ResolveError::Timeout) => return Err(HttpError::DnsTimeout),
-        Err(ResolveError::Dns(e)) => return Err(HttpError::DnsError { rcode: Some(e.to_string()), info_code: None }),
-        Err(ResolveError::NotFound) => return Err(HttpError::DestinationNotFound),
         Err(ResolveError::Prohibited(refused)) => {
             refuse(refusals, private_address_refusal(&format!("https://{host}:{port}"), &refused, "the tool has"));
             return Err(HttpError::DestinationIpProhibited);
         }
+        Err(_) => return Err(HttpError::DestinationNotFound),
     };
 
     let connect_deadline = step_deadline(options.and_then(|o| o.connect_timeout));
@@ -196,6 +278,9 @@ async fn send(
     for addr in vetted {
         match timeout_at(connect_deadline, tokio::net::TcpStream::connect(addr)).await {
             Ok(Ok(s)) => {
+                // A request's head and its streamed body leave in separate writes; with Nagle's
+                // algorithm the body waits for the peer's delayed ACK (~40 ms a request).
+                let _ = s.set_nodelay(true);
                 stream = Some(s);
                 break;
             }

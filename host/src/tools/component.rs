@@ -64,6 +64,9 @@ impl ComponentTool {
             let fd = ctx.fs.dir(dir).map_err(|e| e.to_string())?;
             Ok(Preopen { host: PreopenDir::Open(fd), guest: guest.into(), read_only })
         };
+        if self.caps.fs == FsGrant::Outputs {
+            return Ok(vec![open(ThreadDir::Outputs, "/mnt/user-data/outputs", false)?]);
+        }
         let mut out = vec![
             open(ThreadDir::Workspace, "/mnt/user-data/workspace", false)?,
             open(ThreadDir::Uploads, "/mnt/user-data/uploads", false)?,
