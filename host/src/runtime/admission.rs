@@ -4,7 +4,7 @@
 //! calls fail. Waiting counts against the call's own deadline.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -50,13 +50,13 @@ impl CallPermit {
 pub(super) struct Admission {
     limits: ConcurrencyLimits,
     global: Arc<Semaphore>,
-    /// Each thread's queue, alive while a call of the thread holds or waits for a permit.
+    /// Each thread's queue; idle ones are swept as the map grows.
     threads: Mutex<ThreadQueues>,
 }
 
 struct ThreadQueues {
-    by_thread: HashMap<String, Weak<Semaphore>>,
-    /// Sweep dead entries when the map reaches this size (amortised: it doubles).
+    by_thread: HashMap<String, Arc<Semaphore>>,
+    /// Sweep idle queues when the map reaches this size (amortised: it doubles).
     sweep_at: usize,
 }
 
@@ -79,15 +79,16 @@ impl Admission {
 
     fn thread_queue(&self, thread_id: &str) -> Arc<Semaphore> {
         let mut q = self.threads.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(sem) = q.by_thread.get(thread_id).and_then(Weak::upgrade) {
-            return sem;
+        if let Some(sem) = q.by_thread.get(thread_id) {
+            return sem.clone();
         }
         if q.by_thread.len() >= q.sweep_at {
-            q.by_thread.retain(|_, w| w.strong_count() > 0);
+            // A queue only the map holds has no call running or waiting: forget it.
+            q.by_thread.retain(|_, sem| Arc::strong_count(sem) > 1);
             q.sweep_at = (q.by_thread.len() * 2).max(1024);
         }
         let sem = Arc::new(Semaphore::new(self.limits.per_thread));
-        q.by_thread.insert(thread_id.to_string(), Arc::downgrade(&sem));
+        q.by_thread.insert(thread_id.to_string(), sem.clone());
         sem
     }
 
@@ -152,6 +153,13 @@ mod tests {
         for i in 0..3000 {
             drop(a.admit(&format!("t{i}"), Duration::from_secs(5)).await.unwrap());
         }
-        assert!(a.threads.lock().unwrap().by_thread.len() <= 2048);
+        assert!(a.threads.lock().unwrap().by_thread.len() <= 1024);
+        // A queue in use survives a sweep.
+        let held = a.admit("kept", Duration::from_secs(5)).await.unwrap();
+        for i in 0..3000 {
+            drop(a.admit(&format!("u{i}"), Duration::from_secs(5)).await.unwrap());
+        }
+        assert!(a.admit("kept", Duration::from_millis(20)).await.is_err(), "still the same full queue");
+        drop(held);
     }
 }
