@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use toolhost::assembly::AssemblyRequest;
-use toolhost::config::ComponentRef;
+use toolhost::runtime::ComponentRef;
 use toolhost::runtime::{exec_call, CallRequest, CapabilitySet, Runtime};
 use toolhost::{HostOptions, Severity, Toolhost};
 
@@ -604,7 +604,8 @@ async fn config_values_out_of_range_refuse_the_tool_with_their_location() {
         "{err}"
     );
     // An embedder building capabilities in code gets an error for the tool, not a default.
-    let caps = toolhost::config::Capabilities { timeout_s: Some(f64::INFINITY), ..Default::default() };
-    assert!(caps.call_limits(CapabilitySet::default().limits).unwrap_err().contains("timeout_s must be"));
+    let caps = toolhost::runtime::CapabilitiesConfig { timeout_s: Some(f64::INFINITY), ..Default::default() };
+    let err = CapabilitySet::resolve(&caps, &|_| None, &mut Vec::new()).unwrap_err();
+    assert!(err.contains("timeout_s must be"), "{err}");
     assert_ok_still_works(&env.host).await;
 }

@@ -225,7 +225,7 @@ async fn digest_pin_is_checked_before_compiling() {
 async fn second_start_compiles_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
-    let component = toolhost::config::ComponentRef::File { path: hostile_wasm(), sha256: None };
+    let component = toolhost::runtime::ComponentRef::File { path: hostile_wasm(), sha256: None };
     let rt1 = toolhost::runtime::Runtime::new(Some(cache.clone())).unwrap();
     assert!(rt1.load(&component, &|_| None).unwrap().compiled);
     let rt2 = toolhost::runtime::Runtime::new(Some(cache.clone())).unwrap();

@@ -166,7 +166,7 @@ fn percentiles() {
 /// run: the runtime alone (fresh instance of sandbox-fs, with and without the thread's preopens)
 /// next to the whole `Toolhost::call`.
 fn breakdown() {
-    use toolhost::runtime::{exec_call, CallRequest, CapabilitySet, FsGrant, Preopen, PreopenDir, Runtime};
+    use toolhost::runtime::{exec_call, CallRequest, CapabilitySet, FilesGrant, Preopen, PreopenDir, Runtime};
     if std::env::var_os("FILE_TOOLS_BREAKDOWN").is_none() && std::env::var_os("FILE_TOOLS_BREAKDOWN_ONLY").is_none() {
         return;
     }
@@ -174,7 +174,7 @@ fn breakdown() {
     let paths = b.host.thread_paths(THREAD).expect("paths");
     let rt = Runtime::new(None).expect("runtime");
     let fs = rt
-        .load(&toolhost::config::ComponentRef::Bundled("sandbox-fs".into()), &toolhost::bundled::bytes)
+        .load(&toolhost::runtime::ComponentRef::Bundled("sandbox-fs".into()), &toolhost::bundled::bytes)
         .expect("load");
     let preopens = vec![
         Preopen {
@@ -186,7 +186,7 @@ fn breakdown() {
         Preopen { host: PreopenDir::Path(paths.outputs()), guest: "/mnt/user-data/outputs".into(), read_only: false },
         Preopen { host: PreopenDir::Path(paths.acp_workspace()), guest: "/mnt/acp-workspace".into(), read_only: true },
     ];
-    let caps = CapabilitySet { fs: FsGrant::UserData, ..CapabilitySet::default() };
+    let caps = CapabilitySet { fs: FilesGrant::UserData, ..CapabilitySet::default() };
     let req = |args: Value| CallRequest {
         tool: "read_file".into(),
         args: args.to_string(),

@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use criterion::{criterion_group, Criterion};
 use serde_json::{json, Value};
 use toolhost::assembly::{AssemblyRequest, Builtin, BuiltinCondition};
-use toolhost::config::ComponentRef;
 use toolhost::core::{CallContext, Tool, ToolOutcome, ToolSource, ToolSpec};
+use toolhost::runtime::ComponentRef;
 use toolhost::runtime::{exec_call, CallRequest, CapabilitySet, LoadedComponent, Runtime};
 use toolhost::{HostOptions, Toolhost};
 

@@ -14,11 +14,9 @@ use toolhost_core::{
 use crate::assembly::{
     get_available_tools, Assembly, AssemblyFacts, AssemblyRequest, Builtin, ConfigEntry, ConfigEntryState, ToolLayer,
 };
-use crate::config::{
-    self, AppConfig, Capabilities, ComponentRef, FilesystemAccess, LoadedConfig, ResolvedUse, ToolConfig,
-};
+use crate::config::{self, AppConfig, CapabilitiesConfig, LoadedConfig, ResolvedUse, ToolConfig};
 use crate::middleware::{Pipeline, ToolRequest};
-use crate::runtime::{CapabilitySet, ConcurrencyLimits, FsGrant, Runtime, RuntimeOptions};
+use crate::runtime::{CapabilitySet, ComponentRef, ConcurrencyLimits, FilesGrant, Runtime, RuntimeOptions};
 use crate::state_store::{StateError, ThreadStore};
 use crate::tools::component::ComponentTool;
 
@@ -560,10 +558,10 @@ fn sandbox_json(c: &AppConfig, shared: &SharedRoots, disabled_skills: &[String])
 }
 
 /// Default capabilities of bundled components (what DeerFlow's equivalents touch).
-fn bundled_defaults(component: &ComponentRef) -> Option<Capabilities> {
+fn bundled_defaults(component: &ComponentRef) -> Option<CapabilitiesConfig> {
     match component {
-        ComponentRef::Bundled(n) if n == "sandbox-fs" => Some(Capabilities {
-            filesystem: Some(FilesystemAccess::UserData),
+        ComponentRef::Bundled(n) if n == "sandbox-fs" => Some(CapabilitiesConfig {
+            filesystem: Some(FilesGrant::UserData),
             memory_mb: Some(256),
             timeout_s: Some(60.0),
             output_bytes: Some(16 << 20),
@@ -589,27 +587,6 @@ fn runtime_problems(c: &AppConfig, runtime: &Runtime) -> Vec<Problem> {
         });
     }
     out
-}
-
-fn capability_set(caps: Option<&Capabilities>, problems: &mut Vec<String>) -> Result<CapabilitySet, String> {
-    let mut set = CapabilitySet::default();
-    let Some(c) = caps else { return Ok(set) };
-    set.fs = match c.filesystem {
-        None | Some(FilesystemAccess::None) => FsGrant::None,
-        Some(FilesystemAccess::ReadOnly) => FsGrant::ReadOnly,
-        Some(FilesystemAccess::UserData) => FsGrant::UserData,
-        Some(FilesystemAccess::Outputs) => FsGrant::Outputs,
-    };
-    for name in &c.env {
-        match std::env::var(name) {
-            Ok(v) => set.env.push((name.clone(), v)),
-            Err(_) => problems.push(format!("capability env var {name} is not set on the host; not passed")),
-        }
-    }
-    let rules = c.network.iter().map(|h| h.0.clone()).collect();
-    set.network = Arc::new(crate::runtime::NetGrant::new(rules, c.allow_private_addresses));
-    set.limits = c.call_limits(set.limits).map_err(|e| format!("capabilities.{e}"))?;
-    Ok(set)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -657,10 +634,13 @@ fn build_entry(
             };
             let mut warnings = Vec::new();
             let extra: Map<String, Value> = tc.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            let caps_cfg = crate::community::capabilities(&component, &listed.name, tc.capabilities.as_ref(), &extra)
-                .or_else(|| tc.capabilities.clone())
-                .or_else(|| bundled_defaults(&component));
-            let caps = match capability_set(caps_cfg.as_ref(), &mut warnings) {
+            // The entry's block over the bundled component's defaults, key by key.
+            let env = |k: &str| std::env::var(k).ok();
+            let defaults = crate::community::capabilities(&component, &listed.name, &extra, &env)
+                .or_else(|| bundled_defaults(&component))
+                .unwrap_or_default();
+            let caps_cfg = tc.capabilities.clone().unwrap_or_default().merged_over(&defaults);
+            let caps = match CapabilitySet::resolve(&caps_cfg, &env, &mut warnings) {
                 Ok(c) => c,
                 Err(e) => return ConfigEntryState::Failed(e),
             };

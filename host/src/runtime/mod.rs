@@ -4,7 +4,7 @@
 
 mod admission;
 mod cache;
-mod capabilities;
+pub mod capabilities;
 mod exec;
 mod net;
 mod watchdog;
@@ -18,12 +18,10 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
-pub use admission::{CallPermit, ConcurrencyLimits, MAX_CONCURRENT_CALLS};
-pub use capabilities::{CapabilitySet, FsGrant, Preopen, PreopenDir, DEFAULT_HANDLES};
+pub use admission::{CallPermit, ConcurrencyLimits, ToolhostConfig, MAX_CONCURRENT_CALLS};
+pub use capabilities::{CapabilitiesConfig, CapabilitySet, FilesGrant, Preopen, PreopenDir, DEFAULT_HANDLES};
 pub use exec::{CallLimits, CallRequest, ComponentCallError, RawResult};
 pub use toolhost_net::{forbidden_address, HostRule, NetGrant};
-
-use crate::config::ComponentRef;
 
 wasmtime::component::bindgen!({
     world: "tool-component",
@@ -44,6 +42,25 @@ pub const MAX_MEMORY_BYTES: u64 = 1 << 32;
 const MEMORY_KEEP_RESIDENT: usize = 2 << 20;
 /// Bytes of each pooled table kept resident between instances.
 const TABLE_KEEP_RESIDENT: usize = 64 << 10;
+
+/// Which component file a tool comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ComponentRef {
+    /// Shipped with toolhost (`sandbox-fs`, `community`, `hello`).
+    Bundled(String),
+    /// A file, optionally pinned to a sha256 digest (lower-case hex).
+    File { path: PathBuf, sha256: Option<String> },
+}
+
+impl std::fmt::Display for ComponentRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ComponentRef::Bundled(n) => write!(f, "{n}"),
+            ComponentRef::File { path, sha256: Some(h) } => write!(f, "{}@sha256:{h}", path.display()),
+            ComponentRef::File { path, sha256: None } => write!(f, "{}", path.display()),
+        }
+    }
+}
 
 /// What can go wrong loading a component.
 #[derive(Debug, thiserror::Error)]

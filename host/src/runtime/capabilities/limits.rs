@@ -1,11 +1,11 @@
-//! The numeric limits a config may set — a tool's `capabilities.{timeout_s, memory_mb,
-//! output_bytes, handles}` and the top-level `toolhost:` section — with the range each one must
-//! fall in. Both the loader and `toolhost check` read them through these checks, so an absurd
-//! value is a config error with its line and column, never a panic further on.
+//! The limits capability: a tool's `capabilities.{timeout_s, memory_mb, output_bytes, handles}`,
+//! each with the range it must fall in (also used by the top-level `toolhost:` section). Both the
+//! loader and `toolhost check` read them through these checks, so an absurd value is a config
+//! error with its line and column, never a panic further on.
 
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserializer;
 
 use crate::runtime::{CallLimits, MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES};
 
@@ -20,26 +20,6 @@ pub const MAX_OUTPUT_BYTES: u64 = 1 << 30;
 /// file descriptors.
 pub const MIN_HANDLES: u64 = 16;
 pub const MAX_HANDLES: u64 = 65_536;
-
-/// The `toolhost:` section: settings of toolhost itself, beside DeerFlow's sections (DeerFlow's
-/// loader ignores top-level keys it does not know).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ToolhostConfig {
-    /// Component calls running at once in the whole process; more wait in line (first come,
-    /// first served) within their own `timeout_s`.
-    #[serde(deserialize_with = "concurrent_calls")]
-    pub concurrent_calls: usize,
-    /// Component calls running at once in one thread (one `serve` session is one thread).
-    #[serde(deserialize_with = "concurrent_calls_per_thread")]
-    pub concurrent_calls_per_thread: usize,
-}
-
-impl Default for ToolhostConfig {
-    fn default() -> Self {
-        Self { concurrent_calls: 64, concurrent_calls_per_thread: 16 }
-    }
-}
 
 /// An integer setting and its range.
 #[derive(Debug, Clone, Copy)]
@@ -98,7 +78,7 @@ pub fn check_handles(h: u64) -> Result<usize, String> {
 /// The check runs inside the visitor, while the YAML parser still points at the value, so the
 /// error's line and column are the value's own (a check after deserializing would be placed
 /// at the enclosing mapping).
-struct IntVisitor(IntLimit);
+pub(crate) struct IntVisitor(pub(crate) IntLimit);
 
 impl serde::de::Visitor<'_> for IntVisitor {
     type Value = u64;
@@ -161,14 +141,6 @@ impl<'de, V: serde::de::Visitor<'de>> serde::de::Visitor<'de> for OptionOf<V> {
     }
 }
 
-fn concurrent_calls<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
-    d.deserialize_any(IntVisitor(CONCURRENT_CALLS)).map(|n| n as usize)
-}
-
-fn concurrent_calls_per_thread<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
-    d.deserialize_any(IntVisitor(CONCURRENT_CALLS_PER_THREAD)).map(|n| n as usize)
-}
-
 pub(super) fn timeout_s<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     d.deserialize_option(OptionOf(SecondsVisitor))
 }
@@ -185,18 +157,27 @@ pub(super) fn handles<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D:
     d.deserialize_option(OptionOf(IntVisitor(HANDLES)))
 }
 
-impl super::Capabilities {
-    /// The per-call limits these capabilities ask for, each unset one taken from `defaults`.
-    /// Values are checked again here (embedders build `Capabilities` in code, not only from
-    /// YAML): an out-of-range value is an error, never a silent default.
-    pub fn call_limits(&self, defaults: CallLimits) -> Result<CallLimits, String> {
-        Ok(CallLimits {
-            timeout: self.timeout_s.map(check_timeout_s).transpose()?.unwrap_or(defaults.timeout),
-            memory_bytes: self.memory_mb.map(check_memory_mb).transpose()?.unwrap_or(defaults.memory_bytes),
-            output_bytes: self.output_bytes.map(check_output_bytes).transpose()?.unwrap_or(defaults.output_bytes),
-            handles: self.handles.map(check_handles).transpose()?.unwrap_or(defaults.handles),
-        })
-    }
+/// The per-call limits of a capabilities block, each unset one taken from `defaults`. Values
+/// are checked again here (embedders build the block in code, not only from YAML): an
+/// out-of-range value is an error, never a silent default.
+pub fn call_limits(c: &super::CapabilitiesConfig, defaults: CallLimits) -> Result<CallLimits, String> {
+    Ok(CallLimits {
+        timeout: c.timeout_s.map(check_timeout_s).transpose()?.unwrap_or(defaults.timeout),
+        memory_bytes: c.memory_mb.map(check_memory_mb).transpose()?.unwrap_or(defaults.memory_bytes),
+        output_bytes: c.output_bytes.map(check_output_bytes).transpose()?.unwrap_or(defaults.output_bytes),
+        handles: c.handles.map(check_handles).transpose()?.unwrap_or(defaults.handles),
+    })
+}
+
+/// How `--explain` names the limits.
+pub fn describe(l: &CallLimits) -> String {
+    format!(
+        "memory {} MiB, timeout {:?}, output {} bytes, handles {}",
+        l.memory_bytes >> 20,
+        l.timeout,
+        l.output_bytes,
+        l.handles
+    )
 }
 
 #[cfg(test)]
@@ -227,10 +208,10 @@ mod tests {
     #[test]
     fn call_limits_refuse_instead_of_defaulting() {
         let defaults = crate::runtime::CapabilitySet::default().limits;
-        let caps = super::super::Capabilities { timeout_s: Some(f64::NAN), ..Default::default() };
-        assert!(caps.call_limits(defaults).unwrap_err().contains("timeout_s"));
-        let caps = super::super::Capabilities { timeout_s: Some(2.5), handles: Some(32), ..Default::default() };
-        let limits = caps.call_limits(defaults).unwrap();
+        let caps = super::super::CapabilitiesConfig { timeout_s: Some(f64::NAN), ..Default::default() };
+        assert!(call_limits(&caps, defaults).unwrap_err().contains("timeout_s"));
+        let caps = super::super::CapabilitiesConfig { timeout_s: Some(2.5), handles: Some(32), ..Default::default() };
+        let limits = call_limits(&caps, defaults).unwrap();
         assert_eq!(limits.timeout, Duration::from_millis(2500));
         assert_eq!(limits.handles, 32);
         assert_eq!(limits.memory_bytes, defaults.memory_bytes);
