@@ -86,12 +86,17 @@ impl GlobMatcher {
 
     /// Match a relative path (`/`-separated). `Err` for an empty pattern, as Python raises.
     pub fn matches(&self, rel: &str) -> Result<bool, EmptyPattern> {
+        self.matches_lines(&swap_sep(rel))
+    }
+
+    /// [`GlobMatcher::matches`] for a path already in pathlib's `_lines` form (`/` and `\n`
+    /// swapped, see [`push_swapped`]), which a tree walk builds once per directory.
+    pub fn matches_lines(&self, lines: &str) -> Result<bool, EmptyPattern> {
         let main = self.main.as_ref().ok_or(EmptyPattern)?;
-        let lines = swap_sep(rel);
-        if main.is_match(&lines) {
+        if main.is_match(lines) {
             return Ok(true);
         }
-        Ok(self.retry.as_ref().is_some_and(|r| r.is_match(&lines)))
+        Ok(self.retry.as_ref().is_some_and(|r| r.is_match(lines)))
     }
 }
 
@@ -107,13 +112,22 @@ impl Compiled {
 
 /// `str.translate` swapping `/` and `\n`, as pathlib's `_lines`.
 fn swap_sep(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '/' => '\n',
-            '\n' => '/',
-            c => c,
-        })
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    push_swapped(&mut out, s);
+    out
+}
+
+/// Append `s` to `out` with `/` and `\n` swapped.
+pub fn push_swapped(out: &mut String, s: &str) {
+    if !s.contains(['/', '\n']) {
+        out.push_str(s);
+        return;
+    }
+    out.extend(s.chars().map(|c| match c {
+        '/' => '\n',
+        '\n' => '/',
+        c => c,
+    }));
 }
 
 /// `str(PurePosixPath(pattern))`, then pathlib's `_compile_pattern_lines`. `None` when the
