@@ -56,6 +56,12 @@ impl Matcher {
     /// Compile like DeerFlow: `literal` escapes the pattern, matching is case-insensitive unless
     /// `case_sensitive`. `Err` carries the text after "Invalid regex pattern: ".
     pub fn new(pattern: &str, literal: bool, case_sensitive: bool) -> Result<Self, String> {
+        Self::compile(pattern, literal, case_sensitive, true)
+    }
+
+    /// [`Matcher::new`]; without `prefilter`, the whole-buffer form every pattern had before the
+    /// prefilter existed (the tests compare the two).
+    fn compile(pattern: &str, literal: bool, case_sensitive: bool, prefilter: bool) -> Result<Self, String> {
         let build = |p: &str| {
             RegexBuilder::new(p)
                 .case_insensitive(!case_sensitive)
@@ -77,7 +83,7 @@ impl Matcher {
             (line.pattern, translate(pattern, Anchors::Buffer).map_err(|e| e.0)?.pattern)
         };
         let line_re = build(&line);
-        let prefilter = if line_re.is_ok() { Prefilter::new(&line, !case_sensitive) } else { None };
+        let prefilter = if prefilter && line_re.is_ok() { Prefilter::new(&line, !case_sensitive) } else { None };
         match (line_re, prefilter) {
             (Ok(line), Some(prefilter)) => Ok(Self::Literals { prefilter, line }),
             // The whole-buffer regex reports first, as it did when both were always compiled.
@@ -298,6 +304,91 @@ mod tests {
         assert_eq!(Matcher::new("[invalid", false, false).unwrap_err(), "unterminated character set at position 0");
         assert!(Matcher::new("[invalid", true, false).is_ok());
     }
+    /// The prefilter path gives the answer of the whole-buffer path (the previous implementation
+    /// for every pattern) and of DeerFlow's line loop, on pseudo-random texts mixing every kind of
+    /// line break, undecodable bytes, case and Unicode-fold variants, and long lines.
+    #[test]
+    fn prefilter_path_equals_the_whole_buffer_path() {
+        let pieces: [&[u8]; 20] = [
+            b"TODO",
+            b"todo",
+            b"ToDo",
+            b"FIXME",
+            b"fixme",
+            b"\r\n",
+            b"\r",
+            b"\n",
+            b"\xff",
+            b"\xe2\x82",
+            b"\xc3\xa9",
+            b"\xc3\x89",
+            "\u{17f}".as_bytes(),
+            "\u{212a}".as_bytes(),
+            b"fn ",
+            b"_test",
+            b"parse",
+            b" ",
+            b"x",
+            b"\t",
+        ];
+        let patterns = [
+            ("TODO", false, false),
+            ("TODO", false, true),
+            ("todo|FIXME", false, false),
+            (r"fn\s+\w+_test", false, false),
+            ("^TODO", false, false),
+            ("TODO$", false, false),
+            (r"\bTODO\b", false, false),
+            ("xs", false, false),
+            ("k", false, false),
+            ("\u{e9}", false, false),
+            ("a.b", true, false),
+            ("o\\r", false, false),
+            ("TODO\\n", false, false),
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..400 {
+            let mut text = Vec::new();
+            let len = (next() % 60) as usize;
+            for _ in 0..len {
+                let p = pieces[(next() % pieces.len() as u64) as usize];
+                if p == b"x" && next() % 8 == 0 {
+                    text.extend(std::iter::repeat_n(b'x', 1990 + (next() % 20) as usize));
+                } else {
+                    text.extend_from_slice(p);
+                }
+            }
+            for (pattern, literal, cs) in patterns {
+                let fast = Matcher::compile(pattern, literal, cs, true).unwrap();
+                let whole = Matcher::compile(pattern, literal, cs, false).unwrap();
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                search_buffer(&fast, &text, "/f", 1000, &mut a);
+                search_buffer(&whole, &text, "/f", 1000, &mut b);
+                assert_eq!(a, b, "round {round}, {pattern:?} in {:?}", String::from_utf8_lossy(&text));
+                // DeerFlow's loop: decode, universal newlines, each line ending in \n, search.
+                let decoded = String::from_utf8_lossy(&text).replace("\r\n", "\n").replace('\r', "\n");
+                let expected: Vec<(usize, String)> = decoded
+                    .split_inclusive('\n')
+                    .enumerate()
+                    .filter(|(_, l)| l.chars().count() <= 2000 && whole.line_matches(l))
+                    .map(|(i, l)| (i + 1, summarize(l)))
+                    .collect();
+                let got: Vec<(usize, String)> = a.into_iter().map(|m| (m.line_number, m.line)).collect();
+                assert_eq!(got, expected, "round {round}, {pattern:?}");
+            }
+        }
+        // The patterns above do take the prefilter path.
+        for (pattern, literal, cs) in patterns {
+            assert!(matches!(Matcher::new(pattern, literal, cs).unwrap(), Matcher::Literals { .. }), "{pattern}");
+        }
+    }
+
     /// The prefilter replaced a whole-file literal check (`LiteralFilter`); its cases still hold:
     /// the scan agrees with a naive search at every alignment and around the word-scan
     /// boundaries, and whatever it rejects the full search finds nothing in.
