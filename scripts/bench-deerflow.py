@@ -193,7 +193,7 @@ def main():
     if "file" in only:
         bench_file_tools(vectors, a.runs)
     if "catalog" in only:
-        bench_catalog(max(3, a.runs // 10))
+        bench_catalog(max(5, a.runs // 6))
     if "glob" in only:
         bench_glob(vectors, [int(s) for s in a.glob_sizes.split(",") if s], a.runs)
 

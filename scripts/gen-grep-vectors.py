@@ -141,7 +141,7 @@ PATTERNS = [
 
 def main():
     out_path = sys.argv[1]
-    vectors = json.load(open(os.path.join(HERE, "..", "..", "..", "shared", "conformance", "sandbox_fs.json")))
+    vectors = json.load(open(os.path.join(HERE, "..", "..", "shared", "conformance", "sandbox_fs.json")))
     scratch = tempfile.mkdtemp(prefix="grep-vectors-")
     thread_dir = bench.setup_deerflow(vectors, scratch)
     ws = os.path.join(thread_dir, "user-data", "workspace", "edge")
