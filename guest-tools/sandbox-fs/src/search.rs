@@ -184,6 +184,7 @@ pub fn search_buffer(m: &Matcher, data: &[u8], vpath: &str, room: usize, out: &m
                 pos = le;
             }
         }
+        // (`Literals` was searched by `search_raw` above.)
         Matcher::Fancy(_) | Matcher::Literals { .. } => {
             for (i, line) in text.split_inclusive('\n').enumerate() {
                 if !too_long(line) && m.line_matches(line) {
