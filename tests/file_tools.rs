@@ -1,7 +1,8 @@
 //! DeerFlow's six file tools end to end through the wasmtime host (`Toolhost::call`, the bundled
 //! sandbox-fs component under the DeerFlow `use:` paths): every case and sequence of
-//! conformance/sandbox_fs.json, ReadBeforeWrite (spec §3.8), concurrent appends to one file, and
-//! that no host path ever reaches an output.
+//! conformance/sandbox_fs.json, DeerFlow's grep answers on the search edge cases
+//! (guest-tools/sandbox-fs/tests/grep_vectors.json), ReadBeforeWrite (spec §3.8), concurrent
+//! appends to one file, and that no host path ever reaches an output.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,6 +16,12 @@ use toolhost::{HostOptions, Severity, Toolhost};
 mod vectors;
 
 use vectors::{actual_changes, expected_changes, short, snapshot};
+
+/// Shared with the native grep test (guest-tools/sandbox-fs/tests/grep_vectors.rs).
+#[path = "support/grep_vectors.rs"]
+mod grep_vectors;
+
+const GREP_VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../guest-tools/sandbox-fs/tests/grep_vectors.json");
 
 const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/conformance/sandbox_fs.json");
 
@@ -217,6 +224,24 @@ async fn sandbox_fs_conformance_through_the_host() {
         assert!(err && text.contains("is disabled"), "{dir}: {text}");
     }
     assert!(failures.is_empty(), "{} failing:\n{}", failures.len(), failures.join("\n\n"));
+}
+
+/// The component searches with wasm SIMD where the native build uses SSE2, and reads through the
+/// host's 64 KiB reads: the same answers as DeerFlow on every grep edge case.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grep_edge_cases_through_the_host() {
+    let env = Env::new();
+    let host = env.open("grep", false, false);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(GREP_VECTORS).expect("read")).expect("json");
+    let paths = host.thread_paths("grep").expect("thread paths");
+    paths.ensure().expect("ensure");
+    grep_vectors::write_files(&v, &paths.workspace().join("edge"));
+    let mut answers = Vec::new();
+    for c in v["cases"].as_array().expect("cases") {
+        answers.push(call(&host, "grep", "grep", &c["args"]).await.0);
+    }
+    let mut answers = answers.into_iter();
+    grep_vectors::check_all(&v, |_| answers.next().expect("one answer per case"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -38,11 +38,14 @@
 pub mod fsutil;
 pub mod glob;
 pub mod paths;
+pub mod prefilter;
 pub mod pyre;
+pub mod ranged;
 pub mod search;
 pub mod settings;
 pub mod text;
 pub mod tools;
+pub mod wasifs;
 
 use std::sync::OnceLock;
 
