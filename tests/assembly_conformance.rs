@@ -1,5 +1,5 @@
 //! `get_available_tools` against DeerFlow itself: every variant of
-//! `conformance/assembly.json` (config.yaml variants, real stdio MCP servers from
+//! `tests/conformance/assembly.json` (config.yaml variants, real stdio MCP servers from
 //! `fixtures/fake_mcp_server.py`, the deferred assembly with its `catalog_hash`).
 //!
 //! What toolhost does not provide is taken out of DeerFlow's expected lists by name, and only

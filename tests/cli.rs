@@ -35,7 +35,7 @@ fn check_accepts_the_bundled_config() {
 #[test]
 fn check_accepts_deerflow_example_config_with_every_community_tool() {
     let data = tempfile::tempdir().unwrap();
-    let cfg = root().join("../shared/conformance/deerflow-configs/config.example.yaml");
+    let cfg = root().join("tests/conformance/deerflow-configs/config.example.yaml");
     let o = toolhost(data.path(), &["check", "--config", cfg.to_str().unwrap()]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));

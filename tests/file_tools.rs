@@ -1,6 +1,6 @@
 //! DeerFlow's six file tools end to end through the wasmtime host (`Toolhost::call`, the bundled
 //! sandbox-fs component under the DeerFlow `use:` paths): every case and sequence of
-//! conformance/sandbox_fs.json, ReadBeforeWrite (spec §3.8), concurrent appends to one file, and
+//! tests/conformance/sandbox_fs.json, ReadBeforeWrite (spec §3.8), concurrent appends to one file, and
 //! that no host path ever reaches an output.
 
 use std::collections::BTreeMap;
@@ -16,7 +16,7 @@ mod vectors;
 
 use vectors::{actual_changes, expected_changes, short, snapshot};
 
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/conformance/sandbox_fs.json");
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/conformance/sandbox_fs.json");
 
 /// The prefix of DeerFlow's ReadBeforeWrite refusal (spec §3.8); the rest is DeerFlow's advice.
 fn rbw_block_prefix(tool: &str, path: &str) -> String {

@@ -1,4 +1,4 @@
-//! DeerFlow's conformance vectors (`shared/conformance/tool_search.json`, `merge_promoted.json`)
+//! DeerFlow's conformance vectors (`tests/conformance/tool_search.json`, `merge_promoted.json`)
 //! run against this crate: exact hash blobs and hashes, search results, `tool_search` content and
 //! promotions, prompt sections, and the `promoted` reducer.
 
@@ -10,8 +10,8 @@ use toolhost_deferred::{
     deferred_tools_prompt_section, DeferredCatalog, DeferredToolInput, PyValue, ToolSearchTool, MAX_RESULTS,
 };
 
-const TOOL_SEARCH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/tool_search.json");
-const MERGE_PROMOTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/merge_promoted.json");
+const TOOL_SEARCH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/tool_search.json");
+const MERGE_PROMOTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/merge_promoted.json");
 
 fn load(path: &str) -> (Value, PyValue) {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {path}: {e}"));

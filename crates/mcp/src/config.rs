@@ -349,7 +349,7 @@ mod tests {
 
     const EXAMPLE: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/conformance/deerflow-configs/extensions_config.example.json"
+        "/../../tests/conformance/deerflow-configs/extensions_config.example.json"
     );
 
     #[test]

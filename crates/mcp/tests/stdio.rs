@@ -203,9 +203,9 @@ async fn list_changed_refreshes_the_cached_tools() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_fake_server_matches_deerflow_assembly() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/assembly.json");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/assembly.json");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let fake = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/fixtures/fake_mcp_server.py");
+    let fake = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/fixtures/fake_mcp_server.py");
     let mut checked = 0;
     for variant in doc["variants"].as_array().unwrap() {
         let servers = &variant["extensions_config"]["mcpServers"];
@@ -285,7 +285,7 @@ async fn third_party_stdio_servers() {
 /// Start-up figure: five real stdio servers discovered together vs. one after the other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn startup_five_stdio_servers_parallel_vs_sequential() {
-    let fake = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/fixtures/fake_mcp_server.py");
+    let fake = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/fixtures/fake_mcp_server.py");
     let tmp = tempfile::tempdir().unwrap();
     let servers = json!({
         "everything": {"command": bin("mcp-server-everything"), "args": ["stdio"]},
@@ -392,7 +392,7 @@ async fn config_file_cache_follows_content_not_mtime() {
     // The DeerFlow example loads as it is: every server is disabled, so no tools and no error.
     let example = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/conformance/deerflow-configs/extensions_config.example.json"
+        "/../../tests/conformance/deerflow-configs/extensions_config.example.json"
     );
     let mgr = McpManager::from_files(Some(example.into()), dir.path().to_path_buf());
     let set = mgr.tools().await.unwrap();

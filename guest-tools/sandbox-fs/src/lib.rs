@@ -26,7 +26,7 @@
 //! An empty `ctx.thread_id` stands for DeerFlow's missing `thread_data` ("Thread data not
 //! available for local sandbox").
 //!
-//! # Deliberate deviations (conformance/README.md)
+//! # Deliberate deviations (tests/conformance/README.md)
 //! 1. No host path is ever printed or written: content is written as given; symlinks leaving the
 //!    sandbox are dropped from `ls`/`glob`/`grep` results instead of being reported by target.
 //! 2. `str_replace` matches on the universal-newline view (as DeerFlow) but keeps every other byte
