@@ -64,6 +64,7 @@ async fn every_assembly_variant_matches_deerflow() {
             cache_dir: Some(root().join("target/test-cache")),
             extensions_path: Some(dir.path().join("extensions_config.json")),
             extra_ca_certs: None,
+            write_file_max_bytes: None,
         };
         let host = Toolhost::open(opts).unwrap_or_else(|e| panic!("{id}: {e}"));
         assert_eq!(host.config().is_host_bash_allowed(), v["is_host_bash_allowed"].as_bool().unwrap(), "{id}");

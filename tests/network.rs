@@ -210,6 +210,7 @@ fn host_with_yaml(yaml: &str, ca: Option<&Path>) -> Env {
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: None,
         extra_ca_certs: ca.map(Path::to_path_buf),
+        write_file_max_bytes: None,
     })
     .unwrap();
     let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();

@@ -31,6 +31,7 @@ fn host_with(tools_yaml: &str) -> Env {
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: None,
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     };
     let host = Toolhost::open(opts).unwrap();
     Env { _dir: dir, host, data }

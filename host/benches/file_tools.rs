@@ -101,6 +101,7 @@ fn open(config: &Path, data: &Path, scratch: &Path) -> Toolhost {
         ),
         extensions_path: Some(extensions),
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     })
     .expect("open host");
     assert!(host.problems().iter().all(|p| p.severity != toolhost::Severity::Error), "{:?}", host.problems());

@@ -16,8 +16,9 @@
 //! - `ls_output_max_chars` (int, default 20000; 0 disables truncation)
 //! - `mounts`: `[{ "container_path": "/mnt/x", "read_only": bool }]` — configured mounts
 //! - `skills_container_path` (string, default `/mnt/skills`)
-//! - `write_file_max_bytes` (string or number): `DEERFLOW_WRITE_FILE_MAX_BYTES` as the host read
-//!   it; absent → 81920; parsed like Python `int()`, non-integer → 81920, `<= 0` disables the guard
+//! - `write_file_max_bytes` (string or number): DeerFlow's `DEERFLOW_WRITE_FILE_MAX_BYTES`, as the
+//!   host was given it (`HostOptions::write_file_max_bytes`); absent → 81920; parsed like Python
+//!   `int()`, non-integer → 81920, `<= 0` disables the guard
 //! - `disabled_skills`: `["/mnt/skills/public/<name>", …]` — virtual dirs of disabled skills
 //!
 //! `ctx.config` (this tool's keys from config.yaml): `max_results` (int) for `glob` and `grep`;
