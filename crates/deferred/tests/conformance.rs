@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use toolhost_core::state::merge_promoted;
+use toolhost_core::state::{merge_promoted, try_merge_promoted};
 use toolhost_deferred::{
     deferred_tools_prompt_section, DeferredCatalog, DeferredToolInput, PyValue, ToolSearchTool, MAX_RESULTS,
 };
@@ -174,9 +174,9 @@ fn prompt_section_cases() {
     }
 }
 
-/// `toolhost_core::state::merge_promoted` against DeerFlow's reducer vectors. The error cases
-/// (DeerFlow raises `KeyError`) cannot be expressed by core's infallible signature; they are
-/// checked to be exactly the cases where core's answer and DeerFlow's differ by raising.
+/// The `promoted` reducer against DeerFlow's vectors, error cases included: where DeerFlow
+/// raises (`KeyError` for a missing key), `try_merge_promoted` must raise the same class with the
+/// same message, and the infallible `merge_promoted` the pipeline uses keeps the existing value.
 #[test]
 fn merge_promoted_vectors() {
     let (v, _) = load(MERGE_PROMOTED);
@@ -188,12 +188,18 @@ fn merge_promoted_vectors() {
         let existing = (!case["existing"].is_null()).then_some(&case["existing"]);
         let new = (!case["new"].is_null()).then_some(&case["new"]);
         let got = merge_promoted(existing, new);
-        if case.get("error").is_some() {
+        let tried = try_merge_promoted(existing, new);
+        if let Some(err) = case.get("error") {
+            let e = tried.expect_err(id);
+            assert_eq!(e.py_type(), err["type"], "{id}: exception class ({})", case["note"]);
+            assert_eq!(e.to_string(), err["message"], "{id}: exception message ({})", case["note"]);
+            assert_eq!(got, existing.cloned(), "{id}: merge_promoted keeps the existing value");
             errors.push(id.to_string());
             continue;
         }
         let expected = (!case["expected"].is_null()).then(|| case["expected"].clone());
         assert_eq!(got, expected, "{id}: {}", case["note"]);
+        assert_eq!(tried.unwrap_or_else(|e| panic!("{id}: {e}")), expected, "{id}: try_merge_promoted");
         checked += 1;
     }
     assert!(checked >= 25, "checked {checked}");
