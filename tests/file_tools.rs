@@ -446,3 +446,25 @@ async fn no_host_path_in_any_output() {
         assert!(!(content.starts_with("file:") && content.contains(&data)), "{rel} holds a host path");
     }
 }
+
+/// `ls` of the skills root through the host shows DeerFlow's four category roots, though the
+/// vectors' skills directory holds only `public/`. The expected text is what DeerFlow's local
+/// sandbox prints for this environment: its skill projection creates every category root and
+/// mounts each below `/mnt/skills`, and `LocalSandbox.list_dir` overlays those mounts
+/// (deerflow/sandbox/local/local_sandbox.py and skills/projection.py at f1f4af99).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ls_of_the_skills_root_shows_deerflows_category_roots() {
+    let env = Env::new();
+    assert!(!env.dir.path().join("skills/custom").exists() && env.dir.path().join("skills/public").is_dir());
+    let host = env.open("skills", false, false);
+    let t = "skills";
+    fixture_thread(&host, &env.v, t);
+    let (text, err) = call(&host, t, "ls", &json!({"path": "/mnt/skills"})).await;
+    assert!(!err, "{text}");
+    assert_eq!(text, "/mnt/skills/custom/\n/mnt/skills/integrations/\n/mnt/skills/legacy/\n/mnt/skills/public/");
+    // A root that is not on disk lists as DeerFlow's empty one does.
+    let (text, err) = call(&host, t, "ls", &json!({"path": "/mnt/skills/custom"})).await;
+    assert!(!err && text == "(empty)", "{text}");
+    let (text, _) = call(&host, t, "ls", &json!({"path": "/mnt/skills/public"})).await;
+    assert!(text.contains("/mnt/skills/public/demo/SKILL.md"), "{text}");
+}

@@ -33,7 +33,9 @@
 //! 2. `str_replace` matches on the universal-newline view (as DeerFlow) but keeps every other byte
 //!    of the file, CRLF included.
 //! 3. `ls` lists each entry once.
-//! 4. `ls` of a missing path or a file is an error, not `(empty)`.
+//! 4. `ls` of a missing path or a file is an error, not `(empty)` — except DeerFlow's skill
+//!    category roots (`custom`, `integrations`, `legacy`, `public`), which DeerFlow always has:
+//!    `ls` of the skills root lists all four and a missing one lists as `(empty)`, as in DeerFlow.
 //! 5. `glob`/`grep` report truncation only when a result was actually left out.
 
 pub mod fsutil;
