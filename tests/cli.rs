@@ -81,7 +81,7 @@ fn check_reports_every_problem_with_location() {
     let out = stdout(&o);
     assert!(!o.status.success());
     assert!(out.contains("bad.yaml:2:") && out.contains("tools[0]: missing field `group`"), "{out}");
-    assert!(out.contains("bad.yaml:7:") && out.contains("memory_mb"), "{out}");
+    assert!(out.contains("bad.yaml:10:") && out.contains("tools[2].capabilities.memory_mb: invalid type"), "{out}");
     assert!(out.contains("2 error(s)"), "{out}");
 
     // Syntactically fine, but an unknown `use:` is refused with the entry named.

@@ -132,11 +132,11 @@ fn confinement_off_is_explicit_and_warned_about() {
 fn bad_bash_keys_are_config_errors_with_their_line() {
     let dir = tempfile::tempdir().unwrap();
     config(dir.path(), "  bash_network: allowlist\n");
-    // `check` reports every problem, each at its section (as for DeerFlow's own sandbox keys)…
+    // `check` reports every problem at the value itself…
     let o = toolhost(dir.path(), &["check"], &[]);
     let out = text(&o);
     assert!(!o.status.success(), "{out}");
-    assert!(out.contains("config.yaml:3:1: sandbox: bash_network: allowlist needs its hosts"), "{out}");
+    assert!(out.contains("config.yaml:7:17: sandbox.bash_network: allowlist needs its hosts"), "{out}");
     // …and loading the config points at the value itself.
     let o = toolhost(dir.path(), &["tools"], &[]);
     let out = text(&o);

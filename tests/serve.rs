@@ -329,6 +329,33 @@ impl HttpServer {
     }
 }
 
+impl HttpServer {
+    /// One raw JSON-RPC POST to `/mcp` with the token, in `session` if given: (status,
+    /// response head, body), read to the end (`Connection: close`).
+    fn post(&self, body: &Value, token: &str, session: Option<&str>) -> (u16, String, String) {
+        let body = body.to_string();
+        let mut req = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer {token}\r\nContent-Length: {}\r\nConnection: close\r\n",
+            self.addr,
+            body.len()
+        );
+        if let Some(id) = session {
+            req.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(&body);
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        stream.write_all(req.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).unwrap();
+        let raw = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((raw.as_str(), ""));
+        let status = head.get(9..12).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("bad response: {raw}"));
+        (status, head.to_string(), body.to_string())
+    }
+}
+
 impl Drop for HttpServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -422,4 +449,113 @@ async fn http_promotion_reaches_the_client_as_list_changed() {
     assert_eq!(client.list_changed.load(Ordering::SeqCst), 1);
     assert!(names(&c).await.contains(&"everything_echo".to_string()));
     c.cancel().await.unwrap();
+}
+
+/// `toolhost serve` with `args` must exit with an error (without serving) within a minute;
+/// returns its stderr.
+fn refused_start(s: &Setup, args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut cmd = s.command(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("serve {args:?} kept running: it should have refused to start");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert!(!status.success(), "{args:?}: {stderr}");
+    assert!(!stderr.contains("serving MCP"), "{args:?}: {stderr}");
+    stderr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_refuses_a_public_address_without_a_token_and_an_empty_token() {
+    let s = Setup::new(false, false);
+    // Refused before anything binds, so no public address is ever listened on here.
+    for addr in ["0.0.0.0:0", "[::]:0"] {
+        let err = refused_start(&s, &["--http", addr], &[]);
+        for needle in [
+            format!("refusing to serve on {addr} without a token"),
+            "--token TOKEN".to_string(),
+            "TOOLHOST_SERVE_TOKEN".to_string(),
+            "--insecure-no-auth".to_string(),
+        ] {
+            assert!(err.contains(&needle), "{addr}: missing {needle:?} in {err}");
+        }
+    }
+    // An empty token never means "no authentication", on any address.
+    for (args, env) in [
+        (vec!["--http", "127.0.0.1:0", "--token", ""], vec![]),
+        (vec!["--http", "127.0.0.1:0"], vec![("TOOLHOST_SERVE_TOKEN", "")]),
+        (vec!["--http", "0.0.0.0:0", "--insecure-no-auth", "--token", " "], vec![]),
+    ] {
+        let err = refused_start(&s, &args, &env);
+        assert!(err.contains("the serve token is empty"), "{args:?} {env:?}: {err}");
+    }
+    // Positive controls: loopback needs no token; `--insecure-no-auth` is accepted (on
+    // loopback here, as tests touch nothing else); a token works as before.
+    for extra in [&[][..], &["--insecure-no-auth"][..], &["--token", "t0ken"][..]] {
+        let server = HttpServer::start(&s, extra);
+        let auth = if extra.contains(&"t0ken") { vec![("Authorization", "Bearer t0ken")] } else { vec![] };
+        assert_eq!(server.raw_initialize(&auth), 200, "{extra:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_thread_ids_do_not_reveal_session_ids() {
+    let s = Setup::new(false, false);
+    let server = HttpServer::start(&s, &["--token", "tk"]);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
+    let (status, head, _) = server.post(&init, "tk", None);
+    assert_eq!(status, 200, "{head}");
+    let session = head
+        .lines()
+        .find_map(|l| {
+            l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")).map(|(_, v)| v.trim())
+        })
+        .unwrap_or_else(|| panic!("no session id in {head}"))
+        .to_string();
+    let h = Some(session.as_str());
+    let (status, ..) = server.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), "tk", h);
+    assert!(status == 202 || status == 200, "{status}");
+    let write = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "write_file",
+        "arguments": {"description": "d", "path": "/mnt/user-data/workspace/secret.txt", "content": "session secret"}}});
+    let (status, _, body) = server.post(&write, "tk", h);
+    assert!(status == 200 && body.contains("OK"), "{status}: {body}");
+
+    let threads = s.data().join("threads");
+    let owners: Vec<String> = std::fs::read_dir(&threads)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|t| threads.join(t).join("user-data/workspace/secret.txt").exists())
+        .collect();
+    assert_eq!(owners.len(), 1, "{owners:?}");
+    let thread = &owners[0];
+    assert!(
+        thread.len() == 36 && thread.starts_with("mcp-") && thread[4..].chars().all(|c| c.is_ascii_hexdigit()),
+        "{thread}"
+    );
+    assert!(!thread.contains(&session) && !session.contains(&thread[4..]), "thread {thread} vs session {session}");
+
+    // Knowing the directory name gets a local user nowhere: neither spelling is a session.
+    let read = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "read_file",
+        "arguments": {"description": "d", "path": "/mnt/user-data/workspace/secret.txt"}}});
+    for guess in [thread.as_str(), &thread[4..]] {
+        let (status, _, body) = server.post(&read, "tk", Some(guess));
+        assert!((400..500).contains(&status), "{guess}: {status} {body}");
+        assert!(!body.contains("session secret"), "{guess}: {body}");
+    }
+    // Positive control: the real session reads its file.
+    let (status, _, body) = server.post(&read, "tk", h);
+    assert!(status == 200 && body.contains("session secret"), "{status}: {body}");
 }

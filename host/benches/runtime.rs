@@ -1,5 +1,6 @@
 //! Runtime benchmarks (BENCHMARKS.md, "Runtime"): the per-call overhead of a trivial component
-//! tool — alone and through `Toolhost::call` next to a native tool on the same path — the peak
+//! tool — alone and through `Toolhost::call` next to a native tool on the same path — what
+//! admission to the call queues costs on its own, the peak
 //! RSS as calls accumulate, and host start with 20 components, compiling versus from the
 //! precompile cache. Run with `cargo bench -p toolhost --bench runtime`.
 
@@ -88,6 +89,20 @@ fn runtime_alone(c: &mut Criterion) {
     eprintln!("pooling allocator: {}", rt.pooling());
     let mut g = c.benchmark_group("runtime");
     g.bench_function("exec_call_hello", |b| b.iter(|| call_hello(&rt, &hello, &caps, &req)));
+    // What a host call adds before it runs: a place in its thread's queue and the host's
+    // (uncontended), taken and given back.
+    let tokio = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio");
+    g.bench_function("admit_and_release", |b| {
+        b.iter_custom(|iters| {
+            tokio.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    drop(rt.admit("t1", Duration::from_secs(30)).await.expect("a free slot"));
+                }
+                start.elapsed()
+            })
+        })
+    });
     // `RTBENCH_HELLO_WASM=path` adds the same call on another build of hello (e.g. a changed SDK),
     // measured in the same run.
     if let Some(path) = std::env::var_os("RTBENCH_HELLO_WASM") {

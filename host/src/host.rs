@@ -18,7 +18,7 @@ use crate::config::{
     self, AppConfig, Capabilities, ComponentRef, FilesystemAccess, LoadedConfig, ResolvedUse, ToolConfig,
 };
 use crate::middleware::{Pipeline, ToolRequest};
-use crate::runtime::{CallLimits, CapabilitySet, FsGrant, Runtime};
+use crate::runtime::{CapabilitySet, ConcurrencyLimits, FsGrant, Runtime, RuntimeOptions};
 use crate::state_store::{StateError, ThreadStore};
 use crate::tools::component::ComponentTool;
 
@@ -132,8 +132,13 @@ impl Toolhost {
     pub fn open(opts: HostOptions) -> Result<Self, HostError> {
         let config = config::load(&opts.config_path)?;
         let cache_dir = opts.cache_dir.clone().unwrap_or_else(|| opts.data_dir.join("cache"));
-        let runtime = Runtime::with_extra_ca_certs(Some(cache_dir), opts.extra_ca_certs.as_deref())
-            .map_err(|e| HostError::Runtime(format!("{e:#}")))?;
+        let t = &config.config.toolhost;
+        let runtime = Runtime::with_options(RuntimeOptions {
+            cache_dir: Some(cache_dir),
+            extra_ca_certs: opts.extra_ca_certs.clone(),
+            concurrency: ConcurrencyLimits { global: t.concurrent_calls, per_thread: t.concurrent_calls_per_thread },
+        })
+        .map_err(|e| HostError::Runtime(format!("{e:#}")))?;
         Self::with_runtime(config, runtime, opts)
     }
 
@@ -196,6 +201,7 @@ impl Toolhost {
                 grants,
             });
         }
+        problems.extend(runtime_problems(&config.config, &runtime));
         let builtins = crate::wiring::builtins(&config.config, &opts, skills.clone());
         let mut layers: Vec<Arc<dyn ToolLayer>> = Vec::new();
         if let Some(mcp) = crate::wiring::mcp_layer(&opts, &base) {
@@ -580,9 +586,27 @@ fn bundled_defaults(component: &ComponentRef) -> Option<Capabilities> {
     }
 }
 
-fn capability_set(caps: Option<&Capabilities>, problems: &mut Vec<String>) -> CapabilitySet {
+/// What the runtime has to report (a refused precompile cache, a rejected artifact), and a
+/// `toolhost:` section a shared runtime does not follow.
+fn runtime_problems(c: &AppConfig, runtime: &Runtime) -> Vec<Problem> {
+    let mut out: Vec<Problem> =
+        runtime.take_warnings().into_iter().map(|message| Problem { severity: Severity::Warning, message }).collect();
+    let (wanted, have) = (&c.toolhost, runtime.concurrency());
+    if (wanted.concurrent_calls, wanted.concurrent_calls_per_thread) != (have.global, have.per_thread) {
+        out.push(Problem {
+            severity: Severity::Warning,
+            message: format!(
+                "toolhost.concurrent_calls {} / concurrent_calls_per_thread {} not applied: this host shares a runtime built with {} / {}",
+                wanted.concurrent_calls, wanted.concurrent_calls_per_thread, have.global, have.per_thread
+            ),
+        });
+    }
+    out
+}
+
+fn capability_set(caps: Option<&Capabilities>, problems: &mut Vec<String>) -> Result<CapabilitySet, String> {
     let mut set = CapabilitySet::default();
-    let Some(c) = caps else { return set };
+    let Some(c) = caps else { return Ok(set) };
     set.fs = match c.filesystem {
         None | Some(FilesystemAccess::None) => FsGrant::None,
         Some(FilesystemAccess::ReadOnly) => FsGrant::ReadOnly,
@@ -597,16 +621,8 @@ fn capability_set(caps: Option<&Capabilities>, problems: &mut Vec<String>) -> Ca
     }
     let rules = c.network.iter().map(|h| h.0.clone()).collect();
     set.network = Arc::new(crate::runtime::NetGrant::new(rules, c.allow_private_addresses));
-    set.limits = CallLimits {
-        timeout: c
-            .timeout_s
-            .filter(|t| t.is_finite() && *t > 0.0)
-            .map(std::time::Duration::from_secs_f64)
-            .unwrap_or(set.limits.timeout),
-        memory_bytes: c.memory_mb.map(|m| m << 20).unwrap_or(set.limits.memory_bytes),
-        output_bytes: c.output_bytes.unwrap_or(set.limits.output_bytes),
-    };
-    set
+    set.limits = c.call_limits(set.limits).map_err(|e| format!("capabilities.{e}"))?;
+    Ok(set)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -657,7 +673,10 @@ fn build_entry(
             let caps_cfg = crate::community::capabilities(&component, &listed.name, tc.capabilities.as_ref(), &extra)
                 .or_else(|| tc.capabilities.clone())
                 .or_else(|| bundled_defaults(&component));
-            let caps = capability_set(caps_cfg.as_ref(), &mut warnings);
+            let caps = match capability_set(caps_cfg.as_ref(), &mut warnings) {
+                Ok(c) => c,
+                Err(e) => return ConfigEntryState::Failed(e),
+            };
             for w in warnings {
                 tracing::warn!("tool '{}': {w}", tc.name);
             }

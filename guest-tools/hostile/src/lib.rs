@@ -36,6 +36,15 @@ struct HttpArg {
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
+struct OpenManyArg {
+    path: String,
+    count: u32,
+    /// Keep them open this long before returning.
+    #[serde(default)]
+    hold_ms: u64,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
 struct MillisArg {
     ms: u64,
 }
@@ -102,6 +111,19 @@ fn http_get(_: &Context, a: HttpArg) -> Output {
         Ok(r) => Output::text(format!("STATUS {}\n{}", r.status, r.text())),
         Err(e) => Output::error(format!("denied: {e}")),
     }
+}
+
+fn open_many(_: &Context, a: OpenManyArg) -> Output {
+    // Holds every handle it opens (a file or a directory), as a tool hoarding descriptors would.
+    let mut held = Vec::new();
+    for i in 0..a.count {
+        match std::fs::File::open(&a.path) {
+            Ok(f) => held.push(f),
+            Err(e) => return Output::error(format!("open failed after {i}: {e}")),
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(a.hold_ms));
+    Output::text(format!("held {}", held.len()))
 }
 
 fn sleep(_: &Context, a: MillisArg) -> Output {
@@ -248,6 +270,7 @@ toolhost_sdk::export_tools!(
     tool("connect", "Open a TCP connection.", connect),
     tool("http_get", "Send an HTTP request over wasi:http.", http_get),
     tool("sleep", "Sleep in the host.", sleep),
+    tool("open_many", "Open a path `count` times and hold every handle.", open_many),
     tool("panic", "Panic.", panic),
     tool("flood", "Return a huge result.", flood),
     tool("bad_update", "Return a malformed state update.", bad_update),

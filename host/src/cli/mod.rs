@@ -103,9 +103,12 @@ enum Command {
         /// HTTP: accept this Host (and Origin) besides the loopback names; repeatable.
         #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
         allow_host: Vec<String>,
-        /// HTTP: require `Authorization: Bearer TOKEN`.
+        /// HTTP: require `Authorization: Bearer TOKEN` (needed on a non-loopback address).
         #[arg(long, env = "TOOLHOST_SERVE_TOKEN", hide_env_values = true)]
         token: Option<String>,
+        /// HTTP: serve a non-loopback address without a token (anyone who reaches it can call tools).
+        #[arg(long)]
+        insecure_no_auth: bool,
         /// Serve only config tools of these groups (comma-separated).
         #[arg(long, value_delimiter = ',')]
         groups: Option<Vec<String>>,
@@ -323,16 +326,22 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { http, thread, allow_host, token, groups, model } => {
-            let host = std::sync::Arc::new(open(&cli)?);
+        Command::Serve { http, thread, allow_host, token, insecure_no_auth, groups, model } => {
             let request = AssemblyRequest { groups: groups.clone(), model_name: model.clone(), ..Default::default() };
             let opts = crate::server::ServeOptions {
                 http: *http,
                 thread: thread.clone(),
                 allow_hosts: allow_host.clone(),
-                token: token.clone().filter(|t| !t.is_empty()),
+                // Only HTTP uses a token; there an empty one is an error, never "no auth".
+                token: if http.is_some() { token.clone() } else { None },
+                insecure_no_auth: *insecure_no_auth,
                 request,
             };
+            // Before loading anything: a refused start should say so at once.
+            if let Some(addr) = http {
+                crate::server::check_auth(&opts.http_options(*addr))?;
+            }
+            let host = std::sync::Arc::new(open(&cli)?);
             crate::server::run(host, opts).await?;
             Ok(ExitCode::SUCCESS)
         }

@@ -4,6 +4,7 @@
 
 mod bash;
 mod env;
+mod limits;
 mod uses;
 
 use std::path::{Path, PathBuf};
@@ -14,6 +15,11 @@ use serde_json::Value;
 
 pub use bash::{BashConfinement, BashNetworkConfig, BashUserConfig, EnvName, FileSizeMb};
 pub use env::expand_env;
+pub use limits::{
+    check_handles, check_memory_mb, check_output_bytes, check_timeout_s, IntLimit, ToolhostConfig, CONCURRENT_CALLS,
+    CONCURRENT_CALLS_PER_THREAD, HANDLES, MAX_HANDLES, MAX_OUTPUT_BYTES, MAX_TIMEOUT_S, MEMORY_MB, MIN_HANDLES,
+    OUTPUT_BYTES,
+};
 pub use uses::{resolve_use, ComponentRef, ResolvedUse, BASH_TOOL_USE};
 
 /// A config problem, with where it is.
@@ -61,6 +67,9 @@ pub struct AppConfig {
     pub skills: SkillsConfig,
     #[serde(deserialize_with = "null_as_default")]
     pub read_before_write: ReadBeforeWriteConfig,
+    /// toolhost's own settings (concurrency limits); DeerFlow ignores the section.
+    #[serde(deserialize_with = "null_as_default")]
+    pub toolhost: ToolhostConfig,
 }
 
 fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
@@ -104,9 +113,19 @@ pub struct Capabilities {
     /// Host env var names passed through.
     #[serde(default)]
     pub env: Vec<String>,
+    /// Linear memory limit, MiB (1 to 4096).
+    #[serde(default, deserialize_with = "limits::memory_mb")]
     pub memory_mb: Option<u64>,
+    /// Deadline of a call, seconds (above 0, at most a day); waiting for a free slot counts.
+    #[serde(default, deserialize_with = "limits::timeout_s")]
     pub timeout_s: Option<f64>,
+    /// Result size cap, bytes.
+    #[serde(default, deserialize_with = "limits::output_bytes")]
     pub output_bytes: Option<u64>,
+    /// WASI handles (files, directories, streams, HTTP objects) a call may hold open at once;
+    /// each open file or directory is a host file descriptor.
+    #[serde(default, deserialize_with = "limits::handles")]
+    pub handles: Option<u64>,
     #[serde(default)]
     pub allow_private_addresses: bool,
 }
@@ -350,7 +369,7 @@ fn yaml_error(file: &str, text: &str, e: &serde_yaml::Error, path: Option<&str>)
         .map(|l| (l.line(), l.column()))
         .unwrap_or_else(|| path.map(|p| locate_path(text, p)).unwrap_or((0, 0)));
     let message = match path {
-        Some(p) if !p.is_empty() && p != "." => format!("{p}: {e}"),
+        Some(p) if !p.is_empty() && p != "." => format!("{p}: {}", without_yaml_path(&e.to_string(), p)),
         _ => e.to_string(),
     };
     // serde_yaml appends " at line L column C"; the prefix already says where.
@@ -359,6 +378,22 @@ fn yaml_error(file: &str, text: &str, e: &serde_yaml::Error, path: Option<&str>)
         None => message,
     };
     ConfigError { file: file.to_string(), line, column, message }
+}
+
+/// serde_yaml starts a message with its own (shorter) path of the value, e.g.
+/// `tools[0].capabilities: …` for an error at `tools[0].capabilities.timeout_s`; the full path
+/// is already in front of it.
+fn without_yaml_path<'a>(message: &'a str, path: &str) -> &'a str {
+    match message.split_once(": ") {
+        Some((head, rest))
+            if !head.is_empty()
+                && path.starts_with(head)
+                && matches!(path.as_bytes().get(head.len()), None | Some(b'.') | Some(b'[')) =>
+        {
+            rest
+        }
+        _ => message,
+    }
 }
 
 /// Best-effort line and column of a config path such as `tools[3].use`: the line of the n-th
@@ -459,7 +494,7 @@ mod tests {
         let err = parse(text, "c.yaml").unwrap_err();
         assert_eq!(err.line, 9, "{err}");
         assert!(err.message.contains("tools[1].capabilities.memory_mb"), "{err}");
-        assert!(err.message.contains("expected u64"), "{err}");
+        assert!(err.message.contains("expected an integer between 1 and 4096"), "{err}");
     }
 
     #[test]
@@ -467,6 +502,66 @@ mod tests {
         let err = parse("tools:\n  - name: a\n    use: hello\n", "c.yaml").unwrap_err();
         assert!(err.message.contains("group"), "{err}");
         assert!(err.line >= 2, "{err}");
+    }
+
+    #[test]
+    fn out_of_range_limits_are_errors_with_line_and_column_the_same_in_check_and_load() {
+        let cases = [
+            ("timeout_s: 1e300", "timeout_s must be"),
+            ("timeout_s: .nan", "timeout_s must be"),
+            ("timeout_s: .inf", "timeout_s must be"),
+            ("timeout_s: 0", "timeout_s must be"),
+            ("timeout_s: -3", "timeout_s must be"),
+            ("memory_mb: 0", "memory_mb must be between 1 and 4096"),
+            ("memory_mb: 5000", "memory_mb must be between 1 and 4096"),
+            ("output_bytes: 0", "output_bytes must be"),
+            ("output_bytes: 99999999999999", "output_bytes must be"),
+            ("handles: 3", "handles must be between 16 and 65536"),
+            ("handles: 10000000", "handles must be between 16 and 65536"),
+        ];
+        for (value, expected) in cases {
+            // Not the first key of its mapping: the error points at the value, not the mapping.
+            let text = format!("tools:\n  - name: a\n    group: g\n    use: hello\n    capabilities:\n      filesystem: none\n      {value}\n");
+            let load = parse(&text, "c.yaml").unwrap_err();
+            let key = value.split(':').next().unwrap();
+            assert_eq!((load.line, load.column), (7, 7 + key.len() + 2), "{value}: {load}");
+            assert!(load.message.starts_with(&format!("tools[0].capabilities.{key}: {expected}")), "{value}: {load}");
+            let check = validate(&text, "c.yaml");
+            assert_eq!(check.len(), 1, "{value}: {check:?}");
+            assert_eq!(check[0].to_string(), load.to_string(), "{value}");
+        }
+        // In range, and in a flow mapping on one line: the column points at the value.
+        let (c, _) = parse("tools:\n  - {name: a, group: g, use: hello, capabilities: {timeout_s: 0.5, memory_mb: 4096, handles: 16}}\n", "c").unwrap();
+        assert_eq!(c.tools[0].capabilities.as_ref().unwrap().timeout_s, Some(0.5));
+        let text = "tools:\n  - {name: a, group: g, use: hello, capabilities: {timeout_s: 1e300}}\n";
+        let load = parse(text, "c.yaml").unwrap_err();
+        assert_eq!((load.line, load.column), (2, 63), "{load}");
+        assert_eq!(validate(text, "c.yaml")[0].to_string(), load.to_string());
+    }
+
+    #[test]
+    fn toolhost_section_limits_are_checked() {
+        let (c, _) = parse("toolhost:\n  concurrent_calls: 8\n  concurrent_calls_per_thread: 2\n", "c").unwrap();
+        assert_eq!(c.toolhost, ToolhostConfig { concurrent_calls: 8, concurrent_calls_per_thread: 2 });
+        assert_eq!(parse("tools: []\n", "c").unwrap().0.toolhost, ToolhostConfig::default());
+        for (text, needle) in [
+            (
+                "toolhost:\n  concurrent_calls: 0\n",
+                "toolhost.concurrent_calls: concurrent_calls must be between 1 and 128",
+            ),
+            (
+                "toolhost:\n  concurrent_calls_per_thread: 100000\n",
+                "toolhost.concurrent_calls_per_thread: concurrent_calls_per_thread must be",
+            ),
+            ("toolhost:\n  concurent_calls: 4\n", "unknown field `concurent_calls`"),
+        ] {
+            let load = parse(text, "c.yaml").unwrap_err();
+            assert_eq!(load.line, 2, "{load}");
+            assert!(load.message.contains(needle), "{load}");
+            let check = validate(text, "c.yaml");
+            assert_eq!(check.len(), 1, "{check:?}");
+            assert_eq!(check[0].to_string(), load.to_string());
+        }
     }
 
     #[test]
@@ -529,23 +624,26 @@ pub fn validate(text: &str, file: &str) -> Vec<ConfigError> {
         }];
     };
     let mut errors = Vec::new();
-    let mut check = |path: String, v: &serde_yaml::Value, f: &dyn Fn(serde_yaml::Value) -> Result<(), String>| {
+    // Errors name the full path (`tools[2].capabilities.timeout_s`) and its line, as the loader
+    // does, so `check` and a host open report a bad value the same way.
+    let mut check = |path: String, v: &serde_yaml::Value, f: Check| {
         let mut v = v.clone();
         expand_env(&mut v, &mut |_| {});
-        if let Err(message) = f(v) {
-            let (line, column) = locate_path(text, &path);
-            errors.push(ConfigError { file: file.into(), line, column, message: format!("{path}: {message}") });
+        if let Err((inner, message)) = f(v) {
+            let full = match inner.as_str() {
+                "" | "." => path,
+                i if i.starts_with('[') => format!("{path}{i}"),
+                i => format!("{path}.{i}"),
+            };
+            let (line, column) = locate_path(text, &full);
+            errors.push(ConfigError { file: file.into(), line, column, message: format!("{full}: {message}") });
         }
     };
-    fn de<T: serde::de::DeserializeOwned>(v: serde_yaml::Value) -> Result<(), String> {
-        serde_path_to_error::deserialize::<_, T>(v).map(|_| ()).map_err(|e| {
-            let p = e.path().to_string();
-            if p.is_empty() || p == "." {
-                e.inner().to_string()
-            } else {
-                format!("{p}: {}", e.inner())
-            }
-        })
+    type Check<'a> = &'a dyn Fn(serde_yaml::Value) -> Result<(), (String, String)>;
+    fn de<T: serde::de::DeserializeOwned>(v: serde_yaml::Value) -> Result<(), (String, String)> {
+        serde_path_to_error::deserialize::<_, T>(v)
+            .map(|_| ())
+            .map_err(|e| (e.path().to_string(), e.inner().to_string()))
     }
     let get = |k: &str| map.get(serde_yaml::Value::String(k.into()));
     let list_section = |key: &str| -> Vec<(String, serde_yaml::Value)> {
@@ -559,7 +657,7 @@ pub fn validate(text: &str, file: &str) -> Vec<ConfigError> {
     for key in ["tools", "tool_groups", "models"] {
         match get(key) {
             None | Some(serde_yaml::Value::Null) | Some(serde_yaml::Value::Sequence(_)) => {}
-            Some(other) => check(key.into(), other, &|_| Err("expected a list".into())),
+            Some(other) => check(key.into(), other, &|_| Err((String::new(), "expected a list".into()))),
         }
     }
     for (path, v) in list_section("tools") {
@@ -571,8 +669,7 @@ pub fn validate(text: &str, file: &str) -> Vec<ConfigError> {
     for (path, v) in list_section("models") {
         check(path, &v, &de::<ModelConfig>);
     }
-    type Check<'a> = &'a dyn Fn(serde_yaml::Value) -> Result<(), String>;
-    let sections: [(&str, Check); 7] = [
+    let sections: [(&str, Check); 8] = [
         ("sandbox", &de::<Option<SandboxConfig>>),
         ("skill_evolution", &de::<Option<SkillEvolutionConfig>>),
         ("subagents", &de::<Option<SubagentsConfig>>),
@@ -580,10 +677,18 @@ pub fn validate(text: &str, file: &str) -> Vec<ConfigError> {
         ("acp_agents", &de::<Option<IndexMap<String, AcpAgentConfig>>>),
         ("skills", &de::<Option<SkillsConfig>>),
         ("read_before_write", &de::<Option<ReadBeforeWriteConfig>>),
+        ("toolhost", &de::<Option<ToolhostConfig>>),
     ];
     for (key, f) in sections {
         if let Some(v) = get(key) {
             check(key.into(), v, f);
+        }
+    }
+    // The loader stops at the first error and places it from the YAML parser's own marks, which
+    // are exact where a path search is not (flow mappings): take its place for that error.
+    if let Err(first) = parse(text, file) {
+        if let Some(e) = errors.iter_mut().find(|e| e.message == first.message) {
+            (e.line, e.column) = (first.line, first.column);
         }
     }
     errors
@@ -600,10 +705,10 @@ mod validate_tests {
         assert_eq!(errs.len(), 3, "{errs:?}");
         assert!(errs[0].message.contains("tools[0]") && errs[0].message.contains("group"), "{}", errs[0]);
         assert_eq!(errs[0].line, 2);
-        assert!(errs[1].message.contains("tools[2]"), "{}", errs[1]);
-        assert_eq!(errs[1].line, 7);
-        assert!(errs[2].message.contains("sandbox") && errs[2].message.contains("allow_host_bash"), "{}", errs[2]);
-        assert_eq!(errs[2].line, 10);
+        assert!(errs[1].message.starts_with("tools[2].group: "), "{}", errs[1]);
+        assert_eq!(errs[1].line, 8);
+        assert!(errs[2].message.starts_with("sandbox.allow_host_bash: "), "{}", errs[2]);
+        assert_eq!(errs[2].line, 11);
         assert!(validate("tools: []\n", "c").is_empty());
     }
 }

@@ -63,13 +63,22 @@ pub struct CapabilitySet {
     pub limits: CallLimits,
 }
 
+/// Handles a call may hold open when its `capabilities.handles` is not set: plenty for a tool
+/// walking a deep tree or making HTTP requests, a small share of the host's file descriptors.
+pub const DEFAULT_HANDLES: usize = 256;
+
 impl Default for CapabilitySet {
     fn default() -> Self {
         Self {
             fs: FsGrant::None,
             env: Vec::new(),
             network: Arc::default(),
-            limits: CallLimits { timeout: Duration::from_secs(30), memory_bytes: 64 << 20, output_bytes: 4 << 20 },
+            limits: CallLimits {
+                timeout: Duration::from_secs(30),
+                memory_bytes: 64 << 20,
+                output_bytes: 4 << 20,
+                handles: DEFAULT_HANDLES,
+            },
         }
     }
 }
@@ -92,11 +101,12 @@ impl CapabilitySet {
         };
         let env: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
         format!(
-            "[files {fs}, network {network}, env [{}], memory {} MiB, timeout {:?}, output {} bytes]",
+            "[files {fs}, network {network}, env [{}], memory {} MiB, timeout {:?}, output {} bytes, handles {}]",
             env.join(", "),
             self.limits.memory_bytes >> 20,
             self.limits.timeout,
-            self.limits.output_bytes
+            self.limits.output_bytes,
+            self.limits.handles
         )
     }
 

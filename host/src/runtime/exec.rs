@@ -24,6 +24,9 @@ pub struct CallLimits {
     pub memory_bytes: u64,
     /// Bytes of content the call may return.
     pub output_bytes: u64,
+    /// WASI handles (files, directories, streams, HTTP objects) the instance may hold at once;
+    /// each open file or directory is a file descriptor of the host process.
+    pub handles: usize,
 }
 
 /// The data of one store: WASI state, the limiter, and the tool's label for logs.
@@ -115,6 +118,10 @@ pub struct RawResult {
 pub enum ComponentCallError {
     #[error("timed out after {0:?} and was stopped")]
     Timeout(Duration),
+    #[error("timed out after {timeout:?} waiting for a free slot ({queue}); it did not run")]
+    QueueTimeout { timeout: Duration, queue: String },
+    #[error("held more than {0} open handles (files, directories, streams) at once and was stopped; capabilities.handles sets the limit")]
+    TooManyHandles(usize),
     #[error("exceeded its memory limit of {0} MiB and was stopped")]
     Memory(u64),
     #[error("returned {size} bytes of output, over its limit of {limit} bytes")]
@@ -131,25 +138,41 @@ pub enum ComponentCallError {
     Failed(String),
 }
 
+impl ComponentCallError {
+    /// The Python exception DeerFlow would report for this failure.
+    pub fn exception_class(&self) -> &'static str {
+        match self {
+            Self::Timeout(_) | Self::QueueTimeout { .. } => "TimeoutError",
+            Self::Memory(_) => "MemoryError",
+            Self::TooManyHandles(_) => "OSError",
+            _ => "RuntimeError",
+        }
+    }
+}
+
 fn new_store(
     rt: &Runtime,
     caps: &CapabilitySet,
     preopens: &[Preopen],
     label: &str,
     stderr: MemoryOutputPipe,
+    deadline: Instant,
 ) -> Result<Store<HostState>, ComponentCallError> {
     let ctx = caps.wasi_ctx(preopens, stderr).map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
+    let mut table = ResourceTable::new();
+    table.set_max_capacity(caps.limits.handles);
     let state = HostState {
         ctx,
-        table: ResourceTable::new(),
+        table,
         limiter: Limiter { memory_bytes: usize::try_from(caps.limits.memory_bytes).unwrap_or(usize::MAX), hit: false },
         label: label.to_string(),
         http: wasmtime_wasi_http::WasiHttpCtx::new(),
-        net: NetHooks::new(caps.network.clone(), rt.net().clone(), Instant::now() + caps.limits.timeout),
+        net: NetHooks::new(caps.network.clone(), rt.net().clone(), deadline),
     };
     let mut store = Store::new(rt.engine(), state);
     store.limiter(|s| &mut s.limiter);
-    let ticks = caps.limits.timeout.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64 + 1;
+    let left = deadline.saturating_duration_since(Instant::now());
+    let ticks = left.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64 + 1;
     store.set_epoch_deadline(ticks);
     store.epoch_deadline_trap();
     Ok(store)
@@ -167,6 +190,10 @@ fn classify(
     }
     if let Some(wasmtime::Trap::Interrupt) = err.downcast_ref::<wasmtime::Trap>() {
         return ComponentCallError::Timeout(caps.limits.timeout);
+    }
+    // wasmtime-wasi traps when the resource table is full (it cannot hand out a handle).
+    if err.chain().any(|e| matches!(e.downcast_ref(), Some(wasmtime::component::ResourceTableError::Full))) {
+        return ComponentCallError::TooManyHandles(caps.limits.handles);
     }
     let trap = err.downcast_ref::<wasmtime::Trap>().map(|t| t.to_string()).unwrap_or_else(|| format!("{err:#}"));
     let stderr = String::from_utf8_lossy(&stderr.contents()).into_owned();
@@ -187,7 +214,7 @@ fn run_bounded<F: std::future::Future>(timeout: Duration, fut: F) -> Option<F::O
     wasmtime_wasi::runtime::in_tokio(async move { tokio::time::timeout(timeout + EPOCH_TICK, fut).await.ok() })
 }
 
-/// Call `req.tool` in a fresh instance.
+/// Call `req.tool` in a fresh instance; it must end by `deadline`.
 pub fn call(
     rt: &Runtime,
     pre: &ToolComponentPre<HostState>,
@@ -195,10 +222,18 @@ pub fn call(
     preopens: &[Preopen],
     label: &str,
     req: &CallRequest,
+    deadline: Instant,
 ) -> Result<RawResult, ComponentCallError> {
     let start = Instant::now();
+    let left = deadline.saturating_duration_since(start);
+    if left.is_zero() {
+        return Err(ComponentCallError::Timeout(caps.limits.timeout));
+    }
     let stderr = MemoryOutputPipe::new(16 * 1024);
-    let mut store = new_store(rt, caps, preopens, label, stderr.clone())?;
+    let mut store = new_store(rt, caps, preopens, label, stderr.clone(), deadline)?;
+    // This thread runs the guest's file I/O: past the deadline, a blocked system call is
+    // interrupted so the epoch can end the call (see `watchdog`).
+    let _watch = rt.watchdog().watch(deadline);
     let ctx = types::CallContext {
         thread_id: req.thread_id.clone(),
         tool_call_id: req.tool_call_id.clone(),
@@ -212,7 +247,7 @@ pub fn call(
         };
         Ok(instance.toolhost_tool_tool().call_call(&mut store, &ctx, &req.tool, &req.args).await)
     };
-    let result = match run_bounded(caps.limits.timeout, run) {
+    let result = match run_bounded(left, run) {
         None => return Err(ComponentCallError::Timeout(caps.limits.timeout)),
         Some(Err(e)) => {
             return Err(match classify(e, &store, caps, &stderr) {
@@ -256,7 +291,8 @@ fn refusal_note(refusals: &[String]) -> String {
 pub fn list_tools(rt: &Runtime, pre: &ToolComponentPre<HostState>) -> Result<Vec<ListedTool>, ComponentCallError> {
     let caps = CapabilitySet::default();
     let stderr = MemoryOutputPipe::new(16 * 1024);
-    let mut store = new_store(rt, &caps, &[], "list-tools", stderr.clone())?;
+    let deadline = Instant::now() + caps.limits.timeout;
+    let mut store = new_store(rt, &caps, &[], "list-tools", stderr.clone(), deadline)?;
     let run = async {
         let instance =
             pre.instantiate_async(&mut store).await.map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
@@ -265,8 +301,18 @@ pub fn list_tools(rt: &Runtime, pre: &ToolComponentPre<HostState>) -> Result<Vec
     // Loading may happen on an async worker (a host opened inside a runtime), which must not
     // block: list on a thread of its own.
     let listed = std::thread::scope(|scope| match tokio::runtime::Handle::try_current() {
-        Ok(_) => scope.spawn(|| run_bounded(caps.limits.timeout, run)).join().ok().flatten(),
-        Err(_) => run_bounded(caps.limits.timeout, run),
+        Ok(_) => scope
+            .spawn(|| {
+                let _watch = rt.watchdog().watch(deadline);
+                run_bounded(caps.limits.timeout, run)
+            })
+            .join()
+            .ok()
+            .flatten(),
+        Err(_) => {
+            let _watch = rt.watchdog().watch(deadline);
+            run_bounded(caps.limits.timeout, run)
+        }
     });
     let specs = match listed {
         None => return Err(ComponentCallError::Timeout(caps.limits.timeout)),

@@ -2,22 +2,24 @@
 //! precompile cache, one `InstancePre` per component), and per-call execution in a fresh store
 //! and instance with the tool's capabilities and limits.
 
+mod admission;
 mod cache;
 mod capabilities;
 mod exec;
 mod net;
+mod watchdog;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
-pub use capabilities::{CapabilitySet, FsGrant, Preopen, PreopenDir};
+pub use admission::{CallPermit, ConcurrencyLimits, MAX_CONCURRENT_CALLS};
+pub use capabilities::{CapabilitySet, FsGrant, Preopen, PreopenDir, DEFAULT_HANDLES};
 pub use exec::{CallLimits, CallRequest, ComponentCallError, RawResult};
 pub use toolhost_net::{forbidden_address, HostRule, NetGrant};
 
@@ -34,6 +36,9 @@ wasmtime::component::bindgen!({
 /// How often the epoch ticks. Deadlines are whole ticks, so a call overruns its timeout by at
 /// most one tick.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// The largest linear memory an instance may have (a pooled slot's size): 4 GiB, all of wasm32.
+pub const MAX_MEMORY_BYTES: u64 = 1 << 32;
 
 /// Bytes of each pooled linear memory kept resident between instances (see `Runtime::config`).
 const MEMORY_KEEP_RESIDENT: usize = 2 << 20;
@@ -71,14 +76,31 @@ pub struct ListedTool {
     pub parameters: serde_json::Value,
 }
 
-/// The runtime: engine, linker, precompile cache and loaded components.
+/// The runtime: engine, linker, precompile cache, loaded components, and the queues and
+/// watchdog that bound running calls.
 pub struct Runtime {
     engine: Engine,
     linker: Linker<exec::HostState>,
-    cache_dir: Option<PathBuf>,
+    cache: Option<cache::Cache>,
     components: Mutex<HashMap<String, Arc<LoadedComponent>>>,
     pooling: bool,
     net: Arc<net::NetShared>,
+    admission: admission::Admission,
+    watchdog: Arc<watchdog::Watchdog>,
+    /// Warnings for the host to report (a refused cache, a rejected artifact), until taken.
+    warnings: Mutex<Vec<String>>,
+}
+
+/// How to build a [`Runtime`].
+#[derive(Debug, Clone, Default)]
+pub struct RuntimeOptions {
+    /// Precompiled artifacts (`None`: compile every time). The key that authenticates them is
+    /// kept in `keys/` beside this directory.
+    pub cache_dir: Option<PathBuf>,
+    /// A PEM file of CA certificates that components' outbound HTTPS trusts besides the web PKI
+    /// roots (a private CA, a TLS-inspecting proxy, a test server).
+    pub extra_ca_certs: Option<PathBuf>,
+    pub concurrency: ConcurrencyLimits,
 }
 
 /// How the engine allocates instances, best first.
@@ -91,18 +113,24 @@ enum Allocation {
     OnDemand,
 }
 
-static TICKER_STARTED: OnceLock<()> = OnceLock::new();
-
 impl Runtime {
     /// Build the engine. `cache_dir` holds precompiled artifacts (`None`: compile every time).
     pub fn new(cache_dir: Option<PathBuf>) -> anyhow::Result<Arc<Self>> {
-        Self::with_extra_ca_certs(cache_dir, None)
+        Self::with_options(RuntimeOptions { cache_dir, ..Default::default() })
     }
 
     /// Build the engine; outbound HTTPS of components also trusts the CA certificates in the
     /// PEM file `extra_ca_certs` (a private CA, a TLS-inspecting proxy, a test server).
     pub fn with_extra_ca_certs(cache_dir: Option<PathBuf>, extra_ca_certs: Option<&Path>) -> anyhow::Result<Arc<Self>> {
-        let net = Arc::new(net::NetShared::new(extra_ca_certs)?);
+        Self::with_options(RuntimeOptions {
+            cache_dir,
+            extra_ca_certs: extra_ca_certs.map(Path::to_path_buf),
+            ..Default::default()
+        })
+    }
+
+    pub fn with_options(opts: RuntimeOptions) -> anyhow::Result<Arc<Self>> {
+        let net = Arc::new(net::NetShared::new(opts.extra_ca_certs.as_deref())?);
         // Prefer pooling with resident slots reset via PAGEMAP_SCAN; without that ioctl, plain
         // pooling (resident slots would be reset by memset of their whole low region, slower
         // than madvise); without pooling (address space limits), on-demand allocation.
@@ -125,9 +153,53 @@ impl Runtime {
         // is decided per call by the tool's network grant (see `net`).
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         ToolComponent::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
-        let rt = Arc::new(Self { engine, linker, cache_dir, components: Mutex::new(HashMap::new()), pooling, net });
+        let mut warnings = Vec::new();
+        let cache = opts.cache_dir.as_deref().and_then(|dir| match cache::Cache::open(dir) {
+            Ok(c) => Some(c),
+            Err(why) => {
+                let w =
+                    format!("precompile cache {} not used: {why}; components are compiled in memory", dir.display());
+                tracing::warn!("{w}");
+                warnings.push(w);
+                None
+            }
+        });
+        let rt = Arc::new(Self {
+            engine,
+            linker,
+            cache,
+            components: Mutex::new(HashMap::new()),
+            pooling,
+            net,
+            admission: admission::Admission::new(opts.concurrency),
+            watchdog: Arc::new(watchdog::Watchdog::new()),
+            warnings: Mutex::new(warnings),
+        });
         rt.start_ticker();
         Ok(rt)
+    }
+
+    /// Warnings about the runtime the host should show (a precompile cache that is not used, an
+    /// artifact that failed its integrity check), each returned once.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn warn(&self, w: String) {
+        tracing::warn!("{w}");
+        self.warnings.lock().unwrap_or_else(|p| p.into_inner()).push(w);
+    }
+
+    /// The concurrency limits calls are admitted under.
+    pub fn concurrency(&self) -> ConcurrencyLimits {
+        self.admission.limits()
+    }
+
+    /// Wait for a slot to run a call in `thread_id` (fair queues: the thread's, then the
+    /// process's), for at most `timeout`. The permit carries the call's deadline; pass it to
+    /// [`exec_call_admitted`].
+    pub async fn admit(&self, thread_id: &str, timeout: Duration) -> Result<CallPermit, ComponentCallError> {
+        self.admission.admit(thread_id, timeout).await
     }
 
     fn config(allocation: Allocation) -> Config {
@@ -141,7 +213,7 @@ impl Runtime {
             p.total_core_instances(512);
             p.total_memories(256);
             p.total_tables(512);
-            p.max_memory_size(1 << 32);
+            p.max_memory_size(MAX_MEMORY_BYTES as usize);
             p.total_stacks(256);
             // Every call gets a fresh instance, so what a slot costs to reset dominates a trivial
             // call. Resetting with madvise throws the pages away and the next call faults them
@@ -179,21 +251,35 @@ impl Runtime {
         &self.net
     }
 
-    /// One background thread advances the epoch of the engine; deadlines are counted in ticks.
+    /// One background thread advances the epoch of the engine (deadlines are counted in ticks)
+    /// and interrupts calls blocked in a system call past their deadline.
     fn start_ticker(self: &Arc<Self>) {
         let engine = self.engine.clone();
-        let stop = Arc::new(AtomicBool::new(false));
-        let _ = TICKER_STARTED.get_or_init(|| ());
+        let watchdog = self.watchdog.clone();
         let weak = Arc::downgrade(self);
         std::thread::Builder::new()
             .name("toolhost-epoch".into())
             .spawn(move || {
-                while !stop.load(Ordering::Relaxed) && weak.strong_count() > 0 {
+                // Ticks follow the clock, not the count of sleeps: on a loaded machine a 5 ms
+                // sleep can take several, and deadlines counted in ticks would drift late.
+                let start = std::time::Instant::now();
+                let mut ticks: u128 = 0;
+                while weak.strong_count() > 0 {
                     std::thread::sleep(EPOCH_TICK);
-                    engine.increment_epoch();
+                    let now = std::time::Instant::now();
+                    let due = (now - start).as_nanos() / EPOCH_TICK.as_nanos();
+                    while ticks < due {
+                        engine.increment_epoch();
+                        ticks += 1;
+                    }
+                    watchdog.tick(now);
                 }
             })
             .ok();
+    }
+
+    fn watchdog(&self) -> &watchdog::Watchdog {
+        &self.watchdog
     }
 
     /// Load (or fetch from memory) a component: check its pin, compile or load from the cache,
@@ -234,16 +320,22 @@ impl Runtime {
 
     fn compile_cached(&self, bytes: &[u8], sha256: &str, label: &str) -> Result<(Component, bool), LoadError> {
         let invalid = |message: String| LoadError::Invalid { component: label.to_string(), message };
-        if let Some(dir) = &self.cache_dir {
-            let path = cache::artifact_path(dir, &self.engine, sha256);
-            if let Some(c) = cache::load(&self.engine, &path) {
-                return Ok((c, false));
-            }
-            let component = Component::new(&self.engine, bytes).map_err(|e| invalid(format!("{e:#}")))?;
-            cache::store(&component, &path);
-            return Ok((component, true));
+        let compile = || Component::new(&self.engine, bytes).map_err(|e| invalid(format!("{e:#}")));
+        let Some(cache) = &self.cache else { return Ok((compile()?, true)) };
+        let name = cache::artifact_name(&self.engine, sha256);
+        match cache.load(&self.engine, &name) {
+            cache::Lookup::Hit(c) => return Ok((c, false)),
+            cache::Lookup::Miss => {}
+            cache::Lookup::Rejected(why) => self.warn(format!(
+                "precompiled artifact {} rejected: {why}; {label} was compiled again",
+                cache.dir().join(&name).display()
+            )),
         }
-        Ok((Component::new(&self.engine, bytes).map_err(|e| invalid(format!("{e:#}")))?, true))
+        let component = compile()?;
+        if let Err(e) = cache.store(&component, &name) {
+            tracing::warn!("{e}; {label} will be compiled again next time");
+        }
+        Ok((component, true))
     }
 
     /// Inspect a component file without registering it: its tools, imports and sha256.
@@ -270,7 +362,9 @@ pub struct Inspection {
     pub tools: Vec<ListedTool>,
 }
 
-/// Call a tool of a loaded component (blocking; run it off the async executor).
+/// Call a tool of a loaded component (blocking; run it off the async executor), with the
+/// call's whole timeout from now. This bypasses the concurrency queues: the host admits its
+/// calls first ([`Runtime::admit`], then [`exec_call_admitted`]).
 pub fn exec_call(
     rt: &Runtime,
     component: &LoadedComponent,
@@ -278,5 +372,19 @@ pub fn exec_call(
     preopens: &[Preopen],
     req: &CallRequest,
 ) -> Result<RawResult, ComponentCallError> {
-    exec::call(rt, &component.pre, caps, preopens, &component.label, req)
+    let deadline = std::time::Instant::now() + caps.limits.timeout;
+    exec::call(rt, &component.pre, caps, preopens, &component.label, req, deadline)
+}
+
+/// [`exec_call`] for a call admitted by [`Runtime::admit`]: it ends by the permit's deadline
+/// (time spent waiting in line counts), and its slot is freed when it returns.
+pub fn exec_call_admitted(
+    rt: &Runtime,
+    component: &LoadedComponent,
+    caps: &CapabilitySet,
+    preopens: &[Preopen],
+    req: &CallRequest,
+    permit: CallPermit,
+) -> Result<RawResult, ComponentCallError> {
+    exec::call(rt, &component.pre, caps, preopens, &component.label, req, permit.deadline)
 }

@@ -16,42 +16,36 @@ use toolhost_core::{ContentPart, ToolOutcome};
 use crate::assembly::AssemblyRequest;
 use crate::host::Toolhost;
 
-/// How a session finds its thread.
-#[derive(Debug, Clone)]
-pub enum ThreadBinding {
-    /// stdio: one session, one thread, named up front.
-    Fixed(String),
-    /// Streamable HTTP: `mcp-<Mcp-Session-Id>`. A request without a session id (a stateless
-    /// 2026-07-28 client) uses `fallback`, a thread of its own made for this handler.
-    HttpSession { fallback: String },
-}
-
-/// One MCP session's handler.
+/// One MCP session's handler, bound to one toolhost thread.
 #[derive(Clone)]
 pub struct Session {
     host: Arc<Toolhost>,
     request: Arc<AssemblyRequest>,
-    binding: ThreadBinding,
+    /// stdio: named up front (`--thread`). Streamable HTTP: a random id per session
+    /// ([`session_thread_id`]), unrelated to the `Mcp-Session-Id`, so that a thread directory's
+    /// name never tells anyone how to speak in that session.
+    thread: String,
 }
 
 impl Session {
-    pub fn new(host: Arc<Toolhost>, request: Arc<AssemblyRequest>, binding: ThreadBinding) -> Self {
-        Self { host, request, binding }
+    pub fn new(host: Arc<Toolhost>, request: Arc<AssemblyRequest>, thread: String) -> Self {
+        Self { host, request, thread }
     }
 
-    /// The toolhost thread this request runs in.
-    fn thread(&self, cx: &RequestContext<RoleServer>) -> String {
-        match &self.binding {
-            ThreadBinding::Fixed(t) => t.clone(),
-            ThreadBinding::HttpSession { fallback } => cx
-                .extensions
-                .get::<http::request::Parts>()
-                .and_then(|p| p.headers.get("mcp-session-id"))
-                .and_then(|v| v.to_str().ok())
-                .map(|id| sanitize_thread_id(&format!("mcp-{id}")))
-                .unwrap_or_else(|| fallback.clone()),
-        }
+    /// The toolhost thread this session's requests run in.
+    fn thread(&self, _cx: &RequestContext<RoleServer>) -> String {
+        self.thread.clone()
     }
+}
+
+/// A fresh thread id for an HTTP session: `mcp-` and 128 random bits in hex.
+pub fn session_thread_id() -> std::io::Result<String> {
+    use ring::rand::SecureRandom as _;
+    let mut bits = [0u8; 16];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bits)
+        .map_err(|_| std::io::Error::other("the system random number generator failed"))?;
+    Ok(format!("mcp-{}", hex::encode(bits)))
 }
 
 /// A thread id from arbitrary text: characters outside `[A-Za-z0-9_-]` become `_`, at most 128
@@ -211,6 +205,14 @@ mod tests {
         assert_eq!(sanitize_thread_id(&"a".repeat(300)).len(), 128);
         let dir = std::path::Path::new("/tmp");
         assert!(toolhost_core::ThreadPaths::new(dir, &sanitize_thread_id("mcp-é!")).is_ok());
+    }
+
+    #[test]
+    fn session_threads_are_random_and_valid() {
+        let (a, b) = (session_thread_id().unwrap(), session_thread_id().unwrap());
+        assert_ne!(a, b);
+        assert!(a.len() == 36 && a.starts_with("mcp-") && a[4..].chars().all(|c| c.is_ascii_hexdigit()), "{a}");
+        assert!(toolhost_core::ThreadPaths::new(std::path::Path::new("/tmp"), &a).is_ok());
     }
 
     #[test]

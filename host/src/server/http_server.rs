@@ -14,7 +14,7 @@ use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::handler::{Session, ThreadBinding};
+use super::handler::{session_thread_id, Session};
 use super::ServeError;
 use crate::assembly::AssemblyRequest;
 use crate::host::Toolhost;
@@ -29,8 +29,23 @@ pub struct HttpOptions {
     pub addr: SocketAddr,
     /// Accepted besides the loopback names: `host` or `host:port`.
     pub allow_hosts: Vec<String>,
-    /// When set, every request needs `Authorization: Bearer <token>`.
+    /// When set, every request needs `Authorization: Bearer <token>`. An empty one is refused.
     pub token: Option<String>,
+    /// Serve a non-loopback address without a token; without this, that is refused.
+    pub insecure_no_auth: bool,
+}
+
+/// Refuse to start in a way that serves without authentication by accident: an empty token, or
+/// a non-loopback address without a token unless `insecure_no_auth` says so.
+pub fn check_auth(opts: &HttpOptions) -> Result<(), ServeError> {
+    if opts.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(ServeError::EmptyToken);
+    }
+    // `to_canonical`: `::ffff:127.0.0.1` is loopback too.
+    if opts.token.is_none() && !opts.addr.ip().to_canonical().is_loopback() && !opts.insecure_no_auth {
+        return Err(ServeError::PublicWithoutToken { addr: opts.addr });
+    }
+    Ok(())
 }
 
 type Service = StreamableHttpService<Session, LocalSessionManager>;
@@ -105,15 +120,17 @@ pub async fn serve_http(
     opts: HttpOptions,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
+    check_auth(&opts)?;
     let config = service_config(&opts.allow_hosts)?;
-    if !opts.addr.ip().is_loopback() && opts.token.is_none() {
-        tracing::warn!("serving on non-loopback {} without --token: anyone who can reach it can call tools", opts.addr);
+    if opts.token.is_none() && !opts.addr.ip().to_canonical().is_loopback() {
+        tracing::warn!(
+            "serving on non-loopback {} without a token (--insecure-no-auth): anyone who can reach it can call tools",
+            opts.addr
+        );
     }
-    // rmcp calls the factory once per MCP session (and once per stateless request).
-    let factory = move || {
-        let fallback = format!("mcp-{}", uuid::Uuid::new_v4().simple());
-        Ok(Session::new(host.clone(), request.clone(), ThreadBinding::HttpSession { fallback }))
-    };
+    // rmcp calls the factory once per MCP session (and once per stateless request): each gets
+    // a thread of its own.
+    let factory = move || Ok(Session::new(host.clone(), request.clone(), session_thread_id()?));
     let svc: Service = StreamableHttpService::new(factory, LocalSessionManager::default().into(), config);
     let token: Option<Arc<str>> = opts.token.map(Arc::from);
     let listener = tokio::net::TcpListener::bind(opts.addr)
@@ -157,6 +174,36 @@ mod tests {
         let c = service_config(&["box.lan".into()]).unwrap();
         assert!(c.allowed_hosts.contains(&"box.lan".to_string()) && c.allowed_hosts.contains(&"::1".to_string()));
         assert!(c.allowed_origins.contains(&"https://box.lan:*".to_string()));
+    }
+
+    #[test]
+    fn no_public_address_without_a_token_and_no_empty_token() {
+        let opts = |addr: &str, token: Option<&str>, insecure: bool| HttpOptions {
+            addr: addr.parse().unwrap(),
+            allow_hosts: vec![],
+            token: token.map(str::to_string),
+            insecure_no_auth: insecure,
+        };
+        for ok in [
+            opts("127.0.0.1:80", None, false),
+            opts("[::1]:80", None, false),
+            opts("[::ffff:127.0.0.1]:80", None, false),
+            opts("0.0.0.0:80", Some("t"), false),
+            opts("0.0.0.0:80", None, true),
+            opts("192.0.2.7:80", None, true),
+        ] {
+            assert!(check_auth(&ok).is_ok(), "{ok:?}");
+        }
+        for public in ["0.0.0.0:80", "[::]:80", "192.0.2.7:80", "[2001:db8::1]:80"] {
+            let e = check_auth(&opts(public, None, false)).unwrap_err().to_string();
+            assert!(e.contains(public) && e.contains("--token") && e.contains("--insecure-no-auth"), "{e}");
+        }
+        for empty in ["", "  "] {
+            for addr in ["127.0.0.1:80", "0.0.0.0:80"] {
+                let e = check_auth(&opts(addr, Some(empty), true)).unwrap_err();
+                assert!(matches!(e, ServeError::EmptyToken), "{addr} {empty:?}: {e}");
+            }
+        }
     }
 
     #[test]

@@ -173,10 +173,15 @@ impl Tool for ComponentTool {
             config: self.config.clone(),
             sandbox: self.sandbox.clone(),
         };
+        // Wait in line (this thread's calls, then the host's) within the call's own timeout.
+        let permit = match self.runtime.admit(&ctx.thread_id, self.caps.limits.timeout).await {
+            Ok(p) => p,
+            Err(e) => return ToolOutcome::raised(e.exception_class(), format!("component tool '{name}' {e}")),
+        };
         let runtime = self.runtime.clone();
         let component = self.component.clone();
         let caps = self.caps.clone();
-        let run = move || crate::runtime::exec_call(&runtime, &component, &caps, &preopens, &req);
+        let run = move || crate::runtime::exec_call_admitted(&runtime, &component, &caps, &preopens, &req, permit);
         // A lone call on a multi-threaded runtime runs right here (`block_in_place` hands this
         // worker's other tasks to another thread): no hand-off to a blocking thread and back,
         // about 40 µs on a 2-core VM. Concurrent calls of a turn each go to a blocking thread,
@@ -209,12 +214,7 @@ impl Tool for ComponentTool {
                         return ToolOutcome::raised(class, ctx.paths().mask(detail));
                     }
                 }
-                let class = match &e {
-                    ComponentCallError::Timeout(_) => "TimeoutError",
-                    ComponentCallError::Memory(_) => "MemoryError",
-                    _ => "RuntimeError",
-                };
-                ToolOutcome::raised(class, format!("component tool '{name}' {e}"))
+                ToolOutcome::raised(e.exception_class(), format!("component tool '{name}' {e}"))
             }
         }
     }
