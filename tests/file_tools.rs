@@ -406,7 +406,11 @@ async fn no_host_path_in_any_output() {
             json!({"pattern": "(", "path": ws}),
             Refused("Error: Invalid regex pattern: missing ), unterminated subpattern at position 0".into()),
         ),
-        ("write_file", json!({"path": "/mnt/skills/public/demo/x.md", "content": "no"}), denied_write("/mnt/skills/public/demo/x.md")),
+        (
+            "write_file",
+            json!({"path": "/mnt/skills/public/demo/x.md", "content": "no"}),
+            denied_write("/mnt/skills/public/demo/x.md"),
+        ),
         (
             "write_file",
             json!({"path": format!("{ws}/escape/pwned.txt"), "content": "no"}),

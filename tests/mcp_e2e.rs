@@ -117,8 +117,7 @@ fn deferred_tools_are_hidden_until_tool_search_promotes_them() {
     assert!(out.contains("<available-deferred-tools>\n") && out.contains("everything_echo\n"), "{out}");
     assert!(out.contains("deferred: hidden until tool_search promotes it"), "{out}");
 
-    let refused =
-        s.json(&["call", "everything_echo", r#"{"message": "x"}"#, "--thread", "t1", "--json"], TOOL_ERROR);
+    let refused = s.json(&["call", "everything_echo", r#"{"message": "x"}"#, "--thread", "t1", "--json"], TOOL_ERROR);
     assert_eq!(refused["status"], "error", "{refused}");
     assert!(refused["content"].as_str().unwrap().contains("tool_search"), "{refused}");
 
@@ -133,8 +132,7 @@ fn deferred_tools_are_hidden_until_tool_search_promotes_them() {
 
     let view = tool_names(&s.json(&["tools", "--json", "--thread", "t1"], OK));
     assert!(view.contains(&"everything_echo".to_string()), "{view:?}");
-    let echoed =
-        s.json(&["call", "everything_echo", r#"{"message": "now allowed"}"#, "--thread", "t1", "--json"], OK);
+    let echoed = s.json(&["call", "everything_echo", r#"{"message": "now allowed"}"#, "--thread", "t1", "--json"], OK);
     assert_eq!(echoed["status"], "success", "{echoed}");
 
     // Promotions belong to their thread.

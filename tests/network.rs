@@ -339,9 +339,10 @@ async fn a_stalled_or_trickling_server_cannot_outlast_the_timeout() {
         let url = format!("https://localhost:{}/{page}", server.port);
         // Without the timeout `/stall` answers after 60 s and `/trickle` never ends: the guard
         // makes the latter a failure instead of a hang.
-        let (text, err) = tokio::time::timeout(Duration::from_secs(30), call(&env.host, "http_get", json!({ "url": url })))
-            .await
-            .unwrap_or_else(|_| panic!("{page}: the 1 s timeout did not end the call"));
+        let (text, err) =
+            tokio::time::timeout(Duration::from_secs(30), call(&env.host, "http_get", json!({ "url": url })))
+                .await
+                .unwrap_or_else(|_| panic!("{page}: the 1 s timeout did not end the call"));
         let elapsed = start.elapsed();
         assert!(err, "{page}: {text}");
         // The deadline is 1 s. 10 s leaves a loaded 2-core machine nine seconds to wind the call

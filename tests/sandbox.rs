@@ -230,7 +230,11 @@ async fn calls_run_in_fresh_instances_concurrently() {
     let results = env.host.call_turn(&AssemblyRequest::default(), "t1", calls).await.unwrap();
     let together = start.elapsed();
     assert_eq!(results.len(), 8);
-    assert!(results.iter().all(|r| r.outcome.text_content() == "slept"), "{:?}", results.iter().map(|r| r.outcome.text_content()).collect::<Vec<_>>());
+    assert!(
+        results.iter().all(|r| r.outcome.text_content() == "slept"),
+        "{:?}",
+        results.iter().map(|r| r.outcome.text_content()).collect::<Vec<_>>()
+    );
     assert!(together >= sleep, "{together:?}");
     assert!(together < alone * 4, "eight calls took {together:?}, one alone {alone:?}: they did not run at once");
 }
@@ -289,7 +293,10 @@ async fn digest_pin_is_checked_before_compiling() {
         found[0].clone()
     };
     let compiled = error("junk_right");
-    assert!(compiled.contains("is not a valid toolhost tool component"), "the control must fail to compile: {compiled}");
+    assert!(
+        compiled.contains("is not a valid toolhost tool component"),
+        "the control must fail to compile: {compiled}"
+    );
     let pinned = error("junk_wrong");
     assert!(pinned.contains(&format!("sha256 is {junk_sha}, but the config pins {bad}")), "{pinned}");
     assert!(!pinned.contains("not a valid"), "the pin was checked after compiling: {pinned}");

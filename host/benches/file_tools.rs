@@ -149,7 +149,9 @@ fn proc_status_kib(key: &str) -> u64 {
 
 fn percentiles() {
     let b = setup();
-    println!("\nfile tools through Toolhost::call, {P99_CALLS} calls each (fixture: tests/conformance/sandbox_fs.json)");
+    println!(
+        "\nfile tools through Toolhost::call, {P99_CALLS} calls each (fixture: tests/conformance/sandbox_fs.json)"
+    );
     println!("{:<30} {:>10} {:>10} {:>12} {:>10}", "operation", "median ms", "p99 ms", "DeerFlow ms", "speed-up");
     for op in ops() {
         let (median, p99) = timed(&b, THREAD, op.tool, &op.args, P99_CALLS);

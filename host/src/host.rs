@@ -152,7 +152,8 @@ impl Toolhost {
         let skills = crate::wiring::skill_store(&config.config, &shared);
         let public_skills = crate::wiring::public_skill_states(extensions.as_ref());
         let disabled_skills = crate::wiring::disabled_skill_dirs(&skills, &public_skills, &mut problems);
-        let sandbox_json = sandbox_json(&config.config, &shared, &disabled_skills, opts.write_file_max_bytes.as_deref());
+        let sandbox_json =
+            sandbox_json(&config.config, &shared, &disabled_skills, opts.write_file_max_bytes.as_deref());
         let mut entries = Vec::new();
         let mut host_bash = None;
         for (i, tc) in config.config.tools.iter().enumerate() {

@@ -99,7 +99,9 @@ impl Sandbox {
         } else {
             match fs::metadata(self.real(&root)) {
                 // A category root DeerFlow would have created empty (see above).
-                Err(e) if e.kind() == io::ErrorKind::NotFound && self.layout.skill_category_roots().any(|r| r == root) => {
+                Err(e)
+                    if e.kind() == io::ErrorKind::NotFound && self.layout.skill_category_roots().any(|r| r == root) =>
+                {
                     return "(empty)".to_string()
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return format!("Error: Directory not found: {path}"),
