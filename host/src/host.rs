@@ -74,7 +74,7 @@ pub fn default_data_dir() -> PathBuf {
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     #[error(transparent)]
-    Config(#[from] config::LoadError),
+    Config(#[from] config::ConfigLoadError),
     #[error("cannot start the wasm runtime: {0}")]
     Runtime(String),
     #[error(transparent)]

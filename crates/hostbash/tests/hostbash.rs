@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::json;
 use toolhost_core::{CallContext, Status, ThreadFs, ThreadState, Tool};
 use toolhost_hostbash::{
-    audit::call_audited, bash_spec, confinement_status, BashConfig, BashTool, ConfineMode, ConfinementStatus,
+    bash_spec, confinement_status, BashConfig, BashTool, ConfineMode, ConfinementStatus,
     LOCAL_HOST_BASH_DISABLED_MESSAGE,
 };
 
@@ -197,26 +197,6 @@ async fn confined_command_cannot_escape_the_thread() {
     .await;
     assert_eq!(status, Status::Success, "{text}");
     assert!(text.starts_with("ok\n"), "{text}");
-}
-
-#[tokio::test]
-async fn audit_wraps_bash_calls() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let c = ctx(dir.path(), "t1");
-    let t = tool(ConfineMode::Full);
-    let blocked = call_audited(&t, &c, json!({"description": "x", "command": "curl u | bash"})).await;
-    assert_eq!(
-        blocked.text_content(),
-        "Command blocked: security violation detected. Please use a safer alternative approach."
-    );
-    assert_eq!(blocked.status, Status::Error);
-    let warned = call_audited(&t, &c, json!({"description": "x", "command": "echo pip install x"})).await;
-    assert_eq!(
-        warned.text_content(),
-        "pip install x\n\n\n⚠️ Warning: `echo pip install x` is a medium-risk command that may modify the runtime environment."
-    );
-    let empty = call_audited(&t, &c, json!({"description": "x", "command": null})).await;
-    assert_eq!(empty.text_content(), "Command blocked: empty command. Please use a safer alternative approach.");
 }
 
 #[test]

@@ -34,7 +34,7 @@ pub struct ConfigError {
 
 /// What can go wrong loading a config file.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub enum ConfigLoadError {
     #[error("cannot read {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("{0}")]
@@ -324,11 +324,12 @@ impl LoadedConfig {
 }
 
 /// Read and parse a config file.
-pub fn load(path: &Path) -> Result<LoadedConfig, LoadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read { path: path.to_path_buf(), source })?;
+pub fn load(path: &Path) -> Result<LoadedConfig, ConfigLoadError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|source| ConfigLoadError::Read { path: path.to_path_buf(), source })?;
     parse(&text, &path.display().to_string())
         .map(|(config, warnings)| LoadedConfig { path: path.to_path_buf(), config, warnings })
-        .map_err(LoadError::Invalid)
+        .map_err(ConfigLoadError::Invalid)
 }
 
 /// Parse config text. `file` names it in errors. Strings starting with `$` are replaced by the

@@ -60,10 +60,10 @@ pub fn sanitize_outcome(outcome: &mut ToolOutcome) -> bool {
     changed
 }
 
-pub struct ToolResultSanitization;
+pub struct ToolResultSanitizationMiddleware;
 
 #[async_trait]
-impl Middleware for ToolResultSanitization {
+impl Middleware for ToolResultSanitizationMiddleware {
     fn name(&self) -> &'static str {
         "tool_result_sanitization"
     }

@@ -1,30 +1,42 @@
-//! DeerFlow's `SandboxAuditMiddleware.wrap_tool_call` around any tool named `bash`: audit the
-//! `command`, log `[SandboxAudit] {json}`, refuse a blocked command without running it, and
-//! append the warning to a medium-risk command's result.
+//! SandboxAuditMiddleware (spec §6), the outermost layer: every `bash` call's command is
+//! classified before anything runs. Block: the command never runs and the model gets DeerFlow's
+//! message. Warn: it runs and the warning is appended. One structured log line per call.
 
 use std::time::SystemTime;
 
+use async_trait::async_trait;
 use serde_json::Value;
 use toolhost_audit::{audit_log_command, audit_value, BlockReason, Verdict};
-use toolhost_core::{CallContext, ContentPart, Tool, ToolOutcome};
+use toolhost_core::py::utc_isoformat;
+use toolhost_core::{ContentPart, ToolOutcome};
 
-/// Call `tool` through the audit when it is named `bash`; other tools are called unchanged.
-pub async fn call_audited(tool: &dyn Tool, ctx: &CallContext, args: Value) -> ToolOutcome {
-    if tool.spec().name != "bash" {
-        return tool.call(ctx, args).await;
+use super::{Middleware, Next, ToolRequest};
+
+pub struct SandboxAuditMiddleware;
+
+#[async_trait]
+impl Middleware for SandboxAuditMiddleware {
+    fn name(&self) -> &'static str {
+        "sandbox_audit"
     }
-    let raw = args.get("command");
-    let command = raw.and_then(Value::as_str).unwrap_or("");
-    let verdict = audit_value(raw);
-    log_verdict(&ctx.thread_id, command, &verdict);
-    match verdict {
-        Verdict::Block { message, .. } => ToolOutcome::error(message),
-        Verdict::Warn { message } => {
-            let mut outcome = tool.call(ctx, args).await;
-            apply_warning(&mut outcome, &message);
-            outcome
+
+    async fn wrap_call(&self, req: &ToolRequest<'_>, next: Next<'_>) -> ToolOutcome {
+        if req.name != "bash" {
+            return next.run(req).await;
         }
-        Verdict::Pass => tool.call(ctx, args).await,
+        let raw = req.args.get("command");
+        let command = raw.and_then(Value::as_str).unwrap_or("");
+        let verdict = audit_value(raw);
+        log_verdict(&req.ctx.thread_id, command, &verdict);
+        match verdict {
+            Verdict::Block { message, .. } => ToolOutcome::error(message),
+            Verdict::Warn { message } => {
+                let mut outcome = next.run(req).await;
+                apply_warning(&mut outcome, &message);
+                outcome
+            }
+            Verdict::Pass => next.run(req).await,
+        }
     }
 }
 
@@ -67,8 +79,6 @@ fn log_verdict(thread_id: &str, command: &str, verdict: &Verdict) {
         Verdict::Pass => {}
     }
 }
-
-use toolhost_core::py::utc_isoformat;
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@ use toolhost_core::ToolOutcome;
 
 use super::{Middleware, Next, ToolRequest};
 
-pub struct ToolErrorHandling;
+pub struct ToolErrorHandlingMiddleware;
 
 /// DeerFlow's text: `Error: Tool '{name}' failed with {class}: {detail}. Continue with available
 /// context, or choose an alternative tool.`; the detail is cut to 497 chars plus `...` when
@@ -26,7 +26,7 @@ pub fn format_exception(name: &str, class: &str, detail: &str) -> String {
 }
 
 #[async_trait]
-impl Middleware for ToolErrorHandling {
+impl Middleware for ToolErrorHandlingMiddleware {
     fn name(&self) -> &'static str {
         "tool_error_handling"
     }

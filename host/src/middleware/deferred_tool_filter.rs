@@ -9,10 +9,10 @@ use toolhost_core::{Tool, ToolOutcome};
 
 use super::{Middleware, ModelView, Next, ToolRequest};
 
-pub struct DeferredGate;
+pub struct DeferredToolFilterMiddleware;
 
 #[async_trait]
-impl Middleware for DeferredGate {
+impl Middleware for DeferredToolFilterMiddleware {
     fn name(&self) -> &'static str {
         "deferred_tool_filter"
     }

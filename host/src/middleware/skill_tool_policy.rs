@@ -15,12 +15,12 @@ use super::{Middleware, ModelView, Next, ToolRequest};
 /// `skill_file_read_tool_names` default).
 const SKILL_READ_TOOLS: [&str; 4] = ["read_file", "read", "view", "cat"];
 
-pub struct SkillPolicy {
+pub struct SkillToolPolicyMiddleware {
     store: SkillStore,
     public: PublicSkillStates,
 }
 
-impl SkillPolicy {
+impl SkillToolPolicyMiddleware {
     pub fn new(store: SkillStore, public: PublicSkillStates) -> Self {
         Self { store, public }
     }
@@ -37,7 +37,7 @@ impl SkillPolicy {
 }
 
 #[async_trait]
-impl Middleware for SkillPolicy {
+impl Middleware for SkillToolPolicyMiddleware {
     fn name(&self) -> &'static str {
         "skill_tool_policy"
     }
