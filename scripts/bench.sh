@@ -39,7 +39,7 @@ if ! skip deerflow; then
     step "DeerFlow, same inputs"
     if VENV_LINE=$(scripts/deerflow-venv.sh 2> "$OUT/deerflow-venv.log" | tail -1) && [[ "$VENV_LINE" == PYTHONPATH=* ]]; then
         (cd /tmp && env "$VENV_LINE" "$ROOT/.venv-bench/bin/python" "$ROOT/scripts/bench-deerflow.py" \
-            "$ROOT/../shared/conformance/sandbox_fs.json" --runs 30 --glob-sizes "$GLOB_SCALE" \
+            "$ROOT/tests/conformance/sandbox_fs.json" --runs 30 --glob-sizes "$GLOB_SCALE" \
             > "$OUT/deerflow.log" 2> "$OUT/deerflow.err") || echo "DeerFlow bench failed (see $OUT/deerflow.err)" >&2
     else
         echo "DeerFlow could not be set up (see $OUT/deerflow-venv.log): its figures come from spec/performance.md" >&2

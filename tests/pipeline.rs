@@ -28,6 +28,7 @@ fn open(extra_yaml: &str, setup: impl FnOnce(&Path)) -> Env {
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: Some(dir.path().join("extensions_config.json")),
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     };
     std::fs::write(dir.path().join("extensions_config.json"), r#"{"mcpServers": {}}"#).unwrap();
     let host = Toolhost::open(opts).unwrap();
@@ -257,6 +258,7 @@ async fn disabled_skill_files_are_refused_by_the_file_tools() {
         cache_dir: Some(env.dir.path().join("cache")),
         extensions_path: Some(env.dir.path().join("extensions_config.json")),
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     };
     let host = Toolhost::open(opts).unwrap();
     let r = host

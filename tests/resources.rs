@@ -236,6 +236,7 @@ fn a_cache_or_key_others_could_write_is_not_used() {
         cache_dir: Some(cache.clone()),
         extensions_path: None,
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     })
     .unwrap();
     let problems: Vec<&str> = host.problems().iter().map(|p| p.message.as_str()).collect();
@@ -271,6 +272,7 @@ fn host_with(tools: &[(&str, &str)], extra_yaml: &str) -> Env {
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: None,
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     })
     .unwrap();
     let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();

@@ -18,7 +18,7 @@ use toolhost::{HostOptions, Toolhost};
 #[path = "../../tests/support/sandbox_fs_vectors.rs"]
 mod vectors;
 
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/conformance/sandbox_fs.json");
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/conformance/sandbox_fs.json");
 const THREAD: &str = "bench";
 /// Calls in the timed loop that gives median and p99.
 const P99_CALLS: usize = 300;
@@ -101,6 +101,7 @@ fn open(config: &Path, data: &Path, scratch: &Path) -> Toolhost {
         ),
         extensions_path: Some(extensions),
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     })
     .expect("open host");
     assert!(host.problems().iter().all(|p| p.severity != toolhost::Severity::Error), "{:?}", host.problems());
@@ -148,7 +149,9 @@ fn proc_status_kib(key: &str) -> u64 {
 
 fn percentiles() {
     let b = setup();
-    println!("\nfile tools through Toolhost::call, {P99_CALLS} calls each (fixture: conformance/sandbox_fs.json)");
+    println!(
+        "\nfile tools through Toolhost::call, {P99_CALLS} calls each (fixture: tests/conformance/sandbox_fs.json)"
+    );
     println!("{:<30} {:>10} {:>10} {:>12} {:>10}", "operation", "median ms", "p99 ms", "DeerFlow ms", "speed-up");
     for op in ops() {
         let (median, p99) = timed(&b, THREAD, op.tool, &op.args, P99_CALLS);

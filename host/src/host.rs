@@ -36,6 +36,13 @@ pub struct HostOptions {
     /// A PEM file of CA certificates that components' outbound HTTPS trusts besides the web PKI
     /// roots (a private CA, a TLS-inspecting proxy). `new` reads `TOOLHOST_EXTRA_CA_CERTS`.
     pub extra_ca_certs: Option<PathBuf>,
+    /// `write_file`'s cap on a single non-append write: DeerFlow's `DEERFLOW_WRITE_FILE_MAX_BYTES`,
+    /// as its text (`"100000"`, `" 2000 "`, `"0"`). The file tool reads it as DeerFlow does —
+    /// Python's `int()`; `<= 0` disables the guard; text that is not an integer, or `None`, gives
+    /// DeerFlow's default of 80 KiB. Kept as text so a value reaches the tool exactly as DeerFlow
+    /// would see it in its environment. The library reads no environment for it; the CLI fills
+    /// it from `DEERFLOW_WRITE_FILE_MAX_BYTES`.
+    pub write_file_max_bytes: Option<String>,
 }
 
 impl HostOptions {
@@ -47,6 +54,7 @@ impl HostOptions {
             cache_dir: None,
             extensions_path: None,
             extra_ca_certs: extra_ca_certs_from_env(),
+            write_file_max_bytes: None,
         }
     }
 }
@@ -142,7 +150,8 @@ impl Toolhost {
         let skills = crate::wiring::skill_store(&config.config, &shared);
         let public_skills = crate::wiring::public_skill_states(extensions.as_ref());
         let disabled_skills = crate::wiring::disabled_skill_dirs(&skills, &public_skills, &mut problems);
-        let sandbox_json = sandbox_json(&config.config, &shared, &disabled_skills);
+        let sandbox_json =
+            sandbox_json(&config.config, &shared, &disabled_skills, opts.write_file_max_bytes.as_deref());
         let mut entries = Vec::new();
         let mut host_bash = None;
         for (i, tc) in config.config.tools.iter().enumerate() {
@@ -545,14 +554,19 @@ fn resolve(base: &Path, p: &str) -> PathBuf {
 }
 
 /// The sandbox settings component tools receive (see `wit/tool.wit`, `call-context.sandbox`).
-fn sandbox_json(c: &AppConfig, shared: &SharedRoots, disabled_skills: &[String]) -> Value {
+fn sandbox_json(
+    c: &AppConfig,
+    shared: &SharedRoots,
+    disabled_skills: &[String],
+    write_file_max_bytes: Option<&str>,
+) -> Value {
     let s = c.sandbox_or_default();
     serde_json::json!({
         "read_file_output_max_chars": s.read_file_output_max_chars,
         "ls_output_max_chars": s.ls_output_max_chars,
         "mounts": shared.mounts().iter().map(|m| serde_json::json!({"container_path": m.vpath, "read_only": m.read_only})).collect::<Vec<_>>(),
         "skills_container_path": c.skills.container_path,
-        "write_file_max_bytes": std::env::var("DEERFLOW_WRITE_FILE_MAX_BYTES").ok(),
+        "write_file_max_bytes": write_file_max_bytes,
         "disabled_skills": disabled_skills,
     })
 }

@@ -83,7 +83,10 @@ impl Sandbox {
         let mut entries = Vec::new();
         if root == self.layout.skills_root() {
             // DeerFlow mounts skills per category, so its `ls` of the skills root shows only the
-            // category directories (its mount overlay).
+            // category directories (its mount overlay) — every one of them, since its skill
+            // projection creates them all, whether or not this skills directory has one. Other
+            // directories here are served too, so they are listed as well.
+            entries.extend(self.layout.skill_category_roots().map(|r| format!("{r}/")));
             if let Ok(list) = read_dir_sorted(&self.layout, &root) {
                 for e in list {
                     if e.kind == Kind::Dir && !e.symlink && !should_ignore_name(&e.name) {
@@ -91,11 +94,14 @@ impl Sandbox {
                     }
                 }
             }
-            if entries.is_empty() {
-                return format!("Error: Directory not found: {path}");
-            }
         } else {
             match fs::metadata(self.real(&root)) {
+                // A category root DeerFlow would have created empty (see above).
+                Err(e)
+                    if e.kind() == io::ErrorKind::NotFound && self.layout.skill_category_roots().any(|r| r == root) =>
+                {
+                    return "(empty)".to_string()
+                }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return format!("Error: Directory not found: {path}"),
                 Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return denied(),
                 Err(e) => return format!("Error: Unexpected error listing directory: {}", py_os_error(&e, path)),

@@ -539,8 +539,7 @@ mod tests {
 
     #[test]
     fn loads_deerflow_example_config_unchanged() {
-        let path =
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/conformance/deerflow-configs/config.example.yaml");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/conformance/deerflow-configs/config.example.yaml");
         let loaded = load(Path::new(path)).unwrap();
         assert_eq!(loaded.config.config_version, Some(34));
         assert!(loaded.config.tools.iter().any(|t| t.name == "read_file"));
