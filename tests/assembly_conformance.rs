@@ -70,16 +70,11 @@ async fn every_assembly_variant_matches_deerflow() {
         let mut ext = v["extensions_config"].clone();
         substitute(&mut ext);
         std::fs::write(dir.path().join("extensions_config.json"), serde_json::to_vec(&ext).unwrap()).unwrap();
-        let opts = HostOptions {
-            config_path: dir.path().join("config.yaml"),
-            data_dir: dir.path().join("data"),
-            persist_state: false,
-            cache_dir: Some(root().join("target/test-cache")),
-            extensions_path: Some(dir.path().join("extensions_config.json")),
-            extra_ca_certs: None,
-            write_file_max_bytes: None,
-        };
-        let host = Toolhost::open(opts).unwrap_or_else(|e| panic!("{id}: {e}"));
+        let opts = HostOptions::new(dir.path().join("config.yaml"))
+            .data_dir(dir.path().join("data"))
+            .cache_dir(Some(root().join("target/test-cache")))
+            .extensions(Some(dir.path().join("extensions_config.json")));
+        let host = Toolhost::open_blocking(opts).unwrap_or_else(|e| panic!("{id}: {e}"));
         assert_eq!(host.config().is_host_bash_allowed(), v["is_host_bash_allowed"].as_bool().unwrap(), "{id}");
 
         let call = &v["call"];

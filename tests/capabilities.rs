@@ -53,16 +53,10 @@ fn open_in(dir: tempfile::TempDir, tools: &[(&str, &str)]) -> Env {
         );
     }
     std::fs::write(dir.path().join("config.yaml"), yaml).unwrap();
-    let opts = HostOptions {
-        config_path: dir.path().join("config.yaml"),
-        data_dir: dir.path().join("data"),
-        persist_state: false,
-        cache_dir: Some(dir.path().join("cache")),
-        extensions_path: None,
-        extra_ca_certs: None,
-        write_file_max_bytes: None,
-    };
-    let host = Toolhost::open(opts).unwrap();
+    let opts = HostOptions::new(dir.path().join("config.yaml"))
+        .data_dir(dir.path().join("data"))
+        .cache_dir(Some(dir.path().join("cache")));
+    let host = Toolhost::open_blocking(opts).unwrap();
     let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
     assert!(errors.is_empty(), "{errors:?}");
     Env { dir, host }
@@ -224,16 +218,10 @@ async fn a_capabilities_block_merges_over_a_bundled_components_defaults() {
         "tools:\n  - name: read_file\n    group: file:read\n    use: deerflow.sandbox.tools:read_file_tool\n    capabilities: {timeout_s: 10}\n",
     )
     .unwrap();
-    let opts = HostOptions {
-        config_path: dir.path().join("config.yaml"),
-        data_dir: dir.path().join("data"),
-        persist_state: false,
-        cache_dir: Some(dir.path().join("cache")),
-        extensions_path: None,
-        extra_ca_certs: None,
-        write_file_max_bytes: None,
-    };
-    let host = Toolhost::open(opts).unwrap();
+    let opts = HostOptions::new(dir.path().join("config.yaml"))
+        .data_dir(dir.path().join("data"))
+        .cache_dir(Some(dir.path().join("cache")));
+    let host = Toolhost::open_blocking(opts).unwrap();
     host.thread_fs("t1").unwrap().ensure_tool_dirs().unwrap();
     std::fs::write(dir.path().join("data/threads/t1/user-data/workspace/a.txt"), "merged").unwrap();
     let (text, err) =

@@ -15,52 +15,26 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use toolhost::assembly::AssemblyRequest;
 use toolhost::runtime::Runtime;
-use toolhost::{HostOptions, Toolhost};
+use toolhost::{Environment, HostOptions, Toolhost};
 
 #[path = "support/provider_server.rs"]
 mod provider_server;
 use provider_server::{Answer, ProviderServer};
-
-/// Every env var a provider reads: cleared before each case so only the case's own are set.
-const PROVIDER_VARS: &[&str] = &[
-    "SERPER_API_KEY",
-    "BRAVE_SEARCH_API_KEY",
-    "EXA_API_KEY",
-    "FIRECRAWL_API_KEY",
-    "CRW_API_KEY",
-    "CRW_API_URL",
-    "GROUNDROUTE_API_KEY",
-    "JINA_API_KEY",
-    "TAVILY_API_KEY",
-    "INFOQUEST_API_KEY",
-    "BROWSERLESS_TOKEN",
-];
-
-/// The tests set and clear provider env vars of this process: one test at a time.
-static ENV: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn vectors() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance/community_tools.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// A host over `tools` (JSON entries), sharing `runtime`, with `env` as the process env.
+/// A host over `tools` (JSON entries), sharing `runtime`, with `env` as the environment it sees
+/// (the library reads no process environment: nothing leaks in from the test runner's).
 fn host(runtime: &Arc<Runtime>, dir: &Path, tools: Vec<Value>, env: &[(&str, &str)]) -> Toolhost {
-    for v in PROVIDER_VARS {
-        std::env::remove_var(v);
-    }
-    for (k, v) in env {
-        std::env::set_var(k, v);
-    }
     let config = dir.join("config.yaml");
     std::fs::write(&config, serde_yaml::to_string(&json!({ "tools": tools })).unwrap()).unwrap();
-    let loaded = toolhost::config::load(&config).unwrap();
-    let mut opts = HostOptions::new(&config);
-    opts.data_dir = dir.join("data");
-    let host = Toolhost::with_runtime(loaded, runtime.clone(), opts).unwrap();
-    for v in PROVIDER_VARS {
-        std::env::remove_var(v);
-    }
+    let opts = HostOptions::new(&config)
+        .data_dir(dir.join("data"))
+        .env(Environment::new(env.iter().map(|(k, v)| (k.to_string(), v.to_string()))));
+    let host = Toolhost::with_runtime(opts, runtime.clone()).unwrap();
     let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == toolhost::Severity::Error).collect();
     assert!(errors.is_empty(), "{errors:?}");
     host
@@ -156,7 +130,6 @@ fn check_request(case: &Value, got: &[provider_server::Received]) -> Result<(), 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_vectors_match_deerflow() {
-    let _serial = ENV.lock().await;
     let server = provider_server::start().await;
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime(&server, dir.path());
@@ -314,7 +287,6 @@ fn loopback() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_provider_fails_like_deerflow_and_stays_in_its_grant() {
-    let _serial = ENV.lock().await;
     let server = provider_server::start().await;
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime(&server, dir.path());
@@ -384,7 +356,6 @@ async fn every_provider_fails_like_deerflow_and_stays_in_its_grant() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn texts_of_library_failures_match_deerflow() {
-    let _serial = ENV.lock().await;
     let server = provider_server::start().await;
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime(&server, dir.path());
@@ -442,7 +413,6 @@ async fn texts_of_library_failures_match_deerflow() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn web_capture_writes_the_screenshot_to_outputs_as_an_artifact() {
-    let _serial = ENV.lock().await;
     let server = provider_server::start().await;
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime(&server, dir.path());

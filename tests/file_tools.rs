@@ -73,15 +73,13 @@ impl Env {
         yaml += &format!("read_before_write:\n  enabled: {read_before_write}\n");
         let config = self.dir.path().join(format!("{name}.yaml"));
         std::fs::write(&config, yaml).expect("write config");
-        let host = Toolhost::open(HostOptions {
-            config_path: config,
-            data_dir: self.data(),
-            persist_state: false,
-            cache_dir: Some(self.dir.path().join("cache")),
-            extensions_path: Some(self.dir.path().join("extensions_config.json")),
-            extra_ca_certs: None,
-            write_file_max_bytes: write_cap.map(str::to_string),
-        })
+        let host = Toolhost::open_blocking(
+            HostOptions::new(config)
+                .data_dir(self.data())
+                .cache_dir(Some(self.dir.path().join("cache")))
+                .extensions(Some(self.dir.path().join("extensions_config.json")))
+                .write_file_max_bytes(write_cap.map(str::to_string)),
+        )
         .expect("open host");
         let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
         assert!(errors.is_empty(), "{errors:?}");

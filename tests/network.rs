@@ -203,15 +203,12 @@ fn host_with_yaml(yaml: &str, ca: Option<&Path>) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, yaml).unwrap();
-    let host = Toolhost::open(HostOptions {
-        config_path: config,
-        data_dir: dir.path().join("data"),
-        persist_state: false,
-        cache_dir: Some(dir.path().join("cache")),
-        extensions_path: None,
-        extra_ca_certs: ca.map(Path::to_path_buf),
-        write_file_max_bytes: None,
-    })
+    let host = Toolhost::open_blocking(
+        HostOptions::new(config)
+            .data_dir(dir.path().join("data"))
+            .cache_dir(Some(dir.path().join("cache")))
+            .extra_ca_certs(ca.map(Path::to_path_buf)),
+    )
     .unwrap();
     let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
     assert!(errors.is_empty(), "{errors:?}");
@@ -376,7 +373,7 @@ fn bad_grants_are_config_errors_with_line_numbers() {
         "tools:\n  - name: a\n    group: g\n    use: hello\n    capabilities:\n      network: [\"http://api.example.com\"]\n",
     )
     .unwrap();
-    let err = match Toolhost::open(HostOptions::new(&config)) {
+    let err = match Toolhost::open_blocking(HostOptions::new(&config)) {
         Ok(_) => panic!("a plain-http grant must not load"),
         Err(e) => e.to_string(),
     };

@@ -21,17 +21,12 @@ fn open(extra_yaml: &str, setup: impl FnOnce(&Path)) -> Env {
         "models:\n  - {{name: vision, supports_vision: true}}\ntools:\n  - {{name: read_file, group: 'file:read', use: 'deerflow.sandbox.tools:read_file_tool'}}\n  - {{name: write_file, group: 'file:write', use: 'deerflow.sandbox.tools:write_file_tool'}}\n  - {{name: hello, group: demo, use: hello}}\n  - {{name: bash, group: bash, use: 'deerflow.sandbox.tools:bash_tool'}}\n{extra_yaml}"
     );
     std::fs::write(&config, yaml).unwrap();
-    let opts = HostOptions {
-        config_path: config,
-        data_dir: dir.path().join("data"),
-        persist_state: false,
-        cache_dir: Some(dir.path().join("cache")),
-        extensions_path: Some(dir.path().join("extensions_config.json")),
-        extra_ca_certs: None,
-        write_file_max_bytes: None,
-    };
+    let opts = HostOptions::new(config)
+        .data_dir(dir.path().join("data"))
+        .cache_dir(Some(dir.path().join("cache")))
+        .extensions(Some(dir.path().join("extensions_config.json")));
     std::fs::write(dir.path().join("extensions_config.json"), r#"{"mcpServers": {}}"#).unwrap();
-    let host = Toolhost::open(opts).unwrap();
+    let host = Toolhost::open_blocking(opts).unwrap();
     Env { dir, host }
 }
 
@@ -41,6 +36,10 @@ async fn call(env: &Env, thread: &str, name: &str, args: Value) -> toolhost::Cal
 
 fn names(tools: &[std::sync::Arc<dyn toolhost_core::Tool>]) -> Vec<String> {
     tools.iter().map(|t| t.spec().name.clone()).collect()
+}
+
+fn spec_names(tools: &[toolhost::ToolSpec]) -> Vec<String> {
+    tools.iter().map(|t| t.name.clone()).collect()
 }
 
 #[tokio::test]
@@ -134,7 +133,7 @@ fn write_skill(root: &Path) {
 async fn reading_a_skill_activates_its_allowed_tools_policy() {
     let env = open("skills:\n  path: skills\n  container_path: /mnt/skills\n", write_skill);
     let before = env.host.model_tools(&AssemblyRequest::default(), "t1").await.unwrap();
-    assert!(names(&before).contains(&"hello".to_string()));
+    assert!(spec_names(&before).contains(&"hello".to_string()));
 
     let r = call(
         &env,
@@ -148,7 +147,7 @@ async fn reading_a_skill_activates_its_allowed_tools_policy() {
     let state = env.host.thread_state("t1").await.unwrap();
     assert_eq!(state.skill_context.len(), 1, "{state:?}");
 
-    let after = names(&env.host.model_tools(&AssemblyRequest::default(), "t1").await.unwrap());
+    let after = spec_names(&env.host.model_tools(&AssemblyRequest::default(), "t1").await.unwrap());
     assert!(after.contains(&"write_file".to_string()) && after.contains(&"read_file".to_string()), "{after:?}");
     assert!(!after.contains(&"hello".to_string()), "{after:?}");
 
@@ -251,16 +250,11 @@ async fn disabled_skill_files_are_refused_by_the_file_tools() {
         r#"{"mcpServers": {}, "skills": {"demo-skill": {"enabled": false}}}"#,
     )
     .unwrap();
-    let opts = HostOptions {
-        config_path: env.dir.path().join("config.yaml"),
-        data_dir: env.dir.path().join("data"),
-        persist_state: false,
-        cache_dir: Some(env.dir.path().join("cache")),
-        extensions_path: Some(env.dir.path().join("extensions_config.json")),
-        extra_ca_certs: None,
-        write_file_max_bytes: None,
-    };
-    let host = Toolhost::open(opts).unwrap();
+    let opts = HostOptions::new(env.dir.path().join("config.yaml"))
+        .data_dir(env.dir.path().join("data"))
+        .cache_dir(Some(env.dir.path().join("cache")))
+        .extensions(Some(env.dir.path().join("extensions_config.json")));
+    let host = Toolhost::open_blocking(opts).unwrap();
     let r = host
         .call(
             &AssemblyRequest::default(),

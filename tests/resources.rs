@@ -229,15 +229,9 @@ fn a_cache_or_key_others_could_write_is_not_used() {
         format!("tools:\n  - {{name: hello, group: g, use: \"{}:hello\"}}\n", hello_wasm().display()),
     )
     .unwrap();
-    let host = Toolhost::open(HostOptions {
-        config_path: config,
-        data_dir: dir.path().join("data"),
-        persist_state: false,
-        cache_dir: Some(cache.clone()),
-        extensions_path: None,
-        extra_ca_certs: None,
-        write_file_max_bytes: None,
-    })
+    let host = Toolhost::open_blocking(
+        HostOptions::new(config).data_dir(dir.path().join("data")).cache_dir(Some(cache.clone())),
+    )
     .unwrap();
     let problems: Vec<&str> = host.problems().iter().map(|p| p.message.as_str()).collect();
     assert!(
@@ -265,15 +259,9 @@ fn host_with(tools: &[(&str, &str)], extra_yaml: &str) -> Env {
     yaml += extra_yaml;
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, yaml).unwrap();
-    let host = Toolhost::open(HostOptions {
-        config_path: config,
-        data_dir: dir.path().join("data"),
-        persist_state: false,
-        cache_dir: Some(dir.path().join("cache")),
-        extensions_path: None,
-        extra_ca_certs: None,
-        write_file_max_bytes: None,
-    })
+    let host = Toolhost::open_blocking(
+        HostOptions::new(config).data_dir(dir.path().join("data")).cache_dir(Some(dir.path().join("cache"))),
+    )
     .unwrap();
     let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
     assert!(errors.is_empty(), "{errors:?}");
@@ -597,7 +585,7 @@ async fn config_values_out_of_range_refuse_the_tool_with_their_location() {
     .unwrap();
     let mut opts = HostOptions::new(&config);
     opts.data_dir = env.dir.path().join("data");
-    let err = match Toolhost::open(opts) {
+    let err = match Toolhost::open_blocking(opts) {
         Ok(_) => panic!("a config with timeout_s: 1e300 opened"),
         Err(e) => e.to_string(),
     };

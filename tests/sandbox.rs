@@ -24,16 +24,11 @@ fn host_with(tools_yaml: &str) -> Env {
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, format!("tools:\n{tools_yaml}")).unwrap();
     let data = dir.path().join("data");
-    let opts = HostOptions {
-        config_path: config,
-        data_dir: data.clone(),
-        persist_state: false,
-        cache_dir: Some(dir.path().join("cache")),
-        extensions_path: None,
-        extra_ca_certs: None,
-        write_file_max_bytes: None,
-    };
-    let host = Toolhost::open(opts).unwrap();
+    let opts = HostOptions::new(config)
+        .data_dir(data.clone())
+        .cache_dir(Some(dir.path().join("cache")))
+        .env(toolhost::Environment::from_process());
+    let host = Toolhost::open_blocking(opts).unwrap();
     Env { _dir: dir, host, data }
 }
 

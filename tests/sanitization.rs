@@ -36,8 +36,8 @@ async fn mcp_results_are_neutralized_and_ours_are_not() {
     .unwrap();
     let mut opts = HostOptions::new(dir.path().join("config.yaml"));
     opts.data_dir = dir.path().join("data");
-    opts.extensions_path = Some(dir.path().join("extensions_config.json"));
-    let host = Toolhost::open(opts).unwrap();
+    opts.extensions = Some(dir.path().join("extensions_config.json"));
+    let host = Toolhost::open_blocking(opts).unwrap();
     let req = AssemblyRequest::default();
 
     let assembly = host.get_available_tools(&req).await;

@@ -67,16 +67,11 @@ fn open() -> Env {
     std::fs::write(&config, yaml).unwrap();
     std::fs::write(dir.path().join("extensions_config.json"), r#"{"mcpServers": {}}"#).unwrap();
     std::fs::write(dir.path().join("sentinel.md"), format!("# {SECRET}\n{SECRET}\n")).unwrap();
-    let opts = HostOptions {
-        config_path: config,
-        data_dir: dir.path().join("data"),
-        persist_state: false,
-        cache_dir: Some(dir.path().join("cache")),
-        extensions_path: Some(dir.path().join("extensions_config.json")),
-        extra_ca_certs: None,
-        write_file_max_bytes: None,
-    };
-    let host = Toolhost::open(opts).unwrap();
+    let opts = HostOptions::new(config)
+        .data_dir(dir.path().join("data"))
+        .cache_dir(Some(dir.path().join("cache")))
+        .extensions(Some(dir.path().join("extensions_config.json")));
+    let host = Toolhost::open_blocking(opts).unwrap();
     let errors: Vec<_> =
         host.problems().iter().filter(|p| p.severity == toolhost::Severity::Error).map(|p| &p.message).collect();
     assert!(errors.is_empty(), "{errors:?}");
@@ -339,16 +334,11 @@ async fn a_replaced_workspace_is_refused_not_followed() {
 }
 
 fn reopen(dir: &tempfile::TempDir) -> Toolhost {
-    let opts = HostOptions {
-        config_path: dir.path().join("config.yaml"),
-        data_dir: dir.path().join("data"),
-        persist_state: false,
-        cache_dir: Some(dir.path().join("cache")),
-        extensions_path: Some(dir.path().join("extensions_config.json")),
-        extra_ca_certs: None,
-        write_file_max_bytes: None,
-    };
-    Toolhost::open(opts).unwrap()
+    let opts = HostOptions::new(dir.path().join("config.yaml"))
+        .data_dir(dir.path().join("data"))
+        .cache_dir(Some(dir.path().join("cache")))
+        .extensions(Some(dir.path().join("extensions_config.json")));
+    Toolhost::open_blocking(opts).unwrap()
 }
 
 /// A component's state update is input: artifacts must name files under outputs, viewed images
@@ -401,16 +391,11 @@ async fn thread_directories_and_state_are_private() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("config.yaml"), "tools: []\n").unwrap();
-    let opts = HostOptions {
-        config_path: dir.path().join("config.yaml"),
-        data_dir: dir.path().join("data"),
-        persist_state: true,
-        cache_dir: Some(dir.path().join("cache")),
-        extensions_path: None,
-        extra_ca_certs: None,
-        write_file_max_bytes: None,
-    };
-    let host = Toolhost::open(opts).unwrap();
+    let opts = HostOptions::new(dir.path().join("config.yaml"))
+        .data_dir(dir.path().join("data"))
+        .persist_state(true)
+        .cache_dir(Some(dir.path().join("cache")));
+    let host = Toolhost::open_blocking(opts).unwrap();
     let r = host
         .call(
             &AssemblyRequest::default(),
@@ -483,7 +468,7 @@ async fn the_disk_quota_refuses_writes_past_it() {
 fn a_zero_disk_quota_is_a_config_error_with_its_line() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("config.yaml"), "sandbox:\n  use: x\n  thread_disk_quota_mb: 0\n").unwrap();
-    let err = match Toolhost::open(HostOptions::new(dir.path().join("config.yaml"))) {
+    let err = match Toolhost::open_blocking(HostOptions::new(dir.path().join("config.yaml"))) {
         Err(e) => e.to_string(),
         Ok(_) => panic!("a zero quota was accepted"),
     };

@@ -65,7 +65,7 @@ fn main() {
         let mut opts = HostOptions::new(&config);
         opts.data_dir = dir.path().join("data");
         opts.extra_ca_certs = Some(server.ca_pem.clone());
-        let host = Toolhost::open(opts).unwrap();
+        let host = Toolhost::open_blocking(opts).unwrap();
         let req = AssemblyRequest::default();
         let args = json!({"query": "rust language"});
         for _ in 0..calls.min(20) {

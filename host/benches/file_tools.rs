@@ -90,19 +90,16 @@ fn open(config: &Path, data: &Path, scratch: &Path) -> Toolhost {
     // An explicit, empty extensions config: no MCP servers, no lookup beside config.yaml.
     let extensions = scratch.join("extensions_config.json");
     std::fs::write(&extensions, r#"{"mcpServers": {}}"#).expect("write extensions");
-    let host = Toolhost::open(HostOptions {
-        config_path: config.to_path_buf(),
-        data_dir: data.to_path_buf(),
-        persist_state: false,
-        // `FILE_TOOLS_CACHE`: a lasting precompile cache; a component loaded from it is a mapped
-        // file, so `perf report` can name the wasm functions (profiling the grep path).
-        cache_dir: Some(
-            std::env::var_os("FILE_TOOLS_CACHE").map(PathBuf::from).unwrap_or_else(|| scratch.join("cache")),
-        ),
-        extensions_path: Some(extensions),
-        extra_ca_certs: None,
-        write_file_max_bytes: None,
-    })
+    // `FILE_TOOLS_CACHE`: a lasting precompile cache; a component loaded from it is a mapped
+    // file, so `perf report` can name the wasm functions (profiling the grep path).
+    let host = Toolhost::open_blocking(
+        HostOptions::new(config.to_path_buf())
+            .data_dir(data.to_path_buf())
+            .cache_dir(Some(
+                std::env::var_os("FILE_TOOLS_CACHE").map(PathBuf::from).unwrap_or_else(|| scratch.join("cache")),
+            ))
+            .extensions(Some(extensions)),
+    )
     .expect("open host");
     assert!(host.problems().iter().all(|p| p.severity != toolhost::Severity::Error), "{:?}", host.problems());
     host

@@ -119,16 +119,8 @@ fn bench_host(dir: &Path, extra_tools: &str) -> Toolhost {
     let config = dir.join("config.yaml");
     std::fs::write(&config, format!("tools:\n  - {{name: hello, group: bench, use: hello}}\n{extra_tools}"))
         .expect("write config");
-    let opts = HostOptions {
-        config_path: config,
-        data_dir: dir.join("data"),
-        persist_state: false,
-        cache_dir: Some(dir.join("cache")),
-        extensions_path: None,
-        extra_ca_certs: None,
-        write_file_max_bytes: None,
-    };
-    let mut host = Toolhost::open(opts).expect("open the host");
+    let opts = HostOptions::new(config).data_dir(dir.join("data")).cache_dir(Some(dir.join("cache")));
+    let mut host = Toolhost::open_blocking(opts).expect("open the host");
     host.add_builtin(Builtin { tool: Arc::new(NativeHello::new()), condition: BuiltinCondition::Always });
     host
 }
@@ -234,17 +226,9 @@ fn host_start() {
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, yaml).expect("write config");
     let open = |cache: &PathBuf| {
-        let opts = HostOptions {
-            config_path: config.clone(),
-            data_dir: dir.path().join("data"),
-            persist_state: false,
-            cache_dir: Some(cache.clone()),
-            extensions_path: None,
-            extra_ca_certs: None,
-            write_file_max_bytes: None,
-        };
+        let opts = HostOptions::new(config.clone()).data_dir(dir.path().join("data")).cache_dir(Some(cache.clone()));
         let start = Instant::now();
-        let host = Toolhost::open(opts).expect("open the host");
+        let host = Toolhost::open_blocking(opts).expect("open the host");
         let elapsed = start.elapsed();
         let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == toolhost::Severity::Error).collect();
         assert!(errors.is_empty(), "{errors:?}");

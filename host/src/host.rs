@@ -1,134 +1,128 @@
-//! The host: a loaded config, the runtime with its components, the assembled layers, the
-//! pipeline and thread state. What the CLI and embedders call.
+//! [`Toolhost`]: a loaded config, the wasm runtime with its components, what assembly draws from,
+//! the middleware pipeline and the threads' state — and [`Thread`], the handle calls go through.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value};
-use toolhost_core::{
-    CallContext, SharedDir, SharedRoots, ThreadFs, ThreadPaths, Threads, Tool, ToolOutcome, ToolSource, ToolSpec,
-    VIRTUAL_SKILLS,
-};
+use serde_json::Value;
+use toolhost_core::{CallContext, ErrorKind, ThreadFs, ThreadPaths, ThreadState, Threads, ToolOutcome, ToolSpec};
 
-use crate::assembly::{
-    get_available_tools, Assembly, AssemblyFacts, AssemblyRequest, Builtin, ConfigEntry, ConfigEntryState, ToolLayer,
-};
-use crate::config::{self, AppConfig, CapabilitiesConfig, LoadedConfig, ResolvedUse, ToolConfig};
+use crate::assembly::{self, Assembly, AssemblyFacts, AssemblyRequest, Builtin, Sources, ToolLayer};
+use crate::config::{self, AppConfig, LoadedConfig};
+use crate::error::{HostError, Problem};
 use crate::middleware::{Pipeline, ToolRequest};
-use crate::runtime::{CapabilitySet, ComponentRef, ConcurrencyLimits, FilesGrant, Runtime, RuntimeOptions};
-use crate::state_store::{StateError, ThreadStore};
-use crate::tools::component::ComponentTool;
+use crate::options::HostOptions;
+use crate::runtime::{ConcurrencyLimits, Runtime, RuntimeOptions};
+use crate::state_store::ThreadStore;
 
-/// How to open a host.
-#[derive(Debug, Clone)]
-pub struct HostOptions {
-    pub config_path: PathBuf,
-    /// `$TOOLHOST_HOME`, else `./.toolhost`.
-    pub data_dir: PathBuf,
-    /// Keep thread state on disk between processes (the CLI does).
-    pub persist_state: bool,
-    /// Precompiled artifacts; `None`: `<data_dir>/cache`.
-    pub cache_dir: Option<PathBuf>,
-    /// `extensions_config.json`; `None`: DeerFlow's search (`DEER_FLOW_EXTENSIONS_CONFIG_PATH`,
-    /// then `extensions_config.json` / `mcp_config.json` beside config.yaml).
-    pub extensions_path: Option<PathBuf>,
-    /// A PEM file of CA certificates that components' outbound HTTPS trusts besides the web PKI
-    /// roots (a private CA, a TLS-inspecting proxy). `new` reads `TOOLHOST_EXTRA_CA_CERTS`.
-    pub extra_ca_certs: Option<PathBuf>,
-    /// `write_file`'s cap on a single non-append write: DeerFlow's `DEERFLOW_WRITE_FILE_MAX_BYTES`,
-    /// as its text (`"100000"`, `" 2000 "`, `"0"`). The file tool reads it as DeerFlow does —
-    /// Python's `int()`; `<= 0` disables the guard; text that is not an integer, or `None`, gives
-    /// DeerFlow's default of 80 KiB. Kept as text so a value reaches the tool exactly as DeerFlow
-    /// would see it in its environment. The library reads no environment for it; the CLI fills
-    /// it from `DEERFLOW_WRITE_FILE_MAX_BYTES`.
-    pub write_file_max_bytes: Option<String>,
+/// A tool host: open it once from a config, then call tools in threads.
+///
+/// Every call goes through DeerFlow's middleware pipeline (result sanitization, audit,
+/// read-before-write, error handling, skill policy, deferred-tool filter, clarification) and its
+/// state update is merged into the thread's state with DeerFlow's reducers. Component tools run
+/// in a fresh wasm instance per call with only the capabilities their config grants.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), toolhost::HostError> {
+/// use serde_json::json;
+/// use toolhost::{HostOptions, ToolCall, Toolhost};
+///
+/// let host = Toolhost::open(HostOptions::new("config.yaml").data_dir("/tmp/toolhost")).await?;
+/// let thread = host.thread("t1");
+/// let result = thread.call(ToolCall::new("ls", json!({"description": "look", "path": "/mnt/user-data"}))).await?;
+/// println!("{}", result.text());
+/// # Ok(()) }
+/// ```
+pub struct Toolhost {
+    config: LoadedConfig,
+    runtime: Arc<Runtime>,
+    data_dir: PathBuf,
+    sources: Sources,
+    pipeline: Pipeline,
+    /// Every thread's files, through the thread filesystem layer.
+    threads: Threads,
+    states: ThreadStore,
+    problems: Vec<Problem>,
+    call_seq: AtomicU64,
+    /// Assemblies by request, with the layer generation they were built at.
+    assemblies: Mutex<HashMap<String, (u64, Arc<Assembly>)>>,
 }
 
-impl HostOptions {
-    pub fn new(config_path: impl Into<PathBuf>) -> Self {
-        Self {
-            config_path: config_path.into(),
-            data_dir: default_data_dir(),
-            persist_state: false,
-            cache_dir: None,
-            extensions_path: None,
-            extra_ca_certs: extra_ca_certs_from_env(),
-            write_file_max_bytes: None,
-        }
+impl std::fmt::Debug for Toolhost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Toolhost").field("config", &self.config.name).field("data_dir", &self.data_dir).finish()
     }
 }
 
-/// `TOOLHOST_EXTRA_CA_CERTS`, when set and not empty.
-pub fn extra_ca_certs_from_env() -> Option<PathBuf> {
-    std::env::var_os("TOOLHOST_EXTRA_CA_CERTS").filter(|v| !v.is_empty()).map(PathBuf::from)
+/// One tool call of a model turn: DeerFlow's `ToolCall` (`id`, `name`, `args`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The call id the model gave (`tool_call_id`); `None`: the host makes one up.
+    pub id: Option<String>,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, a JSON object.
+    pub args: Value,
 }
 
-/// `$TOOLHOST_HOME`, else `./.toolhost`.
-pub fn default_data_dir() -> PathBuf {
-    std::env::var_os("TOOLHOST_HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(".toolhost"))
-}
+impl ToolCall {
+    /// A call of `name` with `args`.
+    pub fn new(name: impl Into<String>, args: Value) -> Self {
+        Self { id: None, name: name.into(), args }
+    }
 
-#[derive(Debug, thiserror::Error)]
-pub enum HostError {
-    #[error(transparent)]
-    Config(#[from] config::ConfigLoadError),
-    #[error("cannot start the wasm runtime: {0}")]
-    Runtime(String),
-    #[error(transparent)]
-    Paths(#[from] toolhost_core::paths::PathsError),
-    #[error(transparent)]
-    ThreadFs(#[from] toolhost_core::ThreadFsError),
-    #[error(transparent)]
-    State(#[from] StateError),
-}
-
-/// A problem found while building the host from config: the entry and what is wrong.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Problem {
-    pub severity: Severity,
-    pub message: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
+    /// The same call with the model's call id.
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
 }
 
 /// The result of one call through the pipeline.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct CallResult {
+    /// What the tool answered, after the pipeline (the text the model reads, the state update).
     pub outcome: ToolOutcome,
     /// Reducer errors for this call's update (DeerFlow raises them; the update is not applied).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub state_errors: Vec<String>,
 }
 
-pub struct Toolhost {
-    config: LoadedConfig,
-    runtime: Arc<Runtime>,
-    data_dir: PathBuf,
-    entries: Vec<ConfigEntry>,
-    builtins: Vec<Builtin>,
-    layers: Vec<Arc<dyn ToolLayer>>,
-    pipeline: Pipeline,
-    /// Every thread's files, through the thread filesystem layer.
-    threads: Threads,
-    states: ThreadStore,
-    problems: Vec<Problem>,
-    /// What host bash's commands get, line by line (when a config entry offers host bash).
-    host_bash: Option<Vec<String>>,
-    call_seq: AtomicU64,
-    /// Assemblies by request, with the layer generation they were built at.
-    assemblies: std::sync::Mutex<std::collections::HashMap<String, (u64, Arc<Assembly>)>>,
+impl CallResult {
+    /// The text the model reads.
+    pub fn text(&self) -> String {
+        self.outcome.text_content()
+    }
+
+    /// Whether the call ended in an error.
+    pub fn is_error(&self) -> bool {
+        self.outcome.is_error()
+    }
+
+    /// What kind of error, `None` for a success. The text stays DeerFlow's; the kind is for code.
+    pub fn error_kind(&self) -> Option<ErrorKind> {
+        self.outcome.error_kind()
+    }
 }
 
 impl Toolhost {
-    /// Load the config, start the runtime, load every component the config names.
-    pub fn open(opts: HostOptions) -> Result<Self, HostError> {
-        let config = config::load(&opts.config_path)?;
+    /// Load the config, start the runtime and load every component the config names. Compiling
+    /// components takes seconds on a cold cache: this runs on tokio's blocking pool.
+    pub async fn open(opts: HostOptions) -> Result<Self, HostError> {
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => h
+                .spawn_blocking(move || Self::open_blocking(opts))
+                .await
+                .map_err(|e| HostError::Runtime(e.to_string()))?,
+            Err(_) => Err(HostError::NoTokioRuntime),
+        }
+    }
+
+    /// [`open`](Self::open) on the calling thread (a `main` before any runtime, a test).
+    pub fn open_blocking(opts: HostOptions) -> Result<Self, HostError> {
+        let config = config::load(&opts.config, &opts.env)?;
         let cache_dir = opts.cache_dir.clone().unwrap_or_else(|| opts.data_dir.join("cache"));
         let t = &config.config.toolhost;
         let runtime = Runtime::with_options(RuntimeOptions {
@@ -137,104 +131,44 @@ impl Toolhost {
             concurrency: ConcurrencyLimits { global: t.concurrent_calls, per_thread: t.concurrent_calls_per_thread },
         })
         .map_err(|e| HostError::Runtime(format!("{e:#}")))?;
-        Self::with_runtime(config, runtime, opts)
+        Self::with_runtime(opts, runtime)
     }
 
-    /// Build from an already loaded config and runtime (tests, embedders sharing one engine).
-    pub fn with_runtime(config: LoadedConfig, runtime: Arc<Runtime>, opts: HostOptions) -> Result<Self, HostError> {
-        let mut problems: Vec<Problem> =
-            config.warnings.iter().map(|w| Problem { severity: Severity::Warning, message: w.clone() }).collect();
-        let shared = Arc::new(shared_roots(&config.config, &config.base_dir(), &mut problems));
-        let base = config.base_dir();
-        let extensions = crate::wiring::extensions(&opts, &base, &mut problems);
-        let skills = crate::wiring::skill_store(&config.config, &shared);
-        let public_skills = crate::wiring::public_skill_states(extensions.as_ref());
-        let disabled_skills = crate::wiring::disabled_skill_dirs(&skills, &public_skills, &mut problems);
-        let sandbox_json =
-            sandbox_json(&config.config, &shared, &disabled_skills, opts.write_file_max_bytes.as_deref());
-        let mut entries = Vec::new();
-        let mut host_bash = None;
-        for (i, tc) in config.config.tools.iter().enumerate() {
-            let mut grants = None;
-            let mut bash = None;
-            let state =
-                build_entry(tc, &config, &runtime, &shared, &sandbox_json, extensions.as_ref(), &mut grants, &mut bash);
-            if let Some(bash) = bash {
-                if let Some(w) = &bash.warning {
-                    problems.push(Problem {
-                        severity: Severity::Warning,
-                        message: format!("tools[{i}] '{}': {w}", tc.name),
-                    });
-                }
-                host_bash.get_or_insert(bash.report);
-            }
-            match &state {
-                ConfigEntryState::Failed(why) => {
-                    let (line, col) = config::locate_path(&std::fs::read_to_string(&config.path).unwrap_or_default(), &format!("tools[{i}].use"));
-                    problems.push(Problem {
-                        severity: Severity::Error,
-                        message: format!("{}:{line}:{col}: tools[{i}] '{}': {why}", config.path.display(), tc.name),
-                    });
-                }
-                ConfigEntryState::NotBundled { module, hint } => problems.push(Problem {
-                    severity: Severity::Warning,
-                    message: match hint {
-                        Some(h) => format!("tools[{i}] '{}': DeerFlow community tool '{module}' is not provided by toolhost; it is left out: {h}", tc.name),
-                        None => format!(
-                            "tools[{i}] '{}': DeerFlow community tool '{module}' is not bundled with toolhost yet; it is left out",
-                            tc.name
-                        ),
-                    },
-                }),
-                ConfigEntryState::Unavailable(why) => problems.push(Problem {
-                    severity: Severity::Warning,
-                    message: format!("tools[{i}] '{}': left out: {why}", tc.name),
-                }),
-                ConfigEntryState::Ready(_) => {}
-            }
-            entries.push(ConfigEntry {
-                name: tc.name.clone(),
-                group: tc.group.clone(),
-                use_: tc.use_.clone(),
-                state,
-                grants,
-            });
-        }
-        problems.extend(runtime_problems(&config.config, &runtime));
-        let builtins = crate::wiring::builtins(&config.config, &opts, skills.clone());
-        let mut layers: Vec<Arc<dyn ToolLayer>> = Vec::new();
-        if let Some(mcp) = crate::wiring::mcp_layer(&opts, &base) {
-            layers.push(mcp);
-        }
-        if let Some(acp) = crate::wiring::acp_layer(&config.config, extensions.as_ref()) {
-            layers.push(acp);
-        }
-        let pipeline = crate::wiring::pipeline(&config.config, skills, public_skills);
+    /// Open with an existing runtime (several hosts sharing one engine and its instance pool).
+    pub fn with_runtime(opts: HostOptions, runtime: Arc<Runtime>) -> Result<Self, HostError> {
+        let config = config::load(&opts.config, &opts.env)?;
+        let mut problems: Vec<Problem> = config.warnings.iter().map(Problem::warning).collect();
+        let sources = Sources::build(&config, &runtime, &opts, &mut problems);
+        let pipeline = crate::middleware::lead_agent_pipeline(
+            &config.config,
+            sources.skills.clone(),
+            sources.public_skills.clone(),
+        );
         Ok(Self {
+            threads: Threads::new(opts.data_dir.clone(), sources.shared.clone()),
             config,
             runtime,
             data_dir: opts.data_dir.clone(),
-            entries,
-            builtins,
-            layers,
+            sources,
             pipeline,
-            threads: Threads::new(opts.data_dir.clone(), shared),
             states: ThreadStore::new(opts.persist_state),
             problems,
-            host_bash: host_bash.flatten(),
             call_seq: AtomicU64::new(0),
             assemblies: Default::default(),
         })
     }
 
+    /// The config's sections.
     pub fn config(&self) -> &AppConfig {
         &self.config.config
     }
 
+    /// The wasm runtime (engine, precompile cache, call queues).
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
     }
 
+    /// Where thread files and state live.
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
     }
@@ -248,7 +182,7 @@ impl Toolhost {
     /// and what the start-up self-test proved, for `toolhost tools --explain`. `None` when no
     /// config entry offers host bash or host bash is not allowed.
     pub fn host_bash_report(&self) -> Option<&[String]> {
-        self.host_bash.as_deref()
+        self.sources.host_bash.as_deref()
     }
 
     /// The pipeline layer names, outermost first.
@@ -256,14 +190,23 @@ impl Toolhost {
         self.pipeline.layer_names()
     }
 
-    /// Add a tool layer (MCP, ACP, or an embedder's own).
+    /// Add a tool layer (an embedder's own source of tools), assembled after MCP and ACP ones of
+    /// the same [`kind`](ToolLayer::kind).
     pub fn add_layer(&mut self, layer: Arc<dyn ToolLayer>) {
-        self.layers.push(layer);
+        self.sources.layers.push(layer);
+        self.assemblies.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
-    /// Add a builtin, in DeerFlow's order.
+    /// Add a native tool after DeerFlow's builtins; its calls go through the pipeline like any
+    /// other.
     pub fn add_builtin(&mut self, builtin: Builtin) {
-        self.builtins.push(builtin);
+        self.sources.builtins.push(builtin);
+        self.assemblies.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// A handle on thread `id` with the default request (DeerFlow's lead agent, every group).
+    pub fn thread(&self, id: impl Into<String>) -> Thread<'_> {
+        Thread { host: self, id: id.into(), request: AssemblyRequest::default() }
     }
 
     fn facts(&self, req: &AssemblyRequest) -> AssemblyFacts {
@@ -277,14 +220,14 @@ impl Toolhost {
 
     /// DeerFlow's `get_available_tools`, then the lead agent's own tools (spec §1.1):
     /// `update_agent` for a named custom agent, `setup_agent` when bootstrapping, `write_todos`
-    /// in plan mode.
+    /// in plan mode. With the reasons each candidate is in or out.
     ///
     /// The result is reused for the same request until a layer reports a change (an edited
     /// `extensions_config.json`, a server's `tools/list_changed`).
     pub async fn get_available_tools(&self, req: &AssemblyRequest) -> Arc<Assembly> {
         let key = format!("{req:?}");
         let mut generation = 0u64;
-        for layer in &self.layers {
+        for layer in &self.sources.layers {
             generation = generation.wrapping_mul(31).wrapping_add(layer.generation().await);
         }
         if let Some((g, a)) = self.assemblies.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
@@ -292,9 +235,10 @@ impl Toolhost {
                 return a.clone();
             }
         }
-        let mut a = get_available_tools(req, &self.facts(req), &self.entries, &self.builtins, &self.layers).await;
-        crate::wiring::agent_tools(&self.config.config, &self.data_dir, req, &mut a);
-        crate::wiring::defer(&self.config.config, &mut a);
+        let s = &self.sources;
+        let mut a = assembly::get_available_tools(req, &self.facts(req), &s.entries, &s.builtins, &s.layers).await;
+        assembly::add_lead_agent_tools(&self.config.config, &self.data_dir, req, &mut a);
+        assembly::defer(&self.config.config, &mut a);
         let a = Arc::new(a);
         let mut cache = self.assemblies.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() > 64 {
@@ -322,22 +266,28 @@ impl Toolhost {
         })
     }
 
-    async fn context(&self, thread_id: &str, tool_call_id: Option<String>) -> Result<CallContext, HostError> {
-        let fs = self.thread_fs(thread_id)?;
-        let state = self.states.get(&fs).await?;
-        Ok(CallContext::new(fs, self.new_call_id(tool_call_id), Arc::new(state)))
+    /// The tools the model sees in `thread_id` (the assembly filtered by the pipeline: deferred
+    /// tools hidden until promoted, skill policy applied), as specs. Calls go through
+    /// [`call`](Self::call), never around the pipeline.
+    pub async fn model_tools(&self, req: &AssemblyRequest, thread_id: &str) -> Result<Vec<ToolSpec>, HostError> {
+        let state = self.thread_state(thread_id).await?;
+        self.model_tools_with_state(req, thread_id, state).await
     }
 
-    /// The tools the model sees in `thread_id`: the assembly filtered by the pipeline.
-    pub async fn model_tools(&self, req: &AssemblyRequest, thread_id: &str) -> Result<Vec<Arc<dyn Tool>>, HostError> {
+    async fn model_tools_with_state(
+        &self,
+        req: &AssemblyRequest,
+        thread_id: &str,
+        state: ThreadState,
+    ) -> Result<Vec<ToolSpec>, HostError> {
         let assembly = self.get_available_tools(req).await;
-        let ctx = self.context(thread_id, None).await?;
+        let ctx = CallContext::new(self.thread_fs(thread_id)?, self.new_call_id(None), Arc::new(state));
         let view = crate::middleware::ModelView { ctx: &ctx, deferred: assembly.deferred.as_deref() };
-        Ok(self.pipeline.filter_tools(assembly.tools.clone(), &view))
+        Ok(self.pipeline.filter_tools(assembly.tools.clone(), &view).iter().map(|t| t.spec().clone()).collect())
     }
 
     /// The thread's current state.
-    pub async fn thread_state(&self, thread_id: &str) -> Result<toolhost_core::ThreadState, HostError> {
+    pub async fn thread_state(&self, thread_id: &str) -> Result<ThreadState, HostError> {
         Ok(self.states.get(&*self.thread_fs(thread_id)?).await?)
     }
 
@@ -350,11 +300,9 @@ impl Toolhost {
         args: Value,
         tool_call_id: Option<String>,
     ) -> Result<CallResult, HostError> {
-        let results = self.call_turn(req, thread_id, vec![(name.to_string(), args, tool_call_id)]).await?;
-        Ok(results
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| CallResult { outcome: ToolOutcome::error("Error: no result"), state_errors: vec![] }))
+        let call = ToolCall { id: tool_call_id, name: name.to_string(), args };
+        let mut results = self.call_turn(req, thread_id, vec![(call.name, call.args, call.id)]).await?;
+        Ok(results.pop().expect("one result per call"))
     }
 
     /// Run the tool calls of one model turn concurrently, then merge their updates in call order
@@ -380,7 +328,7 @@ impl Toolhost {
         &self,
         req: &AssemblyRequest,
         thread_id: &str,
-        state: &mut toolhost_core::ThreadState,
+        state: &mut ThreadState,
         calls: Vec<(String, Value, Option<String>)>,
     ) -> Result<Vec<CallResult>, HostError> {
         let fs = self.thread_fs(thread_id)?;
@@ -402,7 +350,7 @@ impl Toolhost {
         let Some(d) = assembly.deferred.as_deref() else { return Ok(Vec::new()) };
         let Some(hash) = d.setup.catalog_hash.as_deref() else { return Ok(Vec::new()) };
         let mut metas = Vec::new();
-        for layer in &self.layers {
+        for layer in &self.sources.layers {
             metas.extend(layer.routing().await);
         }
         let index =
@@ -430,14 +378,19 @@ impl Toolhost {
         &self,
         req: &AssemblyRequest,
         fs: &Arc<ThreadFs>,
-        state: toolhost_core::ThreadState,
+        state: ThreadState,
         calls: &[(String, Value, Option<String>)],
     ) -> Vec<ToolOutcome> {
         let assembly = self.get_available_tools(req).await;
         let state = Arc::new(state);
+        // A lone call has nothing to run beside it: a component may run on this thread instead
+        // of being handed to a blocking thread and back (see `ComponentTool`).
+        let alone = calls.len() == 1;
         let contexts: Vec<CallContext> = calls
             .iter()
-            .map(|(_, _, id)| CallContext::new(fs.clone(), self.new_call_id(id.clone()), state.clone()))
+            .map(|(_, _, id)| {
+                CallContext::new(fs.clone(), self.new_call_id(id.clone()), state.clone()).alone_in_turn(alone)
+            })
             .collect();
         let futures = calls.iter().zip(&contexts).map(|((name, args, _), ctx)| {
             let tool = assembly.tools.iter().find(|t| t.spec().name == *name);
@@ -447,13 +400,62 @@ impl Toolhost {
                 self.pipeline.call(&req).await
             }
         });
-        if calls.len() == 1 {
-            // A lone call has nothing to run beside it: a component may run on this thread
-            // instead of being handed to a blocking thread and back (see `ComponentTool`).
-            let futures: Vec<_> = futures.collect();
-            return crate::tools::component::RUN_INLINE.scope(true, join_all(futures)).await;
-        }
         join_all(futures).await
+    }
+}
+
+/// A thread: its files, its state, and the agent settings its tools are assembled for. Calls
+/// made through it go through the whole pipeline.
+#[derive(Debug, Clone)]
+pub struct Thread<'h> {
+    host: &'h Toolhost,
+    id: String,
+    request: AssemblyRequest,
+}
+
+impl<'h> Thread<'h> {
+    /// The thread's id (its directory name under `<data>/threads`).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The same thread with other agent settings (groups, model, subagents, a custom agent's
+    /// run): tools are listed and called for this request.
+    pub fn with_request(mut self, request: AssemblyRequest) -> Self {
+        self.request = request;
+        self
+    }
+
+    /// The agent settings tools are assembled for.
+    pub fn request(&self) -> &AssemblyRequest {
+        &self.request
+    }
+
+    /// The tools the model sees in this thread now.
+    pub async fn tools(&self) -> Result<Vec<ToolSpec>, HostError> {
+        self.host.model_tools(&self.request, &self.id).await
+    }
+
+    /// Run one call and merge its state update.
+    pub async fn call(&self, call: ToolCall) -> Result<CallResult, HostError> {
+        let mut results = self.call_turn(vec![call]).await?;
+        Ok(results.pop().expect("one result per call"))
+    }
+
+    /// Run the calls of one model turn concurrently; results in call order.
+    pub async fn call_turn(&self, calls: Vec<ToolCall>) -> Result<Vec<CallResult>, HostError> {
+        let calls = calls.into_iter().map(|c| (c.name, c.args, c.id)).collect();
+        self.host.call_turn(&self.request, &self.id, calls).await
+    }
+
+    /// The thread's state (artifacts, todos, promoted tools, …).
+    pub async fn state(&self) -> Result<ThreadState, HostError> {
+        self.host.thread_state(&self.id).await
+    }
+
+    /// The thread's files, through the thread filesystem layer.
+    pub fn files(&self) -> Result<Arc<ThreadFs>, HostError> {
+        self.host.thread_fs(&self.id)
     }
 }
 
@@ -490,203 +492,4 @@ async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) 
     })
     .await;
     outputs.into_iter().flatten().collect()
-}
-
-/// The directories every thread sees besides its own: the skills directory (read-only at
-/// `skills.container_path`) and the `sandbox.mounts` whose host path exists (DeerFlow ignores the
-/// others), each opened once.
-pub(crate) fn shared_roots(c: &AppConfig, base: &Path, problems: &mut Vec<Problem>) -> SharedRoots {
-    let skills = c.skills.path.as_ref().map(|p| resolve(base, p)).or_else(|| {
-        let d = base.join("skills");
-        d.is_dir().then_some(d)
-    });
-    let container = if c.skills.container_path.is_empty() { VIRTUAL_SKILLS } else { c.skills.container_path.as_str() };
-    let skills = skills.and_then(|p| match SharedDir::open(container, &p, true) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            problems.push(Problem {
-                severity: Severity::Warning,
-                message: format!(
-                    "skills directory {} cannot be opened ({e}); {} is empty",
-                    p.display(),
-                    c.skills.container_path
-                ),
-            });
-            None
-        }
-    });
-    let mut mounts = Vec::new();
-    for m in c.sandbox_or_default().mounts {
-        let cp = toolhost_vpath::normalize(&m.container_path);
-        if !m.container_path.starts_with('/') || cp == "/" || toolhost_vpath::has_traversal(&m.container_path) {
-            problems.push(Problem {
-                severity: Severity::Warning,
-                message: format!(
-                    "sandbox mount {} → {}: the container path must be an absolute path below /; ignored",
-                    m.host_path, m.container_path
-                ),
-            });
-            continue;
-        }
-        let host = resolve(base, &m.host_path);
-        match SharedDir::open(&m.container_path, &host, m.read_only) {
-            Ok(d) => mounts.push(d),
-            // DeerFlow ignores mounts whose host path is missing.
-            Err(e) => problems.push(Problem {
-                severity: Severity::Warning,
-                message: format!(
-                    "sandbox mount {} → {}: host path cannot be opened ({e}); ignored",
-                    m.host_path, m.container_path
-                ),
-            }),
-        }
-    }
-    SharedRoots::new(skills, mounts)
-}
-
-fn resolve(base: &Path, p: &str) -> PathBuf {
-    let p = Path::new(p);
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        base.join(p)
-    }
-}
-
-/// The sandbox settings component tools receive (see `wit/tool.wit`, `call-context.sandbox`).
-fn sandbox_json(
-    c: &AppConfig,
-    shared: &SharedRoots,
-    disabled_skills: &[String],
-    write_file_max_bytes: Option<&str>,
-) -> Value {
-    let s = c.sandbox_or_default();
-    serde_json::json!({
-        "read_file_output_max_chars": s.read_file_output_max_chars,
-        "ls_output_max_chars": s.ls_output_max_chars,
-        "mounts": shared.mounts().iter().map(|m| serde_json::json!({"container_path": m.vpath, "read_only": m.read_only})).collect::<Vec<_>>(),
-        "skills_container_path": c.skills.container_path,
-        "write_file_max_bytes": write_file_max_bytes,
-        "disabled_skills": disabled_skills,
-    })
-}
-
-/// Default capabilities of bundled components (what DeerFlow's equivalents touch).
-fn bundled_defaults(component: &ComponentRef) -> Option<CapabilitiesConfig> {
-    match component {
-        ComponentRef::Bundled(n) if n == "sandbox-fs" => Some(CapabilitiesConfig {
-            filesystem: Some(FilesGrant::UserData),
-            memory_mb: Some(256),
-            timeout_s: Some(60.0),
-            output_bytes: Some(16 << 20),
-            ..Default::default()
-        }),
-        _ => None,
-    }
-}
-
-/// What the runtime has to report (a refused precompile cache, a rejected artifact), and a
-/// `toolhost:` section a shared runtime does not follow.
-fn runtime_problems(c: &AppConfig, runtime: &Runtime) -> Vec<Problem> {
-    let mut out: Vec<Problem> =
-        runtime.take_warnings().into_iter().map(|message| Problem { severity: Severity::Warning, message }).collect();
-    let (wanted, have) = (&c.toolhost, runtime.concurrency());
-    if (wanted.concurrent_calls, wanted.concurrent_calls_per_thread) != (have.global, have.per_thread) {
-        out.push(Problem {
-            severity: Severity::Warning,
-            message: format!(
-                "toolhost.concurrent_calls {} / concurrent_calls_per_thread {} not applied: this host shares a runtime built with {} / {}",
-                wanted.concurrent_calls, wanted.concurrent_calls_per_thread, have.global, have.per_thread
-            ),
-        });
-    }
-    out
-}
-
-#[allow(clippy::too_many_arguments)]
-fn build_entry(
-    tc: &ToolConfig,
-    config: &LoadedConfig,
-    runtime: &Arc<Runtime>,
-    shared: &Arc<SharedRoots>,
-    sandbox_json: &Value,
-    extensions: Option<&Value>,
-    grants: &mut Option<String>,
-    bash: &mut Option<crate::wiring::HostBashEntry>,
-) -> ConfigEntryState {
-    let resolved = match config::resolve_use(&tc.use_, &crate::bundled::names(), &config.base_dir()) {
-        Ok(r) => r,
-        Err(e) => return ConfigEntryState::Failed(e),
-    };
-    match resolved {
-        ResolvedUse::NotBundled { module, hint } => ConfigEntryState::NotBundled { module, hint },
-        ResolvedUse::HostBash => {
-            let tool = crate::wiring::host_bash(&config.config, shared, extensions, &tc.group);
-            let (state, entry) = crate::wiring::host_bash_entry(&config.config, tool);
-            *bash = Some(entry);
-            state
-        }
-        ResolvedUse::Component { component, tool } => {
-            let loaded = match runtime.load(&component, &crate::bundled::bytes) {
-                Ok(l) => l,
-                Err(e) => return ConfigEntryState::Failed(e.to_string()),
-            };
-            let wanted = tool.clone().unwrap_or_else(|| tc.name.clone());
-            let listed = loaded.tools.iter().find(|t| t.name == wanted).or_else(|| {
-                if tool.is_none() && loaded.tools.len() == 1 {
-                    loaded.tools.first()
-                } else {
-                    None
-                }
-            });
-            let Some(listed) = listed else {
-                let names: Vec<&str> = loaded.tools.iter().map(|t| t.name.as_str()).collect();
-                return ConfigEntryState::Failed(format!(
-                    "component {component} has no tool '{wanted}' (it has: {})",
-                    names.join(", ")
-                ));
-            };
-            let mut warnings = Vec::new();
-            let extra: Map<String, Value> = tc.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            // The entry's block over the bundled component's defaults, key by key.
-            let env = |k: &str| std::env::var(k).ok();
-            let defaults = crate::community::capabilities(&component, &listed.name, &extra, &env)
-                .or_else(|| bundled_defaults(&component))
-                .unwrap_or_default();
-            let caps_cfg = tc.capabilities.clone().unwrap_or_default().merged_over(&defaults);
-            let caps = match CapabilitySet::resolve(&caps_cfg, &env, &mut warnings) {
-                Ok(c) => c,
-                Err(e) => return ConfigEntryState::Failed(e),
-            };
-            for w in warnings {
-                tracing::warn!("tool '{}': {w}", tc.name);
-            }
-            *grants = Some(caps.describe());
-            let spec = ToolSpec {
-                name: crate::community::bound_name(&component, &listed.name).to_string(),
-                description: listed.description.clone(),
-                parameters: listed.parameters.clone(),
-                group: Some(tc.group.clone()),
-                source: ToolSource::Component { component: component.to_string() },
-            };
-            let entries: Vec<(String, String, Map<String, Value>)> = config
-                .config
-                .tools
-                .iter()
-                .map(|t| {
-                    (t.name.clone(), t.use_.clone(), t.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-                })
-                .collect();
-            let extra = crate::community::tool_config(&listed.name, &extra, &entries);
-            ConfigEntryState::Ready(Arc::new(ComponentTool::new(
-                spec,
-                listed.name.clone(),
-                runtime.clone(),
-                loaded,
-                caps,
-                extra,
-                sandbox_json.clone(),
-            )))
-        }
-    }
 }

@@ -1,22 +1,42 @@
 //! toolhost: a WebAssembly component-based tool host for AI agents. It re-implements the tool
-//! system of DeerFlow and runs config and community tools as wasm components that get only the
-//! capabilities their config grants.
+//! system of [DeerFlow](https://github.com/bytedance/deer-flow) — names, schemas, outputs, error
+//! strings, middleware order, reducers — and runs config and community tools as wasm components
+//! that get only the capabilities their config grants.
 //!
-//! Data flows one way: [`config`] → [`assembly`] → [`middleware`] (the pipeline) → a tool →
-//! a state update merged into [`state_store`].
+//! Open a [`Toolhost`] from a DeerFlow `config.yaml` (or config text) with [`HostOptions`], take
+//! a [`Thread`] handle and make [`ToolCall`]s; each [`CallResult`] holds DeerFlow's text, the
+//! state update already merged into the thread's [`ThreadState`], and an [`ErrorKind`] for
+//! errors. `docs/embedding.md` walks through it; `examples/embed.rs` is the shortest program.
+//!
+//! Data flows one way: config → [`assembly`] (DeerFlow's `get_available_tools`) → the middleware
+//! pipeline → a tool → a state update merged with DeerFlow's reducers.
+#![warn(missing_docs)]
 
 pub mod assembly;
 pub mod bundled;
-pub mod cli;
-pub mod community;
-pub mod config;
-pub mod host;
-pub mod middleware;
+mod community;
+mod config;
+mod error;
+mod host;
+mod middleware;
+mod options;
 pub mod runtime;
+#[cfg(feature = "server")]
 pub mod server;
-pub mod state_store;
-pub mod tools;
-pub mod wiring;
+mod state_store;
+mod tools;
 
-pub use host::{default_data_dir, CallResult, HostError, HostOptions, Problem, Severity, Toolhost};
+pub use assembly::{AgentRun, AssemblyRequest, Builtin, BuiltinCondition, LayerKind, ToolLayer};
+pub use config::{validate as validate_config, AppConfig, ConfigError, ConfigLoadError};
+pub use error::{HostError, Problem, Severity};
+pub use host::{CallResult, Thread, ToolCall, Toolhost};
+pub use options::{ConfigSource, Environment, HostOptions};
+pub use state_store::StateError;
 pub use toolhost_core as core;
+pub use toolhost_core::{CallContext, ErrorKind, ThreadState, Tool, ToolOutcome, ToolSpec};
+
+/// One line about host bash confinement on this machine (Landlock, seccomp, user namespaces),
+/// for `toolhost tools --explain`.
+pub fn confinement_line() -> String {
+    toolhost_hostbash::confinement_status().to_string()
+}

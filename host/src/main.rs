@@ -1,5 +1,8 @@
 //! The `toolhost` binary: parses arguments and wires library calls; nothing else.
 
+#[path = "cli/mod.rs"]
+mod cli;
+
 fn main() -> std::process::ExitCode {
-    toolhost::cli::main()
+    cli::main()
 }

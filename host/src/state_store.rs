@@ -16,14 +16,34 @@ const STATE_FILE: &str = "state.json";
 const STATE_FILE_MAX_BYTES: u64 = 64 << 20;
 
 #[derive(Debug, thiserror::Error)]
+/// Why a thread's state cannot be read or written.
 pub enum StateError {
     #[error("thread state of '{thread}' is not valid: {message}")]
-    Corrupt { thread: String, message: String },
+    /// The stored state is not valid.
+    Corrupt {
+        /// The thread's id.
+        thread: String,
+        /// What is wrong.
+        message: String,
+    },
     #[error("cannot read thread state of '{thread}': {source}")]
-    Read { thread: String, source: FsError },
+    /// The stored state cannot be read.
+    Read {
+        /// The thread's id.
+        thread: String,
+        /// The underlying error.
+        source: FsError,
+    },
     #[error("cannot write thread state of '{thread}': {source}")]
-    Write { thread: String, source: FsError },
+    /// The state cannot be written.
+    Write {
+        /// The thread's id.
+        thread: String,
+        /// The underlying error.
+        source: FsError,
+    },
     #[error(transparent)]
+    /// A reducer refused an update (DeerFlow raises the same error).
     Reducer(#[from] ReducerError),
 }
 

@@ -53,7 +53,10 @@ pub fn builtin_spec(name: &str) -> ToolSpec {
 /// The error a builtin answers when its arguments do not fit its schema (DeerFlow's pydantic
 /// validation); names the tool and the offending argument.
 pub(crate) fn invalid_args(tool: &str, detail: impl std::fmt::Display) -> ToolOutcome {
-    ToolOutcome::error(format!("Error: Invalid arguments for {tool}: {detail}"))
+    ToolOutcome::error_of(
+        toolhost_core::ErrorKind::InvalidArguments,
+        format!("Error: Invalid arguments for {tool}: {detail}"),
+    )
 }
 
 /// The arguments as an object, or the error outcome naming the tool.

@@ -92,6 +92,29 @@ pub struct ToolOutcome {
     /// `Error: Tool '{name}' failed with {class}: {detail}. …` text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exception: Option<ToolException>,
+    /// What kind of error this is, when the layer that produced it knows (a policy refusal,
+    /// an unknown tool, bad arguments); see [`ToolOutcome::error_kind`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ErrorKind>,
+}
+
+/// What kind of error a call ended in, so a caller can tell errors apart without reading their
+/// text (which stays DeerFlow's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The arguments do not match the tool's schema.
+    InvalidArguments,
+    /// No tool of that name is available to this call.
+    NotFound,
+    /// A policy refused the call before the tool ran (skill policy, deferred filter,
+    /// read-before-write, the audit's block list, a quota).
+    Refused,
+    /// The call ran out of time.
+    Timeout,
+    /// The tool ran and failed.
+    Failed,
 }
 
 /// A failure that DeerFlow would see as a raised exception.
@@ -118,6 +141,23 @@ impl ToolOutcome {
     pub fn raised(class: impl Into<String>, detail: impl Into<String>) -> Self {
         let detail = detail.into();
         Self { exception: Some(ToolException { class: class.into(), detail: detail.clone() }), ..Self::error(detail) }
+    }
+
+    /// An error of a known kind (see [`ErrorKind`]).
+    pub fn error_of(kind: ErrorKind, text: impl Into<String>) -> Self {
+        Self { kind: Some(kind), ..Self::error(text) }
+    }
+
+    /// The kind of error this outcome is, `None` for a success. A raised `TimeoutError` is a
+    /// timeout; any other error not tagged by the layer that made it is a failure of the tool.
+    pub fn error_kind(&self) -> Option<ErrorKind> {
+        if !self.is_error() {
+            return None;
+        }
+        Some(self.kind.unwrap_or(match &self.exception {
+            Some(e) if e.class == "TimeoutError" => ErrorKind::Timeout,
+            _ => ErrorKind::Failed,
+        }))
     }
 
     pub fn with_update(mut self, update: StateUpdate) -> Self {
@@ -151,12 +191,27 @@ pub struct CallContext {
     pub fs: Arc<ThreadFs>,
     /// A snapshot of the thread's state when the call started.
     pub state: Arc<ThreadState>,
+    /// The only call of its turn: nothing runs beside it, so a tool that blocks (a component)
+    /// may block the calling thread instead of handing the work to another thread and back.
+    pub alone_in_turn: bool,
 }
 
 impl CallContext {
     /// A call in the thread of `fs`.
     pub fn new(fs: Arc<ThreadFs>, tool_call_id: impl Into<String>, state: Arc<ThreadState>) -> Self {
-        Self { thread_id: fs.thread_id().to_string(), tool_call_id: tool_call_id.into(), fs, state }
+        Self {
+            thread_id: fs.thread_id().to_string(),
+            tool_call_id: tool_call_id.into(),
+            fs,
+            state,
+            alone_in_turn: false,
+        }
+    }
+
+    /// Mark the call as the only one of its turn (see [`CallContext::alone_in_turn`]).
+    pub fn alone_in_turn(mut self, alone: bool) -> Self {
+        self.alone_in_turn = alone;
+        self
     }
 
     /// The thread's directory layout (host paths, virtual paths, masking).

@@ -190,7 +190,7 @@ impl DeferredToolFilter {
             return None;
         }
         tracing::info!(tool = name, "blocked call to a deferred tool that has not been promoted");
-        Some(ToolOutcome::error(format!(
+        Some(ToolOutcome::error_of(toolhost_core::ErrorKind::Refused, format!(
             "Error: Tool '{name}' is deferred and has not been promoted yet. Call tool_search first to expose and promote this tool's schema, then retry."
         )))
     }

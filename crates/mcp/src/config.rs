@@ -37,14 +37,11 @@ pub struct ExtensionsConfig {
     pub mcp_interceptors: Vec<String>,
     #[serde(default)]
     pub mcp_servers: IndexMap<String, McpServerConfig>,
+    /// The `skills` section (`{name: {enabled}}`), as written: its meaning (DeerFlow's lax
+    /// booleans, a malformed entry disabling every public skill) belongs to `toolhost-skills`
+    /// (`PublicSkillStates::from_extensions_skills`), so this crate does not interpret it.
     #[serde(default)]
-    pub skills: IndexMap<String, SkillState>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SkillState {
-    #[serde(default = "yes")]
-    pub enabled: bool,
+    pub skills: serde_json::Map<String, serde_json::Value>,
 }
 
 fn yes() -> bool {
@@ -236,14 +233,13 @@ pub struct LoadedConfig {
 /// Find the config file: `explicit`, else `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, else the default
 /// names in `project_dir`. An explicit path (argument or env var) that does not exist is an
 /// error; nothing found by the search is `Ok(None)` (an empty config).
-pub fn resolve_config_path(explicit: Option<&Path>, project_dir: &Path) -> Result<Option<PathBuf>, ConfigError> {
-    resolve_with_env(explicit, project_dir, std::env::var_os(CONFIG_PATH_ENV).map(PathBuf::from))
-}
-
-fn resolve_with_env(
+///
+/// `env_path` is the value of `$DEER_FLOW_EXTENSIONS_CONFIG_PATH` ([`CONFIG_PATH_ENV`]), which
+/// the caller reads (the library reads no environment of its own accord).
+pub fn deerflow_config_path(
     explicit: Option<&Path>,
-    project_dir: &Path,
     env_path: Option<PathBuf>,
+    project_dir: &Path,
 ) -> Result<Option<PathBuf>, ConfigError> {
     if let Some(path) = explicit {
         return if path.is_file() {
@@ -263,27 +259,19 @@ fn resolve_with_env(
 }
 
 /// Locate and load the config. `Ok` with an empty config and no path when no file was found.
-pub fn load(explicit: Option<&Path>, project_dir: &Path) -> Result<LoadedConfig, ConfigError> {
-    match resolve_config_path(explicit, project_dir)? {
-        Some(path) => load_file(&path),
-        None => Ok(LoadedConfig { path: None, content_hash: hash_bytes(b""), config: ExtensionsConfig::default() }),
+/// Read and parse one file, with `$VAR` values looked up through `lookup`.
+pub fn load_file_with_env(path: &Path, lookup: &dyn Fn(&str) -> Option<String>) -> Result<LoadedConfig, ConfigError> {
+    if !path.exists() {
+        return Err(ConfigError::NotFound { path: path.to_path_buf(), origin: "given explicitly" });
     }
-}
-
-/// Read and parse one file.
-pub fn load_file(path: &Path) -> Result<LoadedConfig, ConfigError> {
     let bytes = std::fs::read(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-    let config = parse(&bytes).map_err(|message| ConfigError::Invalid { path: path.to_path_buf(), message })?;
+    let config =
+        parse_with_env(&bytes, lookup).map_err(|message| ConfigError::Invalid { path: path.to_path_buf(), message })?;
     Ok(LoadedConfig { path: Some(path.to_path_buf()), content_hash: hash_bytes(&bytes), config })
 }
 
-/// Parse file bytes: JSON, then `$VAR` expansion, then the typed model. The error is a message
-/// naming the offending field (`mcpServers.x.routing: unknown field ...`).
-pub fn parse(bytes: &[u8]) -> Result<ExtensionsConfig, String> {
-    parse_with_env(bytes, &|name| std::env::var(name).ok())
-}
-
-/// [`parse`] with `$VAR` values looked up through `lookup` instead of the process environment.
+/// Parse file bytes: JSON, then `$VAR` expansion with `lookup`, then the typed model. The error
+/// is a message naming the offending field (`mcpServers.x.routing: unknown field ...`).
 pub fn parse_with_env(bytes: &[u8], lookup: &dyn Fn(&str) -> Option<String>) -> Result<ExtensionsConfig, String> {
     let mut value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
     if !value.is_object() {
@@ -352,7 +340,7 @@ mod tests {
 
     #[test]
     fn loads_deerflow_example_unchanged() {
-        let loaded = load_file(Path::new(EXAMPLE)).expect("example loads");
+        let loaded = load_file_with_env(Path::new(EXAMPLE), &|_| None).expect("example loads");
         let c = &loaded.config;
         assert_eq!(c.mcp_interceptors, vec!["my_package.mcp.auth:build_auth_interceptor".to_string()]);
         let names: Vec<_> = c.mcp_servers.keys().cloned().collect();
@@ -419,6 +407,10 @@ mod tests {
         assert!(c.mcp_servers["c"].transport().unwrap_err().contains("websocket"));
     }
 
+    fn parse(bytes: &[u8]) -> Result<ExtensionsConfig, String> {
+        parse_with_env(bytes, &|_| None)
+    }
+
     #[test]
     fn bad_values_name_the_field() {
         assert!(parse(b"[1]").unwrap_err().contains("object"));
@@ -427,8 +419,10 @@ mod tests {
         assert!(e.starts_with("mcpServers.s:"), "{e}");
         let e = parse(br#"{"mcpServers": {"s": {"session_init_timeout": 0}}}"#).unwrap_err();
         assert!(e.contains("mcpServers.s.session_init_timeout"), "{e}");
-        let e = parse(br#"{"skills": {"x": {"enabled": "maybe"}}}"#).unwrap_err();
-        assert!(e.contains("enabled") || e.contains("boolean"), "{e}");
+        // `skills` is kept as written; its meaning (and this entry's refusal) is toolhost-skills'
+        // (`PublicSkillStates::from_extensions_skills`).
+        let c = parse(br#"{"skills": {"x": {"enabled": "maybe"}}}"#).unwrap();
+        assert_eq!(c.skills["x"]["enabled"], "maybe");
     }
 
     #[test]
@@ -436,23 +430,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nope.json");
         // Nothing found by search: empty config.
-        assert_eq!(resolve_with_env(None, dir.path(), None).unwrap(), None);
+        assert_eq!(deerflow_config_path(None, None, dir.path()).unwrap(), None);
         // Explicit but missing: error naming the file.
-        let err = resolve_with_env(Some(&missing), dir.path(), None).unwrap_err();
+        let err = deerflow_config_path(Some(&missing), None, dir.path()).unwrap_err();
         assert!(err.to_string().contains("nope.json"), "{err}");
-        let err = resolve_with_env(None, dir.path(), Some(missing.clone())).unwrap_err();
+        let err = deerflow_config_path(None, Some(missing.clone()), dir.path()).unwrap_err();
         assert!(err.to_string().contains("DEER_FLOW_EXTENSIONS_CONFIG_PATH"), "{err}");
         // mcp_config.json is found; extensions_config.json wins over it.
         std::fs::write(dir.path().join("mcp_config.json"), "{}").unwrap();
-        assert_eq!(resolve_with_env(None, dir.path(), None).unwrap(), Some(dir.path().join("mcp_config.json")));
+        assert_eq!(deerflow_config_path(None, None, dir.path()).unwrap(), Some(dir.path().join("mcp_config.json")));
         std::fs::write(dir.path().join("extensions_config.json"), "{}").unwrap();
-        assert_eq!(resolve_with_env(None, dir.path(), None).unwrap(), Some(dir.path().join("extensions_config.json")));
+        assert_eq!(
+            deerflow_config_path(None, None, dir.path()).unwrap(),
+            Some(dir.path().join("extensions_config.json"))
+        );
         // The env var beats the search.
         let other = dir.path().join("other.json");
         std::fs::write(&other, "{}").unwrap();
-        assert_eq!(resolve_with_env(None, dir.path(), Some(other.clone())).unwrap(), Some(other));
-        let empty = load(None, &dir.path().join("sub")).unwrap();
-        assert!(empty.path.is_none() && empty.config.mcp_servers.is_empty());
+        assert_eq!(deerflow_config_path(None, Some(other.clone()), dir.path()).unwrap(), Some(other));
+        assert_eq!(deerflow_config_path(None, None, &dir.path().join("sub")).unwrap(), None);
     }
 
     #[test]
@@ -460,7 +456,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("extensions_config.json");
         std::fs::write(&p, r#"{"mcpServers": {"s": {"routing": {"bogus": 1}}}}"#).unwrap();
-        let err = load_file(&p).unwrap_err().to_string();
+        let err = load_file_with_env(&p, &|_| None).unwrap_err().to_string();
         assert!(
             err.contains("extensions_config.json") && err.contains("mcpServers.s") && err.contains("bogus"),
             "{err}"

@@ -14,7 +14,7 @@ pub mod sse;
 mod tool;
 
 pub use config::{ConfigError, ExtensionsConfig, McpServerConfig, Routing, RoutingMode, Transport};
-pub use manager::{ConfigSource, McpManager, McpTools, ServerReport};
+pub use manager::{ConfigSource, EnvLookup, McpManager, McpTools, ServerReport};
 pub use pool::SessionError;
 pub use session::ConnectError;
 pub use tool::{exposed_name, invalid_name_warning, is_valid_tool_name, McpTool};

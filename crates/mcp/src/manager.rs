@@ -11,20 +11,32 @@ use std::time::{Duration, Instant};
 use indexmap::IndexMap;
 use tokio::sync::{watch, Mutex};
 
-use crate::config::{self, ConfigError, ExtensionsConfig, LoadedConfig, McpServerConfig, SkillState, Transport};
+use crate::config::{self, ConfigError, ExtensionsConfig, LoadedConfig, McpServerConfig, Transport};
 use crate::pool::ServerRuntime;
 use crate::session::{ChangeSignal, ServerHandle};
 use crate::tool::{exposed_name, invalid_name_warning, is_valid_tool_name, McpTool};
 
+/// How `$VAR`s in the config are looked up (the environment the host was given).
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// Where the manager gets its config.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum ConfigSource {
-    /// DeerFlow's lookup: `explicit`, else `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, else
-    /// `extensions_config.json` / `mcp_config.json` in `project_dir`. Re-read on every
-    /// [`McpManager::tools`] call; only a content change triggers rediscovery.
-    File { explicit: Option<PathBuf>, project_dir: PathBuf },
+    /// One `extensions_config.json`, re-read on every [`McpManager::tools`] call; only a content
+    /// change triggers rediscovery. (Finding the file the way DeerFlow does is
+    /// [`config::deerflow_config_path`]'s job, done once by the caller.)
+    File { path: PathBuf, env: EnvLookup },
     /// A config built in code (tests, embedders).
     Fixed(ExtensionsConfig),
+}
+
+impl std::fmt::Debug for ConfigSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigSource::File { path, .. } => f.debug_struct("File").field("path", path).finish_non_exhaustive(),
+            ConfigSource::Fixed(c) => f.debug_tuple("Fixed").field(c).finish(),
+        }
+    }
 }
 
 /// What discovery found for one enabled server.
@@ -51,8 +63,8 @@ pub struct McpTools {
     pub config_path: Option<PathBuf>,
     /// sha256 of the config file's bytes (of `""` when there is no file).
     pub content_hash: String,
-    /// The `skills` section (`{name: {enabled}}`).
-    pub skills: IndexMap<String, SkillState>,
+    /// The `skills` section (`{name: {enabled}}`), as written.
+    pub skills: serde_json::Map<String, serde_json::Value>,
 }
 
 struct ServerState {
@@ -84,8 +96,8 @@ impl McpManager {
     }
 
     /// Shorthand for [`ConfigSource::File`].
-    pub fn from_files(explicit: Option<PathBuf>, project_dir: PathBuf) -> Self {
-        Self::new(ConfigSource::File { explicit, project_dir })
+    pub fn from_file(path: PathBuf, env: EnvLookup) -> Self {
+        Self::new(ConfigSource::File { path, env })
     }
 
     /// A counter that increases whenever a server reports `tools/list_changed` or the cache is
@@ -156,7 +168,7 @@ impl McpManager {
 
     fn read_config(&self) -> Result<LoadedConfig, ConfigError> {
         match &self.source {
-            ConfigSource::File { explicit, project_dir } => config::load(explicit.as_deref(), project_dir),
+            ConfigSource::File { path, env } => config::load_file_with_env(path, &**env),
             ConfigSource::Fixed(c) => {
                 let bytes = serde_json::to_vec(c).unwrap_or_default();
                 Ok(LoadedConfig { path: None, content_hash: config::hash_bytes(&bytes), config: c.clone() })

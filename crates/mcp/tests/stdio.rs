@@ -365,3 +365,57 @@ async fn startup_latency_bound_servers_overlap() {
     // whenever discovery is sequential.
     assert!(wall < alone.mul_f64(2.5), "servers were discovered one after another: {wall:?} vs {alone:?} alone");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_file_cache_follows_content_not_mtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("extensions_config.json");
+    let write = |servers: Value| std::fs::write(&file, json!({ "mcpServers": servers }).to_string()).unwrap();
+    write(json!({ "a": fault("ok", None, 20.0) }));
+    let mgr = McpManager::from_file(file.clone(), std::sync::Arc::new(|_: &str| None));
+    let first = mgr.tools().await.unwrap();
+    assert_eq!(first.config_path.as_deref(), Some(file.as_path()));
+    let a_echo = find(&first.tools, "a_echo");
+
+    // Same bytes rewritten (new mtime): still the cached tools.
+    write(json!({ "a": fault("ok", None, 20.0) }));
+    let same = mgr.tools().await.unwrap();
+    assert!(Arc::ptr_eq(&find(&same.tools, "a_echo"), &a_echo));
+    assert_eq!(same.content_hash, first.content_hash);
+
+    // A new server: rediscovery; the unchanged server keeps its live session (same process).
+    let data = tempfile::tempdir().unwrap();
+    let cx = ctx(data.path(), "t");
+    let _ = a_echo.call(&cx, json!({"text": "x"})).await;
+    write(json!({ "a": fault("ok", None, 20.0), "b": fault("ok", None, 20.0) }));
+    let grown = mgr.tools().await.unwrap();
+    assert_ne!(grown.content_hash, first.content_hash);
+    assert!(names(&grown.tools).contains(&"b_echo".to_string()));
+    assert!(!Arc::ptr_eq(&find(&grown.tools, "a_echo"), &a_echo));
+    let pid_old = find(&first.tools, "a_pid").call(&cx, json!({})).await.text_content();
+    let pid_new = find(&grown.tools, "a_pid").call(&cx, json!({})).await.text_content();
+    assert_eq!(pid_old, pid_new, "an unchanged server entry keeps its sessions across reloads");
+
+    // A broken file keeps the last good tools, with a warning naming the file.
+    std::fs::write(&file, "{ not json").unwrap();
+    let kept = mgr.tools().await.unwrap();
+    assert_eq!(names(&kept.tools), names(&grown.tools));
+    assert!(
+        kept.warnings.iter().any(|w| w.contains("extensions_config.json") && w.contains("not valid JSON")),
+        "{:?}",
+        kept.warnings
+    );
+
+    // An explicit path that does not exist is an error on first use.
+    let missing = McpManager::from_file(dir.path().join("absent.json"), std::sync::Arc::new(|_: &str| None));
+    let err = missing.tools().await.unwrap_err().to_string();
+    assert!(err.contains("absent.json") && err.contains("does not exist"), "{err}");
+
+    // The DeerFlow example loads as it is: every server is disabled, so no tools and no error.
+    let example =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/deerflow-configs/extensions_config.example.json");
+    let mgr = McpManager::from_file(example.into(), std::sync::Arc::new(|_: &str| None));
+    let set = mgr.tools().await.unwrap();
+    assert!(set.tools.is_empty() && set.servers.is_empty());
+    assert!(set.warnings.iter().any(|w| w.contains("my_package.mcp.auth:build_auth_interceptor")));
+}

@@ -537,6 +537,12 @@ mod tests {
         );
         let unavailable =
             PublicSkillStates::from_extensions_skills(Some(&serde_json::json!({"alpha": {"enabled": 2}})));
+        // Not a boolean even to pydantic's lax reading (a test moved here from toolhost-mcp, which
+        // keeps the section as written).
+        assert!(matches!(
+            PublicSkillStates::from_extensions_skills(Some(&serde_json::json!({"x": {"enabled": "maybe"}}))),
+            PublicSkillStates::Unavailable(why) if why.contains("enabled")
+        ));
         assert!(matches!(unavailable, PublicSkillStates::Unavailable(_)));
         assert!(store.is_disabled_path(&unavailable, "/mnt/skills/public/beta/SKILL.md"));
     }

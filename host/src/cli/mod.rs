@@ -8,9 +8,8 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use serde_json::Value;
 
-use crate::assembly::AssemblyRequest;
-use crate::host::{HostOptions, Severity, Toolhost};
-use crate::runtime::Runtime;
+use toolhost::runtime::Runtime;
+use toolhost::{AssemblyRequest, Environment, HostOptions, Severity, Toolhost};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -61,7 +60,8 @@ enum Command {
     /// Run one tool call through the pipeline.
     Call {
         name: String,
-        /// The arguments, a JSON object.
+        /// The arguments, a JSON object; `-` reads them from stdin, `@FILE` from a file (for
+        /// arguments larger than the command line allows).
         #[arg(default_value = "{}")]
         args: String,
         #[arg(long, default_value = "default")]
@@ -144,22 +144,59 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The host for a command. The CLI is where the environment is read: `$VAR`s and
+/// `capabilities.env` see this process's environment, `TOOLHOST_EXTRA_CA_CERTS` and
+/// `DEERFLOW_WRITE_FILE_MAX_BYTES` fill their options, and `extensions_config.json` is found
+/// DeerFlow's way (`--extensions`, `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, then beside the config).
 fn open(cli: &Cli) -> anyhow::Result<Toolhost> {
-    let opts = HostOptions {
-        config_path: cli.config.clone(),
-        data_dir: cli.data_dir.clone(),
-        persist_state: true,
-        cache_dir: None,
-        extensions_path: cli.extensions.clone(),
-        extra_ca_certs: crate::host::extra_ca_certs_from_env(),
-        write_file_max_bytes: std::env::var("DEERFLOW_WRITE_FILE_MAX_BYTES").ok(),
+    let env = Environment::from_process();
+    let project_dir = match cli.config.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
     };
-    let host = Toolhost::open(opts)?;
+    let extensions = toolhost_mcp::config::deerflow_config_path(
+        cli.extensions.as_deref(),
+        env.get(toolhost_mcp::config::CONFIG_PATH_ENV).filter(|v| !v.is_empty()).map(PathBuf::from),
+        &project_dir,
+    )?;
+    let opts = HostOptions::new(&cli.config)
+        .data_dir(&cli.data_dir)
+        .persist_state(true)
+        .extensions(extensions)
+        .extra_ca_certs(env.get("TOOLHOST_EXTRA_CA_CERTS").filter(|v| !v.is_empty()).map(PathBuf::from))
+        .write_file_max_bytes(env.get("DEERFLOW_WRITE_FILE_MAX_BYTES"))
+        .env(env);
+    let host = Toolhost::open_blocking(opts)?;
     for p in host.problems() {
         let tag = if p.severity == Severity::Error { "error" } else { "warning" };
         tracing::debug!("{tag}: {}", p.message);
     }
     Ok(host)
+}
+
+/// `call`'s arguments: JSON text, `-` for stdin, or `@FILE`; always a JSON object.
+fn call_arguments(given: &str) -> anyhow::Result<Value> {
+    let (text, from) = if given == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .context("cannot read the arguments from stdin")?;
+        (text, "stdin".to_string())
+    } else if let Some(file) = given.strip_prefix('@') {
+        let text = std::fs::read_to_string(file).with_context(|| format!("cannot read the arguments from {file}"))?;
+        (text, file.to_string())
+    } else {
+        (given.to_string(), "the command line".to_string())
+    };
+    let args: Value = serde_json::from_str(&text).with_context(|| {
+        let shown: String = text.chars().take(200).collect();
+        let more = if text.chars().count() > 200 { "…" } else { "" };
+        format!("the arguments from {from} are not valid JSON: {shown}{more}")
+    })?;
+    if !args.is_object() {
+        let shown: String = args.to_string().chars().take(200).collect();
+        anyhow::bail!("the arguments from {from} must be a JSON object, got: {shown}");
+    }
+    Ok(args)
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -176,13 +213,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let assembly = host.get_available_tools(&req).await;
             let tools = match thread {
                 Some(t) => host.model_tools(&req, t).await?,
-                None => assembly.tools.clone(),
+                None => assembly.tools.iter().map(|t| t.spec().clone()).collect(),
             };
             if *json {
                 let list: Vec<Value> = tools
                     .iter()
-                    .map(|t| {
-                        let s = t.spec();
+                    .map(|s| {
                         serde_json::json!({"name": s.name, "description": s.description, "parameters": s.parameters, "group": s.group, "source": s.source})
                     })
                     .collect();
@@ -195,7 +231,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         "host_bash_confinement": host
                             .host_bash_report()
                             .map(<[String]>::to_vec)
-                            .unwrap_or_else(|| vec![crate::tools::confinement_line()]),
+                            .unwrap_or_else(|| vec![toolhost::confinement_line()]),
                         "deferred_prompt_section": assembly.deferred.as_ref().map(|d| d.setup.prompt_section()),
                     })
                 } else {
@@ -208,7 +244,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     println!("{mark} {:<24} [{}] {}", e.name, e.layer, e.reason);
                 }
                 if let Some(t) = thread {
-                    let visible: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+                    let visible: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
                     println!("model view in thread {t}: {}", visible.join(", "));
                 }
                 if let Some(d) = &assembly.deferred {
@@ -222,14 +258,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                             println!("  {l}");
                         }
                     }
-                    None => println!("host bash confinement: {}", crate::tools::confinement_line()),
+                    None => println!("host bash confinement: {}", toolhost::confinement_line()),
                 }
                 for p in host.problems() {
                     eprintln!("{}: {}", if p.severity == Severity::Error { "error" } else { "warning" }, p.message);
                 }
             } else {
                 for t in &tools {
-                    let s = t.spec();
+                    let s = t;
                     let first = s.description.lines().next().unwrap_or("");
                     println!("{:<24} {}", s.name, first);
                 }
@@ -237,11 +273,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { name, args, thread, groups, model, json } => {
-            let args: Value =
-                serde_json::from_str(args).with_context(|| format!("the arguments are not valid JSON: {args}"))?;
-            if !args.is_object() {
-                anyhow::bail!("the arguments must be a JSON object, got: {args}");
-            }
+            let args = call_arguments(args)?;
             let host = open(&cli)?;
             let req = AssemblyRequest {
                 groups: groups.as_ref().map(|g| g.split(',').map(str::to_string).collect()),
@@ -328,7 +360,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Serve { http, thread, allow_host, token, insecure_no_auth, groups, model } => {
             let request = AssemblyRequest { groups: groups.clone(), model_name: model.clone(), ..Default::default() };
-            let opts = crate::server::ServeOptions {
+            let opts = toolhost::server::ServeOptions {
                 http: *http,
                 thread: thread.clone(),
                 allow_hosts: allow_host.clone(),
@@ -339,16 +371,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             // Before loading anything: a refused start should say so at once.
             if let Some(addr) = http {
-                crate::server::check_auth(&opts.http_options(*addr))?;
+                toolhost::server::check_auth(&opts.http_options(*addr))?;
             }
             let host = std::sync::Arc::new(open(&cli)?);
-            crate::server::run(host, opts).await?;
+            toolhost::server::run(host, opts).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Check => {
             let text = std::fs::read_to_string(&cli.config)
                 .with_context(|| format!("cannot read {}", cli.config.display()))?;
-            let errors = crate::config::validate(&text, &cli.config.display().to_string());
+            let errors =
+                toolhost::validate_config(&text, &cli.config.display().to_string(), &Environment::from_process());
             if !errors.is_empty() {
                 for e in &errors {
                     println!("error: {e}");

@@ -180,6 +180,7 @@ mod tests {
         let (c, _) = parse(
             &sandbox("  bash_network:\n    allow: [pypi.org, 'localhost:8443']\n    allow_private_addresses: true\n  bash_env: [GIT_AUTHOR_NAME]\n  bash_user: nobody\n  bash_confinement: full\n  bash_max_file_size_mb: 0\n"),
             "c.yaml",
+            &Default::default(),
         )
         .unwrap();
         let s = c.sandbox.unwrap();
@@ -192,7 +193,8 @@ mod tests {
         assert_eq!(s.bash_env[0].0, "GIT_AUTHOR_NAME");
         assert_eq!(s.bash_user.unwrap().0.uid, 65534);
         assert_eq!(s.bash_max_file_size_mb.bytes(), None);
-        let (c, _) = parse(&sandbox("  bash_network: none\n  bash_user: 1000:1000\n"), "c.yaml").unwrap();
+        let (c, _) =
+            parse(&sandbox("  bash_network: none\n  bash_user: 1000:1000\n"), "c.yaml", &Default::default()).unwrap();
         let s = c.sandbox.unwrap();
         assert_eq!(s.bash_network, super::BashNetworkConfig::None);
         assert_eq!(s.bash_max_file_size_mb.bytes(), Some(1 << 30));
@@ -212,11 +214,11 @@ mod tests {
             ("  bash_max_file_size_mb: -1\n", 4, "bash_max_file_size_mb"),
         ] {
             let text = sandbox(keys);
-            let err = parse(&text, "c.yaml").unwrap_err();
+            let err = parse(&text, "c.yaml", &Default::default()).unwrap_err();
             assert!(err.message.contains(needle), "{keys}: {err}");
             assert_eq!(err.line, line, "{keys}: {err}");
             assert!(err.column > 0, "{keys}: {err}");
-            let all = validate(&text, "c.yaml");
+            let all = validate(&text, "c.yaml", &Default::default());
             assert_eq!(all.len(), 1, "{keys}: {all:?}");
             assert!(all[0].message.contains(needle), "{keys}: {}", all[0]);
         }

@@ -6,7 +6,7 @@ mod bash;
 mod env;
 mod uses;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -14,6 +14,8 @@ use serde_json::Value;
 
 pub use bash::{BashConfinement, BashNetworkConfig, BashUserConfig, EnvName, FileSizeMb};
 pub use env::expand_env;
+
+use crate::options::{ConfigSource, Environment};
 pub use uses::{resolve_use, ResolvedUse, BASH_TOOL_USE};
 
 pub use crate::runtime::capabilities::CapabilitiesConfig;
@@ -23,9 +25,13 @@ pub use crate::runtime::ToolhostConfig;
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{file}:{line}:{column}: {message}")]
 pub struct ConfigError {
+    /// The config file (or the name given to config text).
     pub file: String,
+    /// 1-based line.
     pub line: usize,
+    /// 1-based column.
     pub column: usize,
+    /// What is wrong, naming the key.
     pub message: String,
 }
 
@@ -33,8 +39,15 @@ pub struct ConfigError {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigLoadError {
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    /// The file cannot be read.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     #[error("{0}")]
+    /// The file is not a valid config.
     Invalid(ConfigError),
 }
 
@@ -44,25 +57,36 @@ pub enum ConfigLoadError {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct AppConfig {
+    /// DeerFlow's `config_version`.
     pub config_version: Option<u32>,
     #[serde(deserialize_with = "null_as_default")]
+    /// `tool_groups:`.
     pub tool_groups: Vec<ToolGroupConfig>,
     #[serde(deserialize_with = "null_as_default")]
+    /// `tools:`, in order.
     pub tools: Vec<ToolConfig>,
+    /// `sandbox:`.
     pub sandbox: Option<SandboxConfig>,
     #[serde(deserialize_with = "null_as_default")]
+    /// `models:` (the first is the default model).
     pub models: Vec<ModelConfig>,
     #[serde(deserialize_with = "null_as_default")]
+    /// `skill_evolution:`.
     pub skill_evolution: SkillEvolutionConfig,
     #[serde(deserialize_with = "null_as_default")]
+    /// `subagents:`.
     pub subagents: SubagentsConfig,
     #[serde(deserialize_with = "null_as_default")]
+    /// `tool_search:` (deferred MCP tools).
     pub tool_search: ToolSearchConfig,
     #[serde(deserialize_with = "null_as_default")]
+    /// `acp_agents:`.
     pub acp_agents: IndexMap<String, AcpAgentConfig>,
     #[serde(deserialize_with = "null_as_default")]
+    /// `skills:`.
     pub skills: SkillsConfig,
     #[serde(deserialize_with = "null_as_default")]
+    /// `read_before_write:`.
     pub read_before_write: ReadBeforeWriteConfig,
     /// toolhost's own settings (concurrency limits); DeerFlow ignores the section.
     #[serde(deserialize_with = "null_as_default")]
@@ -249,40 +273,52 @@ impl Default for ReadBeforeWriteConfig {
     }
 }
 
-/// A loaded config and where it came from.
+/// A loaded config: its text, how errors name it, and the typed sections.
 #[derive(Debug, Clone)]
 pub struct LoadedConfig {
-    pub path: PathBuf,
+    /// How errors name the config (its path, or `<config>` for text).
+    pub name: String,
+    /// The text as read (errors found after parsing are located in it).
+    pub text: String,
+    /// The directory relative paths in the config are taken from.
+    pub base_dir: PathBuf,
+    /// The sections.
     pub config: AppConfig,
     /// Problems that do not stop loading (unset `$VAR`s, …).
     pub warnings: Vec<String>,
 }
 
 impl LoadedConfig {
-    /// The directory relative paths in the config are taken from.
-    pub fn base_dir(&self) -> PathBuf {
-        self.path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+    /// `name:line:col: message` for a problem at config path `at` (`tools[3].use`).
+    pub fn locate(&self, at: &str, message: &str) -> String {
+        let (line, col) = locate_path(&self.text, at);
+        format!("{}:{line}:{col}: {message}", self.name)
     }
 }
 
-/// Read and parse a config file.
-pub fn load(path: &Path) -> Result<LoadedConfig, ConfigLoadError> {
-    let text =
-        std::fs::read_to_string(path).map_err(|source| ConfigLoadError::Read { path: path.to_path_buf(), source })?;
-    parse(&text, &path.display().to_string())
-        .map(|(config, warnings)| LoadedConfig { path: path.to_path_buf(), config, warnings })
-        .map_err(ConfigLoadError::Invalid)
+/// Read and parse a config, with `$VAR`s taken from `env`.
+pub fn load(source: &ConfigSource, env: &Environment) -> Result<LoadedConfig, ConfigLoadError> {
+    let (text, name) = match source {
+        ConfigSource::File(path) => (
+            std::fs::read_to_string(path)
+                .map_err(|source| ConfigLoadError::Read { path: path.to_path_buf(), source })?,
+            path.display().to_string(),
+        ),
+        ConfigSource::Text { text, name, .. } => (text.clone(), name.clone()),
+    };
+    let (config, warnings) = parse(&text, &name, env).map_err(ConfigLoadError::Invalid)?;
+    Ok(LoadedConfig { name, text, base_dir: source.base_dir(), config, warnings })
 }
 
 /// Parse config text. `file` names it in errors. Strings starting with `$` are replaced by the
-/// env var of that name (DeerFlow's rule); an unset one becomes `""` with a warning.
-pub fn parse(text: &str, file: &str) -> Result<(AppConfig, Vec<String>), ConfigError> {
+/// variable of that name in `env` (DeerFlow's rule); an unset one becomes `""` with a warning.
+pub fn parse(text: &str, file: &str, env: &Environment) -> Result<(AppConfig, Vec<String>), ConfigError> {
     let mut value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| yaml_error(file, text, &e, None))?;
     if value.is_null() {
         value = serde_yaml::Value::Mapping(Default::default());
     }
     let mut warnings = Vec::new();
-    expand_env(&mut value, &mut |name| {
+    expand_env(&mut value, env, &mut |name| {
         warnings.push(format!("{file}: environment variable ${name} is not set; using \"\""))
     });
     match serde_path_to_error::deserialize::<_, AppConfig>(value) {
@@ -406,6 +442,7 @@ impl AppConfig {
         }
     }
 
+    /// The `tools:` entry named `name`.
     pub fn tool_config(&self, name: &str) -> Option<&ToolConfig> {
         self.tools.iter().find(|t| t.name == name)
     }
@@ -417,7 +454,7 @@ mod tests {
 
     #[test]
     fn parses_minimal_and_defaults() {
-        let (c, w) = parse("tools: []\n", "c.yaml").unwrap();
+        let (c, w) = parse("tools: []\n", "c.yaml", &Environment::default()).unwrap();
         assert!(w.is_empty());
         assert!(c.read_before_write.enabled);
         assert_eq!(c.tool_search.auto_promote_top_k, 3);
@@ -426,7 +463,7 @@ mod tests {
 
     #[test]
     fn bad_yaml_names_line_and_column() {
-        let err = parse("tools:\n  - name: a\n    group: [\n", "c.yaml").unwrap_err();
+        let err = parse("tools:\n  - name: a\n    group: [\n", "c.yaml", &Environment::default()).unwrap_err();
         assert_eq!(err.file, "c.yaml");
         assert!(err.line >= 3, "{err}");
     }
@@ -434,7 +471,7 @@ mod tests {
     #[test]
     fn wrong_type_names_path_and_line() {
         let text = "tools:\n  - name: a\n    group: g\n    use: hello\n  - name: b\n    group: g\n    use: hello\n    capabilities:\n      memory_mb: lots\n";
-        let err = parse(text, "c.yaml").unwrap_err();
+        let err = parse(text, "c.yaml", &Environment::default()).unwrap_err();
         assert_eq!(err.line, 9, "{err}");
         assert!(err.message.contains("tools[1].capabilities.memory_mb"), "{err}");
         assert!(err.message.contains("expected an integer between 1 and 4096"), "{err}");
@@ -442,7 +479,7 @@ mod tests {
 
     #[test]
     fn missing_required_key_is_named() {
-        let err = parse("tools:\n  - name: a\n    use: hello\n", "c.yaml").unwrap_err();
+        let err = parse("tools:\n  - name: a\n    use: hello\n", "c.yaml", &Environment::default()).unwrap_err();
         assert!(err.message.contains("group"), "{err}");
         assert!(err.line >= 2, "{err}");
     }
@@ -465,28 +502,30 @@ mod tests {
         for (value, expected) in cases {
             // Not the first key of its mapping: the error points at the value, not the mapping.
             let text = format!("tools:\n  - name: a\n    group: g\n    use: hello\n    capabilities:\n      filesystem: none\n      {value}\n");
-            let load = parse(&text, "c.yaml").unwrap_err();
+            let load = parse(&text, "c.yaml", &Environment::default()).unwrap_err();
             let key = value.split(':').next().unwrap();
             assert_eq!((load.line, load.column), (7, 7 + key.len() + 2), "{value}: {load}");
             assert!(load.message.starts_with(&format!("tools[0].capabilities.{key}: {expected}")), "{value}: {load}");
-            let check = validate(&text, "c.yaml");
+            let check = validate(&text, "c.yaml", &Environment::default());
             assert_eq!(check.len(), 1, "{value}: {check:?}");
             assert_eq!(check[0].to_string(), load.to_string(), "{value}");
         }
         // In range, and in a flow mapping on one line: the column points at the value.
-        let (c, _) = parse("tools:\n  - {name: a, group: g, use: hello, capabilities: {timeout_s: 0.5, memory_mb: 4096, handles: 16}}\n", "c").unwrap();
+        let (c, _) = parse("tools:\n  - {name: a, group: g, use: hello, capabilities: {timeout_s: 0.5, memory_mb: 4096, handles: 16}}\n", "c", &Environment::default()).unwrap();
         assert_eq!(c.tools[0].capabilities.as_ref().unwrap().timeout_s, Some(0.5));
         let text = "tools:\n  - {name: a, group: g, use: hello, capabilities: {timeout_s: 1e300}}\n";
-        let load = parse(text, "c.yaml").unwrap_err();
+        let load = parse(text, "c.yaml", &Environment::default()).unwrap_err();
         assert_eq!((load.line, load.column), (2, 63), "{load}");
-        assert_eq!(validate(text, "c.yaml")[0].to_string(), load.to_string());
+        assert_eq!(validate(text, "c.yaml", &Environment::default())[0].to_string(), load.to_string());
     }
 
     #[test]
     fn toolhost_section_limits_are_checked() {
-        let (c, _) = parse("toolhost:\n  concurrent_calls: 8\n  concurrent_calls_per_thread: 2\n", "c").unwrap();
+        let (c, _) =
+            parse("toolhost:\n  concurrent_calls: 8\n  concurrent_calls_per_thread: 2\n", "c", &Environment::default())
+                .unwrap();
         assert_eq!(c.toolhost, ToolhostConfig { concurrent_calls: 8, concurrent_calls_per_thread: 2 });
-        assert_eq!(parse("tools: []\n", "c").unwrap().0.toolhost, ToolhostConfig::default());
+        assert_eq!(parse("tools: []\n", "c", &Environment::default()).unwrap().0.toolhost, ToolhostConfig::default());
         for (text, needle) in [
             (
                 "toolhost:\n  concurrent_calls: 0\n",
@@ -498,10 +537,10 @@ mod tests {
             ),
             ("toolhost:\n  concurent_calls: 4\n", "unknown field `concurent_calls`"),
         ] {
-            let load = parse(text, "c.yaml").unwrap_err();
+            let load = parse(text, "c.yaml", &Environment::default()).unwrap_err();
             assert_eq!(load.line, 2, "{load}");
             assert!(load.message.contains(needle), "{load}");
-            let check = validate(text, "c.yaml");
+            let check = validate(text, "c.yaml", &Environment::default());
             assert_eq!(check.len(), 1, "{check:?}");
             assert_eq!(check[0].to_string(), load.to_string());
         }
@@ -509,15 +548,19 @@ mod tests {
 
     #[test]
     fn unknown_capability_key_is_an_error() {
-        let err =
-            parse("tools:\n  - {name: a, group: g, use: hello, capabilities: {netwrok: [x]}}\n", "c.yaml").unwrap_err();
+        let err = parse(
+            "tools:\n  - {name: a, group: g, use: hello, capabilities: {netwrok: [x]}}\n",
+            "c.yaml",
+            &Environment::default(),
+        )
+        .unwrap_err();
         assert!(err.message.contains("netwrok"), "{err}");
     }
 
     #[test]
     fn env_vars_expand_in_extra_keys() {
-        std::env::set_var("TOOLHOST_TEST_KEY_1", "s3cret");
-        let (c, w) = parse("tools:\n  - {name: a, group: g, use: hello, api_key: $TOOLHOST_TEST_KEY_1, other: $TOOLHOST_UNSET_VAR_X}\n", "c.yaml").unwrap();
+        let env = Environment::new([("TOOLHOST_TEST_KEY_1".to_string(), "s3cret".to_string())]);
+        let (c, w) = parse("tools:\n  - {name: a, group: g, use: hello, api_key: $TOOLHOST_TEST_KEY_1, other: $TOOLHOST_UNSET_VAR_X}\n", "c.yaml", &env).unwrap();
         assert_eq!(c.tools[0].extra["api_key"], Value::String("s3cret".into()));
         assert_eq!(c.tools[0].extra["other"], Value::String(String::new()));
         assert_eq!(w.len(), 1);
@@ -526,21 +569,31 @@ mod tests {
 
     #[test]
     fn host_bash_gate() {
-        let (c, _) = parse("sandbox: {use: deerflow.sandbox.local:LocalSandboxProvider}\n", "c").unwrap();
-        assert!(!c.is_host_bash_allowed());
         let (c, _) =
-            parse("sandbox: {use: deerflow.sandbox.local:LocalSandboxProvider, allow_host_bash: true}\n", "c").unwrap();
+            parse("sandbox: {use: deerflow.sandbox.local:LocalSandboxProvider}\n", "c", &Environment::default())
+                .unwrap();
+        assert!(!c.is_host_bash_allowed());
+        let (c, _) = parse(
+            "sandbox: {use: deerflow.sandbox.local:LocalSandboxProvider, allow_host_bash: true}\n",
+            "c",
+            &Environment::default(),
+        )
+        .unwrap();
         assert!(c.is_host_bash_allowed());
-        let (c, _) = parse("sandbox: {use: deerflow.community.aio_sandbox:AioSandboxProvider}\n", "c").unwrap();
+        let (c, _) =
+            parse("sandbox: {use: deerflow.community.aio_sandbox:AioSandboxProvider}\n", "c", &Environment::default())
+                .unwrap();
         assert!(c.is_host_bash_allowed());
-        let (c, _) = parse("sandbox: {use: my.deerflow.sandbox.local.x:LocalSandboxProvider}\n", "c").unwrap();
+        let (c, _) =
+            parse("sandbox: {use: my.deerflow.sandbox.local.x:LocalSandboxProvider}\n", "c", &Environment::default())
+                .unwrap();
         assert!(!c.is_host_bash_allowed());
     }
 
     #[test]
     fn loads_deerflow_example_config_unchanged() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/conformance/deerflow-configs/config.example.yaml");
-        let loaded = load(Path::new(path)).unwrap();
+        let loaded = load(&ConfigSource::File(std::path::PathBuf::from(path)), &Environment::default()).unwrap();
         assert_eq!(loaded.config.config_version, Some(34));
         assert!(loaded.config.tools.iter().any(|t| t.name == "read_file"));
     }
@@ -549,7 +602,7 @@ mod tests {
 /// Check config text and report every problem found, not just the first: a syntax error stops
 /// the check (nothing after it can be read), otherwise each section and each list entry is
 /// checked on its own.
-pub fn validate(text: &str, file: &str) -> Vec<ConfigError> {
+pub fn validate(text: &str, file: &str, env: &Environment) -> Vec<ConfigError> {
     let value: serde_yaml::Value = match serde_yaml::from_str(text) {
         Ok(v) => v,
         Err(e) => return vec![yaml_error(file, text, &e, None)],
@@ -570,7 +623,7 @@ pub fn validate(text: &str, file: &str) -> Vec<ConfigError> {
     // does, so `check` and a host open report a bad value the same way.
     let mut check = |path: String, v: &serde_yaml::Value, f: Check| {
         let mut v = v.clone();
-        expand_env(&mut v, &mut |_| {});
+        expand_env(&mut v, env, &mut |_| {});
         if let Err((inner, message)) = f(v) {
             let full = match inner.as_str() {
                 "" | "." => path,
@@ -628,7 +681,7 @@ pub fn validate(text: &str, file: &str) -> Vec<ConfigError> {
     }
     // The loader stops at the first error and places it from the YAML parser's own marks, which
     // are exact where a path search is not (flow mappings): take its place for that error.
-    if let Err(first) = parse(text, file) {
+    if let Err(first) = parse(text, file, env) {
         if let Some(e) = errors.iter_mut().find(|e| e.message == first.message) {
             (e.line, e.column) = (first.line, first.column);
         }
@@ -643,7 +696,7 @@ mod validate_tests {
     #[test]
     fn reports_every_problem() {
         let text = "tools:\n  - name: a\n    use: hello\n  - name: b\n    group: g\n    use: hello\n  - name: c\n    group: [x]\n    use: hello\nsandbox:\n  allow_host_bash: maybe\n";
-        let errs = validate(text, "c.yaml");
+        let errs = validate(text, "c.yaml", &Environment::default());
         assert_eq!(errs.len(), 3, "{errs:?}");
         assert!(errs[0].message.contains("tools[0]") && errs[0].message.contains("group"), "{}", errs[0]);
         assert_eq!(errs[0].line, 2);
@@ -651,6 +704,6 @@ mod validate_tests {
         assert_eq!(errs[1].line, 8);
         assert!(errs[2].message.starts_with("sandbox.allow_host_bash: "), "{}", errs[2]);
         assert_eq!(errs[2].line, 11);
-        assert!(validate("tools: []\n", "c").is_empty());
+        assert!(validate("tools: []\n", "c", &Environment::default()).is_empty());
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use toolhost_core::{CallContext, ToolOutcome};
+use toolhost_core::{CallContext, ErrorKind, ToolOutcome};
 
 use super::{Middleware, Next, ToolRequest};
 
@@ -74,19 +74,22 @@ impl Middleware for ThreadDiskQuotaMiddleware {
         let used = match self.measure(req.ctx).await {
             Ok(u) => u,
             Err(e) => {
-                return ToolOutcome::error(format!(
-                    "Error: {} refused — the thread's disk usage cannot be measured: {e}",
-                    req.name
-                ))
+                return ToolOutcome::error_of(
+                    ErrorKind::Refused,
+                    format!("Error: {} refused — the thread's disk usage cannot be measured: {e}", req.name),
+                )
             }
         };
         if used.saturating_add(adds) > self.quota_bytes {
-            return ToolOutcome::error(format!(
-                "Error: {} refused — the thread's files would exceed its disk quota of {} MB ({used} bytes in \
+            return ToolOutcome::error_of(
+                ErrorKind::Refused,
+                format!(
+                    "Error: {} refused — the thread's files would exceed its disk quota of {} MB ({used} bytes in \
                  use, this write adds up to {adds} bytes). Delete files that are no longer needed, or write less.",
-                req.name,
-                self.quota_bytes >> 20
-            ));
+                    req.name,
+                    self.quota_bytes >> 20
+                ),
+            );
         }
         let outcome = next.run(req).await;
         // Whatever the write did (or a concurrent one), measure again next time.

@@ -25,8 +25,35 @@ pub use disk_quota::ThreadDiskQuotaMiddleware;
 pub use read_before_write::ReadBeforeWriteMiddleware;
 pub use sandbox_audit::SandboxAuditMiddleware;
 pub use skill_tool_policy::SkillToolPolicyMiddleware;
-pub use tool_error_handling::{format_exception, ToolErrorHandlingMiddleware};
+pub use tool_error_handling::ToolErrorHandlingMiddleware;
 pub use tool_result_sanitization::ToolResultSanitizationMiddleware;
+
+/// The lead agent's tool-call chain, outermost first, in DeerFlow's order (spec §1.2):
+/// ToolResultSanitization → SandboxAudit → ReadBeforeWrite → ToolErrorHandling → SkillToolPolicy
+/// → DeferredToolFilter → Clarification. (McpRouting, which DeerFlow runs before the deferred
+/// filter, acts before the model call, not around a tool call: it is
+/// [`Toolhost::auto_promote`](crate::Toolhost::auto_promote).) toolhost's own
+/// ThreadDiskQuota layer, only when `sandbox.thread_disk_quota_mb` is set, sits right inside the
+/// read-before-write gate, so a write the gate refuses never counts.
+pub(crate) fn lead_agent_pipeline(
+    config: &crate::config::AppConfig,
+    skills: toolhost_skills::SkillStore,
+    public: toolhost_skills::PublicSkillStates,
+) -> Pipeline {
+    let mut layers: Vec<Arc<dyn Middleware>> = vec![
+        Arc::new(ToolResultSanitizationMiddleware),
+        Arc::new(SandboxAuditMiddleware),
+        Arc::new(ReadBeforeWriteMiddleware::new(config.read_before_write.enabled)),
+        Arc::new(ToolErrorHandlingMiddleware),
+        Arc::new(SkillToolPolicyMiddleware::new(skills, public)),
+        Arc::new(DeferredToolFilterMiddleware),
+        Arc::new(ClarificationMiddleware { disable: false }),
+    ];
+    if let Some(mb) = config.sandbox.as_ref().and_then(|s| s.thread_disk_quota_mb) {
+        layers.insert(3, Arc::new(ThreadDiskQuotaMiddleware::new(mb)));
+    }
+    Pipeline::new(layers)
+}
 
 /// One tool call travelling through the pipeline.
 pub struct ToolRequest<'a> {
@@ -70,10 +97,10 @@ impl Next<'_> {
             Some((layer, rest)) => layer.wrap_call(req, Next { rest }).await,
             None => match req.tool {
                 Some(tool) => tool.call(req.ctx, req.args.clone()).await,
-                None => ToolOutcome::error(format!(
-                    "Error: {} is not a valid tool, try one of the available tools.",
-                    req.name
-                )),
+                None => ToolOutcome::error_of(
+                    toolhost_core::ErrorKind::NotFound,
+                    format!("Error: {} is not a valid tool, try one of the available tools.", req.name),
+                ),
             },
         }
     }

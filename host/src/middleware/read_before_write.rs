@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
-use toolhost_core::{CallContext, FsError, StateUpdate, ToolOutcome};
+use toolhost_core::{CallContext, ErrorKind, FsError, StateUpdate, ToolOutcome};
 
 use super::{Middleware, Next, ToolRequest};
 
@@ -145,16 +145,20 @@ impl Middleware for ReadBeforeWriteMiddleware {
                     let current = match current_blocking(req.ctx, path).await {
                         Ok(c) => c,
                         Err(why) => {
-                            return ToolOutcome::error(format!(
-                                "Error: {} blocked — the current version of {path} cannot be verified: {why}",
-                                req.name
-                            ))
+                            return ToolOutcome::error_of(
+                                ErrorKind::Refused,
+                                format!(
+                                    "Error: {} blocked — the current version of {path} cannot be verified: {why}",
+                                    req.name
+                                ),
+                            )
                         }
                     };
                     if let Current::Hash(hash) = current {
                         let mark = req.ctx.state.read_marks.get(&normpath(path)).and_then(Value::as_str);
                         if mark != Some(hash.as_str()) {
-                            return ToolOutcome::error(
+                            return ToolOutcome::error_of(
+                                ErrorKind::Refused,
                                 BLOCK_MESSAGE.replace("{tool_name}", req.name).replace("{path}", path),
                             );
                         }

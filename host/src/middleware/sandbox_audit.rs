@@ -29,7 +29,7 @@ impl Middleware for SandboxAuditMiddleware {
         let verdict = audit_value(raw);
         log_verdict(&req.ctx.thread_id, command, &verdict);
         match verdict {
-            Verdict::Block { message, .. } => ToolOutcome::error(message),
+            Verdict::Block { message, .. } => ToolOutcome::error_of(toolhost_core::ErrorKind::Refused, message),
             Verdict::Warn { message } => {
                 let mut outcome = next.run(req).await;
                 apply_warning(&mut outcome, &message);

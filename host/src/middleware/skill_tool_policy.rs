@@ -44,7 +44,8 @@ impl Middleware for SkillToolPolicyMiddleware {
 
     async fn wrap_call(&self, req: &ToolRequest<'_>, next: Next<'_>) -> ToolOutcome {
         let policy = self.policy(req.ctx);
-        if let Some(denied) = policy.check_call(req.name) {
+        if let Some(mut denied) = policy.check_call(req.name) {
+            denied.kind.get_or_insert(toolhost_core::ErrorKind::Refused);
             return denied;
         }
         let mut outcome = next.run(req).await;

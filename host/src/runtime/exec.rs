@@ -94,9 +94,13 @@ impl ResourceLimiter for Limiter {
 /// What to call.
 #[derive(Debug, Clone)]
 pub struct CallRequest {
+    /// The tool to call (a name the component lists).
     pub tool: String,
+    /// The arguments, as JSON text.
     pub args: String,
+    /// The thread the call belongs to.
     pub thread_id: String,
+    /// The model's id for this call.
     pub tool_call_id: String,
     /// The tool's own config keys, JSON.
     pub config: String,
@@ -107,9 +111,13 @@ pub struct CallRequest {
 /// A call's result as the component returned it.
 #[derive(Debug, Clone)]
 pub struct RawResult {
+    /// The text the model reads.
     pub content: String,
+    /// The tool reports an error (`content` says why).
     pub is_error: bool,
+    /// The state update the tool asks for, unchecked.
     pub update: Option<types::StateUpdate>,
+    /// Wall time of the call, instantiation included.
     pub elapsed: Duration,
 }
 
@@ -117,24 +125,44 @@ pub struct RawResult {
 #[derive(Debug, thiserror::Error)]
 pub enum ComponentCallError {
     #[error("timed out after {0:?} and was stopped")]
+    /// The call ran past its `timeout_s`.
     Timeout(Duration),
     #[error("timed out after {timeout:?} waiting for a free slot ({queue}); it did not run")]
-    QueueTimeout { timeout: Duration, queue: String },
+    /// No slot freed up within the call's timeout; `queue` names the queue it waited in.
+    QueueTimeout {
+        /// The call's timeout.
+        timeout: Duration,
+        /// The queue it waited in.
+        queue: String,
+    },
     #[error("held more than {0} open handles (files, directories, streams) at once and was stopped; capabilities.handles sets the limit")]
+    /// The call held more open handles than `capabilities.handles` allows.
     TooManyHandles(usize),
     #[error("exceeded its memory limit of {0} MiB and was stopped")]
+    /// The instance grew past its `memory_mb` (MiB).
     Memory(u64),
     #[error("returned {size} bytes of output, over its limit of {limit} bytes")]
-    OutputTooLarge { size: usize, limit: u64 },
+    /// The result was larger than `output_bytes`.
+    OutputTooLarge {
+        /// The size returned, in bytes.
+        size: usize,
+        /// The limit, in bytes.
+        limit: u64,
+    },
     #[error("crashed: {0}")]
+    /// The component trapped (a panic, an unreachable, a bad memory access).
     Trap(String),
     #[error("could not start: {0}")]
+    /// The component could not be instantiated (an import not granted, a start trap).
     Instantiate(String),
     #[error("has no tool named '{0}'")]
+    /// The component has no tool of that name.
     UnknownTool(String),
     #[error("rejected the arguments: {0}")]
+    /// The component refused the arguments; the text names what is wrong.
     InvalidArguments(String),
     #[error("failed: {0}")]
+    /// The tool failed; the text says why (`SomeError: detail` reads as a raised exception).
     Failed(String),
 }
 

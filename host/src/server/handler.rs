@@ -22,7 +22,7 @@ pub struct McpSessionHandler {
     host: Arc<Toolhost>,
     request: Arc<AssemblyRequest>,
     /// stdio: named up front (`--thread`). Streamable HTTP: a random id per session
-    /// ([`session_thread_id`]), unrelated to the `Mcp-McpSessionHandler-Id`, so that a thread directory's
+    /// ([`session_thread_id`]), unrelated to the `Mcp-Session-Id`, so that a thread directory's
     /// name never tells anyone how to speak in that session.
     thread: String,
 }
@@ -46,21 +46,6 @@ pub fn session_thread_id() -> std::io::Result<String> {
         .fill(&mut bits)
         .map_err(|_| std::io::Error::other("the system random number generator failed"))?;
     Ok(format!("mcp-{}", hex::encode(bits)))
-}
-
-/// A thread id from arbitrary text: characters outside `[A-Za-z0-9_-]` become `_`, at most 128
-/// characters (what `ThreadPaths` accepts).
-pub fn sanitize_thread_id(raw: &str) -> String {
-    let s: String = raw
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
-        .take(128)
-        .collect();
-    if s.is_empty() {
-        "_".to_string()
-    } else {
-        s
-    }
 }
 
 fn internal(e: impl std::fmt::Display) -> McpError {
@@ -117,7 +102,7 @@ impl ServerHandler for McpSessionHandler {
         let tools = tools
             .iter()
             .map(|t| {
-                let s = t.spec();
+                let s = t;
                 let schema: JsonObject = match &s.parameters {
                     Value::Object(o) => o.clone(),
                     // MCP requires an object schema; a tool without parameters takes an empty object.
@@ -197,15 +182,6 @@ async fn elicit_answer(cx: &RequestContext<RoleServer>, question: &str) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn thread_ids_are_sanitized_to_what_thread_paths_accept() {
-        assert_eq!(sanitize_thread_id("mcp-3f2a/../x y"), "mcp-3f2a____x_y");
-        assert_eq!(sanitize_thread_id(""), "_");
-        assert_eq!(sanitize_thread_id(&"a".repeat(300)).len(), 128);
-        let dir = std::path::Path::new("/tmp");
-        assert!(toolhost_core::ThreadPaths::new(dir, &sanitize_thread_id("mcp-é!")).is_ok());
-    }
 
     #[test]
     fn session_threads_are_random_and_valid() {

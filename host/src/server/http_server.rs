@@ -24,8 +24,10 @@ pub const MCP_PATH: &str = "/mcp";
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 
+/// How to serve over streamable HTTP.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
+    /// Where to listen (port 0 picks one).
     pub addr: SocketAddr,
     /// Accepted besides the loopback names: `host` or `host:port`.
     pub allow_hosts: Vec<String>,

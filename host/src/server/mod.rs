@@ -13,32 +13,49 @@ use rmcp::ServiceExt as _;
 use crate::assembly::AssemblyRequest;
 use crate::host::Toolhost;
 
-pub use handler::{outcome_to_result, sanitize_thread_id, session_thread_id, McpSessionHandler};
-pub use http_server::{check_auth, serve_http, HttpOptions, MCP_PATH};
+use handler::McpSessionHandler;
+use http_server::serve_http;
+pub use http_server::{check_auth, HttpOptions, MCP_PATH};
 
 /// The thread of the one stdio session when `--thread` is not given.
 pub const STDIO_THREAD: &str = "stdio";
 
+/// Why serving could not start or stopped.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServeError {
+    /// The thread id cannot name a directory.
     #[error("invalid thread id '{0}': use 1-128 characters of [A-Za-z0-9_-]")]
     InvalidThread(String),
     #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: SocketAddr, source: std::io::Error },
+    /// The address cannot be bound.
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The underlying error.
+        source: std::io::Error,
+    },
     #[error("the MCP session over stdio failed: {0}")]
+    /// The stdio session failed.
     Stdio(String),
     #[error("invalid --allow-host '{0}': give a host name or host:port")]
+    /// An `--allow-host` value is not a host name or host:port.
     InvalidAllowHost(String),
     #[error(
         "refusing to serve on {addr} without a token: it is not a loopback address, so anyone who can reach it \
          could run tools. Require a bearer token with --token TOKEN (or TOOLHOST_SERVE_TOKEN=TOKEN), or pass \
          --insecure-no-auth to serve without authentication anyway"
     )]
-    PublicWithoutToken { addr: SocketAddr },
+    /// A non-loopback address without a token (and without `insecure_no_auth`).
+    PublicWithoutToken {
+        /// The address.
+        addr: SocketAddr,
+    },
     #[error(
         "the serve token is empty (--token \"\" or TOOLHOST_SERVE_TOKEN=\"\"), which would turn authentication off; \
          give a non-empty token, or leave both unset"
     )]
+    /// The token is empty.
     EmptyToken,
 }
 
@@ -95,7 +112,7 @@ pub async fn run(host: Arc<Toolhost>, opts: ServeOptions) -> Result<(), ServeErr
 }
 
 /// One MCP session over this process's stdin/stdout, in `thread`.
-pub async fn serve_stdio(host: Arc<Toolhost>, request: Arc<AssemblyRequest>, thread: String) -> Result<(), ServeError> {
+async fn serve_stdio(host: Arc<Toolhost>, request: Arc<AssemblyRequest>, thread: String) -> Result<(), ServeError> {
     if toolhost_core::ThreadPaths::new(std::path::Path::new(""), &thread).is_err() {
         return Err(ServeError::InvalidThread(thread));
     }

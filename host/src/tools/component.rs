@@ -45,14 +45,6 @@ impl ComponentTool {
         }
     }
 
-    pub fn capabilities(&self) -> &CapabilitySet {
-        &self.caps
-    }
-
-    pub fn component(&self) -> &LoadedComponent {
-        &self.component
-    }
-
     /// The preopens of a call in `ctx`'s thread: the thread filesystem layer's open directory
     /// handles (a thread directory swapped for a link is refused there, never followed), then the
     /// shared skills directory and mounts. Directories are created on first use.
@@ -83,11 +75,6 @@ impl ComponentTool {
         }
         Ok(out)
     }
-}
-
-tokio::task_local! {
-    /// Set while the only call of a turn runs: a component may then run on the calling thread.
-    pub(crate) static RUN_INLINE: bool;
 }
 
 /// `("SomeError", "detail")` when a component's `failed` message names an exception the way
@@ -186,7 +173,7 @@ impl Tool for ComponentTool {
         // worker's other tasks to another thread): no hand-off to a blocking thread and back,
         // about 40 µs on a 2-core VM. Concurrent calls of a turn each go to a blocking thread,
         // so they run in parallel.
-        let inline = RUN_INLINE.try_with(|v| *v).unwrap_or(false)
+        let inline = ctx.alone_in_turn
             && tokio::runtime::Handle::try_current()
                 .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
         let result = if inline {
@@ -207,7 +194,9 @@ impl Tool for ComponentTool {
                 let outcome = if raw.is_error { ToolOutcome::error(content) } else { ToolOutcome::text(content) };
                 outcome.with_update(update)
             }
-            Err(ComponentCallError::InvalidArguments(m)) => ToolOutcome::error(format!("Error: {m}")),
+            Err(ComponentCallError::InvalidArguments(m)) => {
+                ToolOutcome::error_of(toolhost_core::ErrorKind::InvalidArguments, format!("Error: {m}"))
+            }
             Err(e) => {
                 if let ComponentCallError::Failed(m) = &e {
                     if let Some((class, detail)) = exception_of(m) {

@@ -40,8 +40,11 @@ impl FilesGrant {
 /// A host directory made visible to the component at a guest path.
 #[derive(Debug, Clone)]
 pub struct Preopen {
+    /// The host directory.
     pub host: PreopenDir,
+    /// Where the component sees it (a DeerFlow virtual path).
     pub guest: String,
+    /// Whether the component may only read it.
     pub read_only: bool,
 }
 

@@ -19,13 +19,17 @@ pub const MAX_OUTPUT_BYTES: u64 = 1 << 30;
 /// open at once is no tool's business and would let one call hold a large share of the host's
 /// file descriptors.
 pub const MIN_HANDLES: u64 = 16;
+/// The most `handles` may grant.
 pub const MAX_HANDLES: u64 = 65_536;
 
 /// An integer setting and its range.
 #[derive(Debug, Clone, Copy)]
 pub struct IntLimit {
+    /// The config key (`memory_mb`).
     pub key: &'static str,
+    /// The smallest value accepted.
     pub min: u64,
+    /// The largest value accepted.
     pub max: u64,
     /// Why the maximum, when it is not obvious.
     pub why: &'static str,
@@ -41,16 +45,21 @@ impl IntLimit {
     }
 }
 
+/// `capabilities.memory_mb`.
 pub const MEMORY_MB: IntLimit =
     IntLimit { key: "memory_mb", min: 1, max: MAX_MEMORY_BYTES >> 20, why: " (a pooled instance maps at most 4 GiB)" };
+/// `capabilities.output_bytes`.
 pub const OUTPUT_BYTES: IntLimit = IntLimit { key: "output_bytes", min: 1, max: MAX_OUTPUT_BYTES, why: "" };
+/// `capabilities.handles`.
 pub const HANDLES: IntLimit = IntLimit { key: "handles", min: MIN_HANDLES, max: MAX_HANDLES, why: "" };
+/// `toolhost.concurrent_calls`.
 pub const CONCURRENT_CALLS: IntLimit = IntLimit {
     key: "concurrent_calls",
     min: 1,
     max: MAX_CONCURRENT_CALLS as u64,
     why: " (each running call holds a slot of the wasm instance pool)",
 };
+/// `toolhost.concurrent_calls_per_thread`.
 pub const CONCURRENT_CALLS_PER_THREAD: IntLimit = IntLimit { key: "concurrent_calls_per_thread", ..CONCURRENT_CALLS };
 
 /// `timeout_s` as a duration: finite, above zero, at most [`MAX_TIMEOUT_S`].
@@ -67,10 +76,12 @@ pub fn check_memory_mb(m: u64) -> Result<u64, String> {
     Ok(MEMORY_MB.check(m.into())? << 20)
 }
 
+/// `output_bytes`, if in range.
 pub fn check_output_bytes(b: u64) -> Result<u64, String> {
     OUTPUT_BYTES.check(b.into())
 }
 
+/// `handles`, if in range.
 pub fn check_handles(h: u64) -> Result<usize, String> {
     Ok(HANDLES.check(h.into())? as usize)
 }

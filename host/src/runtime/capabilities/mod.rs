@@ -74,11 +74,13 @@ impl CapabilitiesConfig {
 /// Everything a call of one tool is allowed, resolved from a [`CapabilitiesConfig`].
 #[derive(Debug, Clone)]
 pub struct CapabilitySet {
+    /// Which thread directories (and shared roots) the component sees.
     pub fs: FilesGrant,
     /// Env vars handed to the component: (name, value), resolved when the tool was assembled.
     pub env: Vec<(String, String)>,
     /// Outbound HTTPS hosts (wasi:http). Raw sockets are never granted.
     pub network: Arc<NetGrant>,
+    /// CPU time, memory, output size and handles of one call.
     pub limits: CallLimits,
 }
 

@@ -3,7 +3,20 @@
 //! name with the first occurrence winning. Every candidate gets a line saying why it is in or
 //! out (`toolhost tools --explain`).
 
+mod builtins;
+mod deferred;
+mod host_bash;
+mod layers;
+mod lead;
+mod sources;
+
 use std::sync::Arc;
+
+pub(crate) use deferred::defer;
+pub use layers::{AcpLayer, McpLayer};
+pub(crate) use lead::add_lead_agent_tools;
+pub use sources::Extensions;
+pub(crate) use sources::Sources;
 
 use async_trait::async_trait;
 use serde::Serialize;
@@ -16,9 +29,11 @@ use crate::config::BASH_TOOL_USE;
 pub struct AssemblyRequest {
     /// Keep only config tools whose group is listed. `None`: no filter.
     pub groups: Option<Vec<String>>,
+    /// Include MCP tools (DeerFlow's `include_mcp`).
     pub include_mcp: bool,
     /// The model whose `supports_vision` decides `view_image`; `None`: the first model.
     pub model_name: Option<String>,
+    /// Subagents are enabled (adds `task`).
     pub subagent_enabled: bool,
     /// Subagents pass false: no `list_uploaded_files`.
     pub include_upload_tool: bool,
@@ -31,6 +46,7 @@ pub struct AssemblyRequest {
 pub struct AgentRun {
     /// A custom agent's name: adds `update_agent` (unless on the `github` channel).
     pub agent_name: Option<String>,
+    /// The channel the run came from (`github` gets no `update_agent`).
     pub channel_name: Option<String>,
     /// Bootstrapping a new agent: adds `setup_agent`.
     pub bootstrap: bool,
@@ -53,10 +69,13 @@ impl Default for AssemblyRequest {
 
 /// A `tools:` entry after resolving its `use:`.
 pub enum ConfigEntryState {
+    /// Built and ready.
     Ready(Arc<dyn Tool>),
     /// A DeerFlow community tool toolhost does not provide; `hint` says what to use instead.
     NotBundled {
+        /// DeerFlow's module (`deerflow.community.x`).
         module: String,
+        /// What to use instead, when there is an answer.
         hint: Option<&'static str>,
     },
     /// Could not be built (unknown component, digest mismatch, …); the text says why.
@@ -65,10 +84,15 @@ pub enum ConfigEntryState {
     Unavailable(String),
 }
 
+/// One `tools:` entry as assembly sees it.
 pub struct ConfigEntry {
+    /// The entry's `name`.
     pub name: String,
+    /// Its `group`.
     pub group: String,
+    /// Its `use:` path.
     pub use_: String,
+    /// What building it gave.
     pub state: ConfigEntryState,
     /// What a component tool is granted, for `--explain` (None: not a component).
     pub grants: Option<String>,
@@ -77,6 +101,7 @@ pub struct ConfigEntry {
 /// When a builtin is assembled (spec §1 step 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BuiltinCondition {
+    /// Always assembled.
     Always,
     /// `include_upload_tool`.
     UploadTool,
@@ -88,8 +113,12 @@ pub enum BuiltinCondition {
     Vision,
 }
 
+/// A builtin tool and when it is assembled. Add your own with
+/// [`Toolhost::add_builtin`](crate::Toolhost::add_builtin).
 pub struct Builtin {
+    /// The tool.
     pub tool: Arc<dyn Tool>,
+    /// When it is assembled.
     pub condition: BuiltinCondition,
 }
 
@@ -99,6 +128,7 @@ pub struct Builtin {
 pub trait ToolLayer: Send + Sync {
     /// `"mcp"` or `"acp"`; decides the position and whether `include_mcp` applies.
     fn kind(&self) -> LayerKind;
+    /// The layer's tools now.
     async fn tools(&self) -> Vec<Arc<dyn Tool>>;
 
     /// Changes whenever what [`tools`](Self::tools) would return may have changed (a config
@@ -120,33 +150,46 @@ pub trait ToolLayer: Send + Sync {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+/// Where a layer's tools go in DeerFlow's order.
 pub enum LayerKind {
+    /// MCP tools (after the builtins; left out when `include_mcp` is false; deferred with tool search).
     Mcp,
+    /// ACP's `invoke_acp_agent` (last).
     Acp,
 }
 
 /// Facts of the config that assembly decides on.
 #[derive(Debug, Clone, Default)]
 pub struct AssemblyFacts {
+    /// Host bash is allowed (`sandbox.allow_host_bash` with the local sandbox).
     pub host_bash_allowed: bool,
+    /// `skill_evolution.enabled` (adds `skill_manage`).
     pub skill_evolution: bool,
+    /// The request's model supports vision (adds `view_image`).
     pub vision: bool,
 }
 
 /// Why a candidate is in or out.
 #[derive(Debug, Clone, Serialize)]
 pub struct Explanation {
+    /// The tool's name.
     pub name: String,
+    /// Where it comes from: `config`, `builtin`, `mcp`, `acp`, `agent`, `deferred`.
     pub layer: &'static str,
+    /// Whether it is in the assembly.
     pub included: bool,
+    /// Why.
     pub reason: String,
 }
 
 /// The assembled list plus the reasons.
 #[derive(Default)]
 pub struct Assembly {
+    /// The tools, in DeerFlow's order.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// Why each candidate is in or out.
     pub explain: Vec<Explanation>,
+    /// What assembly warns about (a name bound differently, a tool left out).
     pub warnings: Vec<String>,
     /// The deferred-tool setup when `tool_search.enabled` and MCP tools exist (spec §8).
     pub deferred: Option<Arc<Deferred>>,
@@ -155,7 +198,9 @@ pub struct Assembly {
 /// Deferred MCP tools of one assembly: the catalog behind `tool_search` and the filter that
 /// hides and gates unpromoted tools.
 pub struct Deferred {
+    /// The deferred names, the catalog and its hash, `tool_search`.
     pub setup: toolhost_deferred::DeferredToolSetup,
+    /// Hides unpromoted tools from the model and refuses calls to them.
     pub filter: toolhost_deferred::DeferredToolFilter,
 }
 

@@ -1,0 +1,338 @@
+//! What assembly draws from, built once when a host opens: the config's `tools:` entries
+//! (components loaded and granted their capabilities, host bash self-tested), DeerFlow's
+//! builtins, the MCP and ACP layers, and the directories every thread shares (skills, mounts).
+//! `extensions_config.json` is read here, once, into one type.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use toolhost_core::{SharedDir, SharedRoots, ToolSource, ToolSpec, VIRTUAL_SKILLS};
+use toolhost_mcp::config::ExtensionsConfig;
+
+use super::{Builtin, ConfigEntry, ConfigEntryState, ToolLayer};
+use crate::config::{self, AppConfig, LoadedConfig, ResolvedUse, ToolConfig};
+use crate::error::Problem;
+use crate::options::{Environment, HostOptions};
+use crate::runtime::{CapabilitiesConfig, CapabilitySet, ComponentRef, FilesGrant, Runtime};
+use crate::tools::component::ComponentTool;
+
+/// DeerFlow's `extensions_config.json`, read once when the host opens.
+#[derive(Debug, Clone, Default)]
+pub enum Extensions {
+    /// No file was given.
+    #[default]
+    None,
+    /// The file, parsed.
+    Loaded(Box<ExtensionsConfig>),
+    /// The file cannot be read or is not valid: no MCP servers, every public skill disabled
+    /// (DeerFlow's pydantic model refuses the whole file), and an error naming it.
+    Invalid(String),
+}
+
+impl Extensions {
+    /// Read `path` (if any), with `$VAR`s from `env`.
+    pub fn load(path: Option<&Path>, env: &Environment, problems: &mut Vec<Problem>) -> Self {
+        let Some(path) = path else { return Extensions::None };
+        let lookup = |name: &str| env.get(name);
+        match toolhost_mcp::config::load_file_with_env(path, &lookup) {
+            Ok(loaded) => Extensions::Loaded(Box::new(loaded.config)),
+            Err(e) => {
+                problems.push(Problem::error(e.to_string()));
+                Extensions::Invalid(e.to_string())
+            }
+        }
+    }
+
+    /// The enabled `mcpServers` entries, in file order.
+    pub fn enabled_servers(&self) -> Vec<(&String, &toolhost_mcp::config::McpServerConfig)> {
+        match self {
+            Extensions::Loaded(e) => e.mcp_servers.iter().filter(|(_, s)| s.enabled).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Everything assembly draws from.
+pub(crate) struct Sources {
+    pub entries: Vec<ConfigEntry>,
+    pub builtins: Vec<Builtin>,
+    pub layers: Vec<Arc<dyn ToolLayer>>,
+    pub shared: Arc<SharedRoots>,
+    pub skills: toolhost_skills::SkillStore,
+    pub public_skills: toolhost_skills::PublicSkillStates,
+    /// What host bash's commands get, line by line (when a config entry offers host bash).
+    pub host_bash: Option<Vec<String>>,
+}
+
+impl Sources {
+    /// Build every source from the config; what is wrong goes to `problems`.
+    pub fn build(
+        config: &LoadedConfig,
+        runtime: &Arc<Runtime>,
+        opts: &HostOptions,
+        problems: &mut Vec<Problem>,
+    ) -> Self {
+        let c = &config.config;
+        let shared = Arc::new(shared_roots(c, &config.base_dir, problems));
+        let extensions = Extensions::load(opts.extensions.as_deref(), &opts.env, problems);
+        let skills = super::builtins::skill_store(c, &shared);
+        let public_skills = super::builtins::public_skill_states(&extensions);
+        let disabled_skills = super::builtins::disabled_skill_dirs(&skills, &public_skills, problems);
+        let sandbox = sandbox_settings(c, &shared, &disabled_skills, opts.write_file_max_bytes.as_deref());
+        let mut entries = Vec::new();
+        let mut host_bash = None;
+        for (i, tc) in c.tools.iter().enumerate() {
+            let mut grants = None;
+            let build = EntryBuild {
+                config,
+                runtime,
+                shared: &shared,
+                sandbox: &sandbox,
+                extensions: &extensions,
+                env: &opts.env,
+            };
+            let state = match build.entry(tc, &mut grants) {
+                Built::Entry(state) => state,
+                Built::HostBash(state, bash) => {
+                    if let Some(w) = &bash.warning {
+                        problems.push(Problem::warning(format!("tools[{i}] '{}': {w}", tc.name)));
+                    }
+                    host_bash.get_or_insert(bash.report);
+                    state
+                }
+            };
+            match &state {
+                ConfigEntryState::Failed(why) => problems
+                    .push(Problem::error(config.locate(&format!("tools[{i}].use"), &format!("tools[{i}] '{}': {why}", tc.name)))),
+                ConfigEntryState::NotBundled { module, hint } => problems.push(Problem::warning(match hint {
+                    Some(h) => format!("tools[{i}] '{}': DeerFlow community tool '{module}' is not provided by toolhost; it is left out: {h}", tc.name),
+                    None => format!(
+                        "tools[{i}] '{}': DeerFlow community tool '{module}' is not bundled with toolhost yet; it is left out",
+                        tc.name
+                    ),
+                })),
+                ConfigEntryState::Unavailable(why) => {
+                    problems.push(Problem::warning(format!("tools[{i}] '{}': left out: {why}", tc.name)))
+                }
+                ConfigEntryState::Ready(_) => {}
+            }
+            entries.push(ConfigEntry {
+                name: tc.name.clone(),
+                group: tc.group.clone(),
+                use_: tc.use_.clone(),
+                state,
+                grants,
+            });
+        }
+        problems.extend(runtime_problems(c, runtime));
+        let builtins = super::builtins::builtins(c, skills.clone());
+        let mut layers: Vec<Arc<dyn ToolLayer>> = Vec::new();
+        if let Some(path) = &opts.extensions {
+            layers.push(super::layers::mcp_layer(path.clone(), opts.env.clone()));
+        }
+        if let Some(acp) = super::layers::acp_layer(c, &extensions) {
+            layers.push(acp);
+        }
+        Sources { entries, builtins, layers, shared, skills, public_skills, host_bash: host_bash.flatten() }
+    }
+}
+
+/// What building one `tools:` entry gives.
+enum Built {
+    Entry(ConfigEntryState),
+    HostBash(ConfigEntryState, super::host_bash::HostBashEntry),
+}
+
+struct EntryBuild<'a> {
+    config: &'a LoadedConfig,
+    runtime: &'a Arc<Runtime>,
+    shared: &'a Arc<SharedRoots>,
+    sandbox: &'a Value,
+    extensions: &'a Extensions,
+    env: &'a Environment,
+}
+
+impl EntryBuild<'_> {
+    fn entry(&self, tc: &ToolConfig, grants: &mut Option<String>) -> Built {
+        let resolved = match config::resolve_use(&tc.use_, &crate::bundled::names(), &self.config.base_dir) {
+            Ok(r) => r,
+            Err(e) => return Built::Entry(ConfigEntryState::Failed(e)),
+        };
+        match resolved {
+            ResolvedUse::NotBundled { module, hint } => Built::Entry(ConfigEntryState::NotBundled { module, hint }),
+            ResolvedUse::HostBash => {
+                let tool = super::host_bash::host_bash(&self.config.config, self.shared, self.extensions, &tc.group);
+                let (state, entry) = super::host_bash::host_bash_entry(&self.config.config, tool);
+                Built::HostBash(state, entry)
+            }
+            ResolvedUse::Component { component, tool } => Built::Entry(self.component(tc, component, tool, grants)),
+        }
+    }
+
+    fn component(
+        &self,
+        tc: &ToolConfig,
+        component: ComponentRef,
+        tool: Option<String>,
+        grants: &mut Option<String>,
+    ) -> ConfigEntryState {
+        let loaded = match self.runtime.load(&component, &crate::bundled::bytes) {
+            Ok(l) => l,
+            Err(e) => return ConfigEntryState::Failed(e.to_string()),
+        };
+        let wanted = tool.clone().unwrap_or_else(|| tc.name.clone());
+        let listed = loaded.tools.iter().find(|t| t.name == wanted).or_else(|| {
+            if tool.is_none() && loaded.tools.len() == 1 {
+                loaded.tools.first()
+            } else {
+                None
+            }
+        });
+        let Some(listed) = listed else {
+            let names: Vec<&str> = loaded.tools.iter().map(|t| t.name.as_str()).collect();
+            return ConfigEntryState::Failed(format!(
+                "component {component} has no tool '{wanted}' (it has: {})",
+                names.join(", ")
+            ));
+        };
+        let mut warnings = Vec::new();
+        let extra: Map<String, Value> = tc.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        // The entry's block over the bundled component's defaults, key by key.
+        let env = |k: &str| self.env.get(k);
+        let defaults = crate::community::capabilities(&component, &listed.name, &extra, &env)
+            .or_else(|| bundled_defaults(&component))
+            .unwrap_or_default();
+        let caps_cfg = tc.capabilities.clone().unwrap_or_default().merged_over(&defaults);
+        let caps = match CapabilitySet::resolve(&caps_cfg, &env, &mut warnings) {
+            Ok(c) => c,
+            Err(e) => return ConfigEntryState::Failed(e),
+        };
+        for w in warnings {
+            tracing::warn!("tool '{}': {w}", tc.name);
+        }
+        *grants = Some(caps.describe());
+        let spec = ToolSpec {
+            name: crate::community::bound_name(&component, &listed.name).to_string(),
+            description: listed.description.clone(),
+            parameters: listed.parameters.clone(),
+            group: Some(tc.group.clone()),
+            source: ToolSource::Component { component: component.to_string() },
+        };
+        let entries: Vec<(String, String, Map<String, Value>)> = self
+            .config
+            .config
+            .tools
+            .iter()
+            .map(|t| (t.name.clone(), t.use_.clone(), t.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+            .collect();
+        let extra = crate::community::tool_config(&listed.name, &extra, &entries);
+        ConfigEntryState::Ready(Arc::new(ComponentTool::new(
+            spec,
+            listed.name.clone(),
+            self.runtime.clone(),
+            loaded,
+            caps,
+            extra,
+            self.sandbox.clone(),
+        )))
+    }
+}
+
+/// The directories every thread sees besides its own: the skills directory (read-only at
+/// `skills.container_path`) and the `sandbox.mounts` whose host path exists (DeerFlow ignores the
+/// others), each opened once.
+pub(crate) fn shared_roots(c: &AppConfig, base: &Path, problems: &mut Vec<Problem>) -> SharedRoots {
+    let skills = c.skills.path.as_ref().map(|p| resolve(base, p)).or_else(|| {
+        let d = base.join("skills");
+        d.is_dir().then_some(d)
+    });
+    let container = if c.skills.container_path.is_empty() { VIRTUAL_SKILLS } else { c.skills.container_path.as_str() };
+    let skills = skills.and_then(|p| match SharedDir::open(container, &p, true) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            problems.push(Problem::warning(format!(
+                "skills directory {} cannot be opened ({e}); {} is empty",
+                p.display(),
+                c.skills.container_path
+            )));
+            None
+        }
+    });
+    let mut mounts = Vec::new();
+    for m in c.sandbox_or_default().mounts {
+        let cp = toolhost_vpath::normalize(&m.container_path);
+        if !m.container_path.starts_with('/') || cp == "/" || toolhost_vpath::has_traversal(&m.container_path) {
+            problems.push(Problem::warning(format!(
+                "sandbox mount {} → {}: the container path must be an absolute path below /; ignored",
+                m.host_path, m.container_path
+            )));
+            continue;
+        }
+        let host = resolve(base, &m.host_path);
+        match SharedDir::open(&m.container_path, &host, m.read_only) {
+            Ok(d) => mounts.push(d),
+            // DeerFlow ignores mounts whose host path is missing.
+            Err(e) => problems.push(Problem::warning(format!(
+                "sandbox mount {} → {}: host path cannot be opened ({e}); ignored",
+                m.host_path, m.container_path
+            ))),
+        }
+    }
+    SharedRoots::new(skills, mounts)
+}
+
+fn resolve(base: &Path, p: &str) -> PathBuf {
+    let p = Path::new(p);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+/// The sandbox settings component tools receive (see `wit/tool.wit`, `call-context.sandbox`).
+fn sandbox_settings(
+    c: &AppConfig,
+    shared: &SharedRoots,
+    disabled_skills: &[String],
+    write_file_max_bytes: Option<&str>,
+) -> Value {
+    let s = c.sandbox_or_default();
+    serde_json::json!({
+        "read_file_output_max_chars": s.read_file_output_max_chars,
+        "ls_output_max_chars": s.ls_output_max_chars,
+        "mounts": shared.mounts().iter().map(|m| serde_json::json!({"container_path": m.vpath, "read_only": m.read_only})).collect::<Vec<_>>(),
+        "skills_container_path": c.skills.container_path,
+        "write_file_max_bytes": write_file_max_bytes,
+        "disabled_skills": disabled_skills,
+    })
+}
+
+/// Default capabilities of bundled components (what DeerFlow's equivalents touch).
+fn bundled_defaults(component: &ComponentRef) -> Option<CapabilitiesConfig> {
+    match component {
+        ComponentRef::Bundled(n) if n == "sandbox-fs" => Some(CapabilitiesConfig {
+            filesystem: Some(FilesGrant::UserData),
+            memory_mb: Some(256),
+            timeout_s: Some(60.0),
+            output_bytes: Some(16 << 20),
+            ..Default::default()
+        }),
+        _ => None,
+    }
+}
+
+/// What the runtime has to report (a refused precompile cache, a rejected artifact), and a
+/// `toolhost:` section a shared runtime does not follow.
+fn runtime_problems(c: &AppConfig, runtime: &Runtime) -> Vec<Problem> {
+    let mut out: Vec<Problem> = runtime.take_warnings().into_iter().map(Problem::warning).collect();
+    let (wanted, have) = (&c.toolhost, runtime.concurrency());
+    if (wanted.concurrent_calls, wanted.concurrent_calls_per_thread) != (have.global, have.per_thread) {
+        out.push(Problem::warning(format!(
+            "toolhost.concurrent_calls {} / concurrent_calls_per_thread {} not applied: this host shares a runtime built with {} / {}",
+            wanted.concurrent_calls, wanted.concurrent_calls_per_thread, have.global, have.per_thread
+        )));
+    }
+    out
+}
