@@ -7,4 +7,7 @@ rustup target add wasm32-wasip2 >/dev/null 2>&1 || rustup target add wasm32-wasi
 bash scripts/install-peers.sh
 bash scripts/install-acp-peers.sh
 cargo test --workspace --all-targets
+# The embedding examples (docs/embedding.md) run and print what the docs say they print.
+cargo run -q -p toolhost --example embed | tee /dev/stderr | grep -x 'artifacts: \["/mnt/user-data/outputs/hello.md"\]' >/dev/null
+cargo run -q -p toolhost --example custom_tool | tee /dev/stderr | grep -x 'word_count: 7 words' >/dev/null
 cargo test --manifest-path guest-tools/Cargo.toml --workspace --exclude hostile --target-dir target/guest-native

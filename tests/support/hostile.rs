@@ -22,3 +22,10 @@ pub async fn assert_ok_still_works(host: &Toolhost) {
     let (text, err) = call(host, "ok", json!({})).await;
     assert!(!err && text == "ok", "good tool after a bad one: {text}");
 }
+
+/// A file tool still answers: `read_file` of a missing file is DeerFlow's not-found error.
+#[allow(dead_code)]
+pub async fn assert_ok_still_works_named(host: &Toolhost, read_file: &str) {
+    let (text, _) = call(host, read_file, json!({"description": "d", "path": "/mnt/user-data/workspace/none"})).await;
+    assert!(text.starts_with("Error: File not found"), "a normal call after a hostile one: {text}");
+}

@@ -1,0 +1,196 @@
+//! The library as an embedder uses it: a host from config text, the `Thread` handle and named
+//! `ToolCall`s, error kinds, no environment read behind the caller's back, `open` outside tokio,
+//! and the CLI's stdin / `@FILE` arguments.
+
+use std::path::Path;
+
+use serde_json::json;
+use toolhost::{Environment, ErrorKind, HostError, HostOptions, ToolCall, Toolhost};
+
+#[path = "support/hostile.rs"]
+mod hostile;
+
+fn config(extra: &str) -> String {
+    format!(
+        "tools:\n  - {{name: read_file, group: file:read, use: 'deerflow.sandbox.tools:read_file_tool'}}\n  - {{name: write_file, group: file:write, use: 'deerflow.sandbox.tools:write_file_tool'}}\n{extra}"
+    )
+}
+
+fn opts(dir: &Path, yaml: &str) -> HostOptions {
+    HostOptions::from_yaml(yaml, dir).data_dir(dir.join("data")).cache_dir(Some(dir.join("cache")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_lists_calls_and_keeps_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = Toolhost::open(opts(dir.path(), &config(""))).await.unwrap();
+    assert!(host.problems().is_empty(), "{:?}", host.problems());
+    let thread = host.thread("lib-t1");
+    let names: Vec<String> = thread.tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    assert_eq!(names[..2], ["read_file".to_string(), "write_file".to_string()], "{names:?}");
+    let path = "/mnt/user-data/outputs/a.md";
+    let turn = thread
+        .call_turn(vec![
+            ToolCall::new("write_file", json!({"description": "d", "path": path, "content": "x"})).with_id("w1"),
+            ToolCall::new("present_files", json!({"filepaths": [path]})).with_id("p1"),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(turn.len(), 2);
+    assert_eq!(turn[0].text(), "OK");
+    assert!(turn.iter().all(|r| r.error_kind().is_none()), "{turn:?}");
+    assert_eq!(thread.state().await.unwrap().artifacts, vec![path.to_string()]);
+    // Another thread sees neither the file nor the state.
+    let other = host.thread("lib-t2");
+    let r = other.call(ToolCall::new("read_file", json!({"description": "d", "path": path}))).await.unwrap();
+    assert!(r.text().contains("File not found"), "{}", r.text());
+    assert!(other.state().await.unwrap().artifacts.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_have_kinds_and_keep_deerflows_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = format!(
+        "  - {{name: spin, group: hostile, use: '{}:spin', capabilities: {{timeout_s: 0.3}}}}\n  - {{name: ok, group: hostile, use: '{}:ok'}}\n  - {{name: sleep, group: hostile, use: '{}:sleep'}}\nread_before_write: {{enabled: true}}\n",
+        hostile::hostile_wasm().display(),
+        hostile::hostile_wasm().display(),
+        hostile::hostile_wasm().display()
+    );
+    let host = Toolhost::open(opts(dir.path(), &config(&hostile))).await.unwrap();
+    let t = host.thread("kinds");
+    let kind = |r: &toolhost::CallResult| r.error_kind();
+
+    let r = t.call(ToolCall::new("nope", json!({}))).await.unwrap();
+    assert_eq!(
+        (kind(&r), r.text().as_str()),
+        (Some(ErrorKind::NotFound), "Error: nope is not a valid tool, try one of the available tools.")
+    );
+
+    // A component that refuses its arguments (the SDK's typed arguments).
+    let r = t.call(ToolCall::new("sleep", json!({"ms": "soon"}))).await.unwrap();
+    assert_eq!(kind(&r), Some(ErrorKind::InvalidArguments), "{}", r.text());
+    assert!(r.text().starts_with("Error: invalid arguments for tool 'sleep'"), "{}", r.text());
+
+    // read-before-write: an existing file written without reading it first is refused.
+    let path = "/mnt/user-data/workspace/f.txt";
+    let w = json!({"description": "d", "path": path, "content": "1"});
+    assert_eq!(t.call(ToolCall::new("write_file", w.clone())).await.unwrap().text(), "OK");
+    let again = host.thread("kinds-fresh-marks");
+    std::fs::create_dir_all(host.thread_paths("kinds-fresh-marks").unwrap().workspace()).unwrap();
+    std::fs::write(host.thread_paths("kinds-fresh-marks").unwrap().workspace().join("f.txt"), "old").unwrap();
+    let r = again.call(ToolCall::new("write_file", w)).await.unwrap();
+    assert_eq!(kind(&r), Some(ErrorKind::Refused), "{}", r.text());
+    assert_eq!(
+        std::fs::read_to_string(host.thread_paths("kinds-fresh-marks").unwrap().workspace().join("f.txt")).unwrap(),
+        "old"
+    );
+
+    let r = t.call(ToolCall::new("spin", json!({}))).await.unwrap();
+    assert_eq!(kind(&r), Some(ErrorKind::Timeout), "{}", r.text());
+
+    let r = t
+        .call(ToolCall::new("read_file", json!({"description": "d", "path": "/mnt/user-data/workspace/none"})))
+        .await
+        .unwrap();
+    assert!(r.text().starts_with("Error: File not found"), "{}", r.text());
+
+    let ok = t.call(ToolCall::new("ok", json!({}))).await.unwrap();
+    assert_eq!((ok.error_kind(), ok.text().as_str()), (None, "ok"));
+    hostile::assert_ok_still_works(&host).await;
+}
+
+/// `$VAR`s and `capabilities.env` see the environment the caller passes, never the process's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_library_reads_no_process_environment() {
+    // A variable of this process the host must not see (HOME, PATH are always set).
+    let home = std::env::var("HOME").expect("HOME is set");
+    let env_tool = format!(
+        "  - {{name: env, group: hostile, use: '{}:env', capabilities: {{env: [HOME, GIVEN]}}}}\n",
+        hostile::hostile_wasm().display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let host = Toolhost::open(opts(dir.path(), &config(&env_tool))).await.unwrap();
+    let (text, _) = hostile::call(&host, "env", json!({"name": "HOME"})).await;
+    assert!(!text.contains(&home), "process HOME reached the component: {text}");
+    let given =
+        opts(dir.path(), &config(&env_tool)).env(Environment::new([("GIVEN".to_string(), "given-value".to_string())]));
+    let host = Toolhost::open(given).await.unwrap();
+    let (text, err) = hostile::call(&host, "env", json!({"name": "GIVEN"})).await;
+    assert!(!err && text.contains("given-value"), "{text}");
+    hostile::assert_ok_still_works_named(&host, "read_file").await;
+}
+
+#[test]
+fn open_outside_tokio_is_a_clear_error_and_open_blocking_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = futures_lite_block_on(Toolhost::open(opts(dir.path(), &config(""))));
+    assert!(matches!(err, Err(HostError::NoTokioRuntime)), "{err:?}");
+    let host = Toolhost::open_blocking(opts(dir.path(), &config(""))).unwrap();
+    assert!(host.problems().is_empty());
+}
+
+/// Drive a future to completion without a tokio runtime.
+fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// `toolhost call NAME -` reads the arguments from stdin and `@FILE` from a file: a write larger
+/// than the command line allows (the OS refuses an argument over 128 KiB).
+#[test]
+fn cli_call_takes_arguments_from_stdin_and_files() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.yaml"), config("")).unwrap();
+    let big = "x".repeat(300_000);
+    let args = json!({"description": "d", "path": "/mnt/user-data/workspace/big.txt", "content": big}).to_string();
+    let cli = |extra: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        c.arg("--config").arg(dir.path().join("config.yaml")).arg("--data-dir").arg(dir.path().join("data"));
+        c.env("DEERFLOW_WRITE_FILE_MAX_BYTES", "0").env_remove("DEER_FLOW_EXTENSIONS_CONFIG_PATH");
+        c.args(["call", "--thread", "cli"]).args(extra);
+        c
+    };
+    let mut child = cli(&["write_file", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(args.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "OK", "{out:?}");
+    let written = dir.path().join("data/threads/cli/user-data/workspace/big.txt");
+    assert_eq!(std::fs::read_to_string(&written).unwrap().len(), 300_000);
+
+    let file = dir.path().join("args.json");
+    std::fs::write(&file, json!({"description": "d", "path": "/mnt/user-data/workspace/big.txt"}).to_string()).unwrap();
+    let out = cli(&["read_file", &format!("@{}", file.display())]).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // DeerFlow's read_file cuts long output (sandbox.read_file_output_max_chars).
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("xxxxxxxxxx"), "{out:?}");
+
+    // Bad input names where it came from; nothing is written.
+    let out = cli(&["read_file", "@/nonexistent/args.json"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("cannot read the arguments from /nonexistent/args.json"), "{err}");
+    std::fs::write(&file, "[1, 2]").unwrap();
+    let out = cli(&["read_file", &format!("@{}", file.display())]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("must be a JSON object"), "{err}");
+    let mut child = cli(&["read_file", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"{not json").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("from stdin are not valid JSON"), "{err}");
+}
