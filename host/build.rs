@@ -1,8 +1,9 @@
 //! Builds the guest tool components (the `guest-tools` workspace, target wasm32-wasip2) and
 //! embeds the bundled ones in the binary, so `toolhost` ships its own tools. The guest build uses
-//! its own target dir (`target/guest`), so it never waits on the outer build's lock.
+//! its own target dir, `guest/` inside the outer build's target dir (wherever `CARGO_TARGET_DIR`
+//! puts it; never the source tree), so it never waits on the outer build's lock.
 //!
-//! `TOOLHOST_SKIP_GUEST_BUILD=1` uses whatever is already in `target/guest`.
+//! `TOOLHOST_SKIP_GUEST_BUILD=1` uses whatever is already in that `guest/` directory.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,7 +15,7 @@ fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let root = manifest_dir.parent().expect("host/ has a parent").to_path_buf();
     let guest_ws = root.join("guest-tools");
-    let target_dir = root.join("target").join("guest");
+    let target_dir = outer_target_dir().join("guest");
     println!("cargo:rerun-if-changed={}", guest_ws.join("Cargo.toml").display());
     for dir in ["sdk", "hello", "hostile", "sandbox-fs", "community"] {
         println!("cargo:rerun-if-changed={}", guest_ws.join(dir).display());
@@ -45,6 +46,18 @@ fn main() {
     ));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("bundled.rs");
     std::fs::write(&out, generated).expect("write bundled.rs");
+}
+
+/// The outer build's target dir: `OUT_DIR` is `<target>[/<triple>]/<profile>/build/<pkg>-<hash>/out`.
+fn outer_target_dir() -> PathBuf {
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let profile_dir = out.ancestors().nth(3).expect("OUT_DIR is <target>/<profile>/build/<pkg>/out");
+    let parent = profile_dir.parent().expect("a profile dir has a parent");
+    // With `--target <triple>` the profile dir sits one level deeper.
+    match std::env::var("TARGET") {
+        Ok(t) if parent.file_name().is_some_and(|n| n == t.as_str()) => parent.parent().unwrap_or(parent).to_path_buf(),
+        _ => parent.to_path_buf(),
+    }
 }
 
 fn build_guests(guest_ws: &Path, target_dir: &Path) {
