@@ -89,7 +89,8 @@ async fn every_assembly_variant_matches_deerflow() {
             ..Default::default()
         };
         let a = host.get_available_tools(&req).await;
-        let names: Vec<String> = a.tools.iter().map(|t| t.spec().name.clone()).collect();
+        let specs = a.specs();
+        let names: Vec<String> = specs.iter().map(|t| t.name.clone()).collect();
 
         let (expected_key, expected): (&str, Vec<&str>) = match v.get("deferred_assembly") {
             Some(d) => (
@@ -105,7 +106,7 @@ async fn every_assembly_variant_matches_deerflow() {
         let expected: Vec<&str> = expected.into_iter().filter(|n| !not_provided(n)).collect();
         assert_eq!(names, expected, "{id} ({expected_key}): {}", v["note"]);
 
-        let mcp: Vec<&str> = a.tools.iter().filter(|t| t.spec().is_mcp()).map(|t| t.spec().name.as_str()).collect();
+        let mcp: Vec<&str> = specs.iter().filter(|t| t.is_mcp()).map(|t| t.name.as_str()).collect();
         let tagged: Vec<&str> = v["mcp_tagged"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
         assert_eq!(mcp, tagged, "{id}: MCP-tagged tools");
 
@@ -130,9 +131,8 @@ async fn every_assembly_variant_matches_deerflow() {
             // The MCP schemas arrive unchanged from the wire.
             if let Some(schemas) = d["mcp_tool_args_schemas"].as_object() {
                 for (name, schema) in schemas {
-                    let tool =
-                        a.tools.iter().find(|t| t.spec().name == *name).unwrap_or_else(|| panic!("{id}: {name}"));
-                    assert_eq!(&tool.spec().parameters, schema, "{id}: {name} schema");
+                    let tool = specs.iter().find(|t| t.name == *name).unwrap_or_else(|| panic!("{id}: {name}"));
+                    assert_eq!(&tool.parameters, schema, "{id}: {name} schema");
                 }
             }
         }

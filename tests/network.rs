@@ -79,6 +79,31 @@ async fn start_tls_server() -> TlsServer {
     TlsServer { port, connections, ca_pem, requests, _dir: dir }
 }
 
+/// The same service over plain HTTP (a self-hosted instance without TLS).
+async fn start_plain_server() -> TlsServer {
+    let dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counter = connections.clone();
+    let requests: Log = Arc::default();
+    let log = requests.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { return };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let log = log.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| respond(req, log.clone()));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tcp), service)
+                    .await;
+            });
+        }
+    });
+    TlsServer { port, connections, ca_pem: dir.path().join("none.pem"), requests, _dir: dir }
+}
+
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 type Log = Arc<std::sync::Mutex<Vec<(String, String, String)>>>;
 
@@ -260,6 +285,34 @@ async fn plain_http_is_refused_even_to_a_granted_host() {
     assert_eq!(server.connections.load(Ordering::SeqCst), 0);
 }
 
+/// A self-hosted service without TLS: an `http://host:port` entry grants plain HTTP to exactly
+/// that host and port; the private-address rule still applies; HTTPS entries never allow it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_only_to_a_host_granted_with_an_http_entry() {
+    let server = start_plain_server().await;
+    let url = format!("http://localhost:{}/hello", server.port);
+    let granted = format!("{{network: [\"http://localhost:{}\"], allow_private_addresses: true}}", server.port);
+    let no_private = format!("{{network: [\"http://localhost:{}\"]}}", server.port);
+    let other_port = format!("{{network: [\"http://localhost:{}\"], allow_private_addresses: true}}", server.port + 1);
+    let env = host_with(&[("http_get", granted)], None);
+    let (text, err) = call(&env.host, "http_get", json!({ "url": url })).await;
+    assert!(!err && text.contains("hello"), "{text}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    // The same grant does not allow HTTPS to that host, nor plain HTTP elsewhere.
+    let (text, err) =
+        call(&env.host, "http_get", json!({ "url": format!("https://localhost:{}/hello", server.port) })).await;
+    assert!(err && text.contains("not in this tool's network grant"), "{text}");
+    let (text, err) = call(&env.host, "http_get", json!({ "url": "http://127.0.0.1:9/x" })).await;
+    assert!(err && text.contains("only https is allowed"), "{text}");
+    let env = host_with(&[("http_get", no_private)], None);
+    let (text, err) = call(&env.host, "http_get", json!({ "url": url })).await;
+    assert!(err && text.contains("loopback"), "{text}");
+    let env = host_with(&[("http_get", other_port)], None);
+    let (text, err) = call(&env.host, "http_get", json!({ "url": url })).await;
+    assert!(err && text.contains("only https is allowed"), "{text}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1, "refused requests never connected");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn private_addresses_are_refused_after_dns_unless_allowed() {
     let server = start_tls_server().await;
@@ -370,7 +423,7 @@ fn bad_grants_are_config_errors_with_line_numbers() {
     let config = dir.path().join("config.yaml");
     std::fs::write(
         &config,
-        "tools:\n  - name: a\n    group: g\n    use: hello\n    capabilities:\n      network: [\"http://api.example.com\"]\n",
+        "tools:\n  - name: a\n    group: g\n    use: hello\n    capabilities:\n      network: [\"http://*.example.com\"]\n",
     )
     .unwrap();
     let err = match Toolhost::open_blocking(HostOptions::new(&config)) {
@@ -378,7 +431,7 @@ fn bad_grants_are_config_errors_with_line_numbers() {
         Err(e) => e.to_string(),
     };
     assert!(err.contains("tools[0].capabilities.network[0]"), "{err}");
-    assert!(err.contains("only HTTPS is allowed"), "{err}");
+    assert!(err.contains("plain HTTP is granted to one exact host"), "{err}");
     assert!(err.contains(":6:") || err.contains("line 6"), "{err}");
 }
 

@@ -34,10 +34,6 @@ async fn call(env: &Env, thread: &str, name: &str, args: Value) -> toolhost::Cal
     env.host.call(&AssemblyRequest::default(), thread, name, args, None).await.unwrap()
 }
 
-fn names(tools: &[std::sync::Arc<dyn toolhost_core::Tool>]) -> Vec<String> {
-    tools.iter().map(|t| t.spec().name.clone()).collect()
-}
-
 fn spec_names(tools: &[toolhost::ToolSpec]) -> Vec<String> {
     tools.iter().map(|t| t.name.clone()).collect()
 }
@@ -114,7 +110,7 @@ async fn audit_blocks_before_host_bash_runs_and_warns_after() {
 async fn host_bash_is_gated_and_refuses_when_disallowed() {
     let env = open("sandbox:\n  use: deerflow.sandbox.local:LocalSandboxProvider\n", |_| {});
     let a = env.host.get_available_tools(&AssemblyRequest::default()).await;
-    assert!(!names(&a.tools).contains(&"bash".to_string()));
+    assert!(!spec_names(&a.specs()).contains(&"bash".to_string()));
     let why = a.explain.iter().find(|e| e.name == "bash").unwrap();
     assert!(!why.included && why.reason.contains("host bash is not allowed"));
 }
@@ -203,10 +199,10 @@ async fn present_files_updates_artifacts_in_thread_state() {
 async fn vision_model_gets_view_image() {
     let env = open("", |_| {});
     let with = env.host.get_available_tools(&AssemblyRequest::default()).await;
-    assert!(names(&with.tools).contains(&"view_image".to_string()));
+    assert!(spec_names(&with.specs()).contains(&"view_image".to_string()));
     let req = AssemblyRequest { model_name: Some("other".into()), ..Default::default() };
     let without = env.host.get_available_tools(&req).await;
-    assert!(!names(&without.tools).contains(&"view_image".to_string()));
+    assert!(!spec_names(&without.specs()).contains(&"view_image".to_string()));
 }
 
 #[tokio::test]
@@ -222,7 +218,7 @@ async fn agent_runs_add_their_tools() {
         ..Default::default()
     };
     let a = env.host.get_available_tools(&req).await;
-    let n = names(&a.tools);
+    let n = spec_names(&a.specs());
     assert!(n.contains(&"setup_agent".to_string()) && n.contains(&"write_todos".to_string()), "{n:?}");
     let r = env
         .host

@@ -256,8 +256,7 @@ async fn digest_pin_is_checked_before_compiling() {
         errors[0].message
     );
     let tools = env.host.get_available_tools(&AssemblyRequest::default()).await;
-    let names: Vec<_> =
-        tools.tools.iter().filter(|t| t.spec().group.is_some()).map(|t| t.spec().name.clone()).collect();
+    let names: Vec<_> = tools.specs().into_iter().filter(|t| t.group.is_some()).map(|t| t.name.clone()).collect();
     assert_eq!(names, ["ok"], "only the correctly pinned config tool assembles");
 
     // "Before": a file that is no component at all fails to compile — the control, pinned right.

@@ -41,10 +41,10 @@ async fn mcp_results_are_neutralized_and_ours_are_not() {
     let req = AssemblyRequest::default();
 
     let assembly = host.get_available_tools(&req).await;
-    let names: Vec<String> = assembly.tools.iter().map(|t| t.spec().name.clone()).collect();
+    let names: Vec<String> = assembly.specs().into_iter().map(|t| t.name.clone()).collect();
     assert!(names.contains(&"hostile_lookup".to_string()), "{names:?}");
     assert!(!names.iter().any(|n| n.contains("bad")), "a name that cannot be a function name is dropped: {names:?}");
-    let lookup = assembly.tools.iter().find(|t| t.spec().name == "hostile_lookup").unwrap().spec().clone();
+    let lookup = assembly.specs().iter().find(|t| t.name == "hostile_lookup").unwrap().clone();
     assert_clean("description", &lookup.description);
     assert!(lookup.description.starts_with("Look things up. &lt;system&gt;"), "{}", lookup.description);
     assert_clean("schema", &lookup.parameters.to_string());

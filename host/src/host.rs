@@ -274,7 +274,9 @@ impl Toolhost {
         self.model_tools_with_state(req, thread_id, state).await
     }
 
-    async fn model_tools_with_state(
+    /// [`model_tools`](Self::model_tools) for thread state the caller owns (see
+    /// [`call_turn_with_state`](Self::call_turn_with_state)).
+    pub async fn model_tools_with_state(
         &self,
         req: &AssemblyRequest,
         thread_id: &str,
@@ -314,6 +316,7 @@ impl Toolhost {
         thread_id: &str,
         calls: Vec<(String, Value, Option<String>)>,
     ) -> Result<Vec<CallResult>, HostError> {
+        require_tokio()?;
         let fs = self.thread_fs(thread_id)?;
         let state = self.states.get(&fs).await?;
         let outcomes = self.run_turn(req, &fs, state, &calls).await;
@@ -331,6 +334,7 @@ impl Toolhost {
         state: &mut ThreadState,
         calls: Vec<(String, Value, Option<String>)>,
     ) -> Result<Vec<CallResult>, HostError> {
+        require_tokio()?;
         let fs = self.thread_fs(thread_id)?;
         let outcomes = self.run_turn(req, &fs, state.clone(), &calls).await;
         let merged = state.apply_turn(outcomes.iter().map(|o| &o.update));
@@ -457,6 +461,11 @@ impl<'h> Thread<'h> {
     pub fn files(&self) -> Result<Arc<ThreadFs>, HostError> {
         self.host.thread_fs(&self.id)
     }
+}
+
+/// Calls run on tokio (components on its blocking pool): say so instead of panicking elsewhere.
+fn require_tokio() -> Result<(), HostError> {
+    tokio::runtime::Handle::try_current().map(|_| ()).map_err(|_| HostError::NoTokioRuntime)
 }
 
 fn results(outcomes: Vec<ToolOutcome>, merged: Vec<Result<(), toolhost_core::state::ReducerError>>) -> Vec<CallResult> {

@@ -9,10 +9,13 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 /// Port a rule without one allows: HTTPS's.
 pub const HTTPS_PORT: u16 = 443;
 
+/// Port a plain-HTTP rule without one allows.
+pub const HTTP_PORT: u16 = 80;
+
 /// Which ports a rule allows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PortRule {
-    /// `host`: 443 only.
+    /// `host`: 443 only (80 for an `http://` entry).
     Default,
     /// `host:8443`.
     Exact(u16),
@@ -34,20 +37,23 @@ enum HostPattern {
 pub struct HostRule {
     host: HostPattern,
     port: PortRule,
+    /// An `http://` entry: plain HTTP to this host, for a self-hosted service that has no TLS.
+    /// It allows plain HTTP only; HTTPS to the same host needs its own entry.
+    plain: bool,
     /// The entry as the config wrote it, for messages.
     written: String,
 }
 
 impl HostRule {
     /// Parse a grant entry: `host`, `*.domain`, `host:port`, `host:*`, `[v6]:port`; an `https://`
-    /// prefix and a trailing `/` are accepted. Anything else is refused with the reason.
+    /// prefix and a trailing `/` are accepted. `http://host[:port]` grants plain HTTP to one
+    /// exact host (a self-hosted service without TLS; no wildcards, no `:*`). Anything else is
+    /// refused with the reason.
     pub fn parse(entry: &str) -> Result<Self, String> {
         let raw = entry.trim();
         let lower = raw.to_ascii_lowercase();
-        if lower.starts_with("http://") {
-            return Err(format!("'{raw}': only HTTPS is allowed; write the host name alone, e.g. '{}'", &raw[7..]));
-        }
-        let rest = lower.strip_prefix("https://").unwrap_or(&lower);
+        let plain = lower.starts_with("http://");
+        let rest = lower.strip_prefix("https://").or_else(|| lower.strip_prefix("http://")).unwrap_or(&lower);
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         if rest.is_empty() {
             return Err("an empty host name".to_string());
@@ -77,7 +83,17 @@ impl HostRule {
         } else {
             return Err(format!("'{raw}': '{host}' is not a valid host name"));
         };
-        Ok(Self { host, port, written: raw.to_string() })
+        if plain && (matches!(host, HostPattern::Below(_)) || port == PortRule::Any) {
+            return Err(format!(
+                "'{raw}': plain HTTP is granted to one exact host and port at a time (no '*'); list each self-hosted service"
+            ));
+        }
+        Ok(Self { host, port, plain, written: raw.to_string() })
+    }
+
+    /// Whether this is an `http://` (plain HTTP) entry.
+    pub fn is_plain_http(&self) -> bool {
+        self.plain
     }
 
     /// The entry as the config wrote it.
@@ -85,10 +101,19 @@ impl HostRule {
         &self.written
     }
 
-    /// Whether this entry allows `host` (as [`normalize_host`] returns it) on `port`.
+    /// Whether this entry allows HTTPS to `host` (as [`normalize_host`] returns it) on `port`.
     pub fn allows(&self, host: &str, port: u16) -> bool {
+        !self.plain && self.matches(host, port, HTTPS_PORT)
+    }
+
+    /// Whether this entry allows plain HTTP to `host` on `port` (an `http://` entry).
+    pub fn allows_plain(&self, host: &str, port: u16) -> bool {
+        self.plain && self.matches(host, port, HTTP_PORT)
+    }
+
+    fn matches(&self, host: &str, port: u16, default_port: u16) -> bool {
         let port_ok = match self.port {
-            PortRule::Default => port == HTTPS_PORT,
+            PortRule::Default => port == default_port,
             PortRule::Exact(p) => port == p,
             PortRule::Any => true,
         };
@@ -162,8 +187,14 @@ impl NetGrant {
         self.allow_private
     }
 
+    /// Whether HTTPS to `host` on `port` is granted.
     pub fn allows(&self, host: &str, port: u16) -> bool {
         self.rules.iter().any(|r| r.allows(host, port))
+    }
+
+    /// Whether plain HTTP to `host` on `port` is granted (an `http://` entry).
+    pub fn allows_plain(&self, host: &str, port: u16) -> bool {
+        self.rules.iter().any(|r| r.allows_plain(host, port))
     }
 
     /// The grant as the config wrote it, for messages.
@@ -339,9 +370,27 @@ mod tests {
     }
 
     #[test]
+    fn plain_http_entries_grant_plain_http_only() {
+        let g = NetGrant::new(
+            ["http://searxng.local:8080", "http://crawl4ai.local", "api.example.com"]
+                .iter()
+                .map(|e| HostRule::parse(e).unwrap())
+                .collect(),
+            true,
+        );
+        assert!(g.allows_plain("searxng.local", 8080) && !g.allows_plain("searxng.local", 80));
+        assert!(g.allows_plain("crawl4ai.local", 80) && !g.allows_plain("crawl4ai.local", 443));
+        // An http:// entry is not an HTTPS grant, and an HTTPS entry is not a plain one.
+        assert!(!g.allows("searxng.local", 8080) && !g.allows("crawl4ai.local", 443));
+        assert!(g.allows("api.example.com", 443) && !g.allows_plain("api.example.com", 80));
+        assert!(!g.allows_plain("api.example.com", 443));
+    }
+
+    #[test]
     fn bad_rules_are_named() {
         for (entry, needle) in [
-            ("http://api.example.com", "only HTTPS"),
+            ("http://*.example.com", "one exact host"),
+            ("http://svc.test:*", "one exact host"),
             ("https://api.example.com/v1/search", "not a URL"),
             ("*", "every host"),
             ("*.com", "must be followed by a domain"),

@@ -185,14 +185,23 @@ pub struct Explanation {
 /// The assembled list plus the reasons.
 #[derive(Default)]
 pub struct Assembly {
-    /// The tools, in DeerFlow's order.
-    pub tools: Vec<Arc<dyn Tool>>,
+    /// The tools, in DeerFlow's order. Not handed out: a call goes through the host's pipeline
+    /// ([`Thread::call`](crate::Thread::call)), never around it; [`Assembly::specs`] lists them.
+    pub(crate) tools: Vec<Arc<dyn Tool>>,
     /// Why each candidate is in or out.
     pub explain: Vec<Explanation>,
     /// What assembly warns about (a name bound differently, a tool left out).
     pub warnings: Vec<String>,
     /// The deferred-tool setup when `tool_search.enabled` and MCP tools exist (spec §8).
     pub deferred: Option<Arc<Deferred>>,
+}
+
+impl Assembly {
+    /// What each assembled tool shows the model (name, description, schema, group, source), in
+    /// DeerFlow's order.
+    pub fn specs(&self) -> Vec<toolhost_core::ToolSpec> {
+        self.tools.iter().map(|t| t.spec().clone()).collect()
+    }
 }
 
 /// Deferred MCP tools of one assembly: the catalog behind `tool_search` and the filter that

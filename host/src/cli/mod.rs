@@ -213,7 +213,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let assembly = host.get_available_tools(&req).await;
             let tools = match thread {
                 Some(t) => host.model_tools(&req, t).await?,
-                None => assembly.tools.iter().map(|t| t.spec().clone()).collect(),
+                None => assembly.specs(),
             };
             if *json {
                 let list: Vec<Value> = tools
@@ -406,7 +406,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 cli.config.display(),
                 n_err,
                 host.problems().len() - n_err,
-                assembly.tools.len()
+                assembly.specs().len()
             );
             Ok(if n_err > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
         }

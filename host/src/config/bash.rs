@@ -72,6 +72,12 @@ impl<'de> Deserialize<'de> for BashNetworkConfig {
                         "allow is empty: list the hosts commands may reach, or write `bash_network: none`",
                     ));
                 }
+                if let Some(plain) = c.allow.iter().find(|h| h.0.is_plain_http()) {
+                    return Err(de::Error::custom(format!(
+                        "'{}': host bash gets only HTTPS (through a CONNECT proxy); plain-HTTP entries are for components' capabilities.network",
+                        plain.0.written()
+                    )));
+                }
                 let rules = c.allow.into_iter().map(|h| h.0).collect();
                 Ok(BashNetworkConfig::Allowlist(Arc::new(toolhost_net::NetGrant::new(
                     rules,

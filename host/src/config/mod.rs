@@ -627,6 +627,7 @@ pub fn validate(text: &str, file: &str, env: &Environment) -> Vec<ConfigError> {
         if let Err((inner, message)) = f(v) {
             let full = match inner.as_str() {
                 "" | "." => path,
+                i if path.is_empty() => i.to_string(),
                 i if i.starts_with('[') => format!("{path}{i}"),
                 i => format!("{path}.{i}"),
             };
@@ -664,20 +665,15 @@ pub fn validate(text: &str, file: &str, env: &Environment) -> Vec<ConfigError> {
     for (path, v) in list_section("models") {
         check(path, &v, &de::<ModelConfig>);
     }
-    let sections: [(&str, Check); 8] = [
-        ("sandbox", &de::<Option<SandboxConfig>>),
-        ("skill_evolution", &de::<Option<SkillEvolutionConfig>>),
-        ("subagents", &de::<Option<SubagentsConfig>>),
-        ("tool_search", &de::<Option<ToolSearchConfig>>),
-        ("acp_agents", &de::<Option<IndexMap<String, AcpAgentConfig>>>),
-        ("skills", &de::<Option<SkillsConfig>>),
-        ("read_before_write", &de::<Option<ReadBeforeWriteConfig>>),
-        ("toolhost", &de::<Option<ToolhostConfig>>),
-    ];
-    for (key, f) in sections {
-        if let Some(v) = get(key) {
-            check(key.into(), v, f);
+    // Every other section through `AppConfig` itself, one at a time: the struct is the one list of
+    // sections, and one bad section never hides another's error.
+    for (k, v) in &map {
+        if matches!(k.as_str(), Some("tools" | "tool_groups" | "models")) {
+            continue;
         }
+        let mut one = serde_yaml::Mapping::new();
+        one.insert(k.clone(), v.clone());
+        check(String::new(), &serde_yaml::Value::Mapping(one), &de::<AppConfig>);
     }
     // The loader stops at the first error and places it from the YAML parser's own marks, which
     // are exact where a path search is not (flow mappings): take its place for that error.

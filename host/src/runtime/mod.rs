@@ -72,6 +72,12 @@ impl std::fmt::Display for ComponentRef {
     }
 }
 
+/// Why a runtime could not be built: the extra CA certificates cannot be used, or the engine
+/// cannot be set up on this machine. The text says which.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct RuntimeError(String);
+
 /// What can go wrong loading a component.
 #[derive(Debug, thiserror::Error)]
 pub enum ComponentLoadError {
@@ -171,13 +177,16 @@ enum Allocation {
 
 impl Runtime {
     /// Build the engine. `cache_dir` holds precompiled artifacts (`None`: compile every time).
-    pub fn new(cache_dir: Option<PathBuf>) -> anyhow::Result<Arc<Self>> {
+    pub fn new(cache_dir: Option<PathBuf>) -> Result<Arc<Self>, RuntimeError> {
         Self::with_options(RuntimeOptions { cache_dir, ..Default::default() })
     }
 
     /// Build the engine; outbound HTTPS of components also trusts the CA certificates in the
     /// PEM file `extra_ca_certs` (a private CA, a TLS-inspecting proxy, a test server).
-    pub fn with_extra_ca_certs(cache_dir: Option<PathBuf>, extra_ca_certs: Option<&Path>) -> anyhow::Result<Arc<Self>> {
+    pub fn with_extra_ca_certs(
+        cache_dir: Option<PathBuf>,
+        extra_ca_certs: Option<&Path>,
+    ) -> Result<Arc<Self>, RuntimeError> {
         Self::with_options(RuntimeOptions {
             cache_dir,
             extra_ca_certs: extra_ca_certs.map(Path::to_path_buf),
@@ -186,7 +195,11 @@ impl Runtime {
     }
 
     /// A runtime built as `opts` says.
-    pub fn with_options(opts: RuntimeOptions) -> anyhow::Result<Arc<Self>> {
+    pub fn with_options(opts: RuntimeOptions) -> Result<Arc<Self>, RuntimeError> {
+        Self::build(opts).map_err(|e| RuntimeError(format!("{e:#}")))
+    }
+
+    fn build(opts: RuntimeOptions) -> anyhow::Result<Arc<Self>> {
         let net = Arc::new(net::NetShared::new(opts.extra_ca_certs.as_deref())?);
         // Prefer pooling with resident slots reset via PAGEMAP_SCAN; without that ioctl, plain
         // pooling (resident slots would be reset by memset of their whole low region, slower

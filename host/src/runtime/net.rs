@@ -2,7 +2,8 @@
 //! (shared with host bash's proxy) to each request. Raw sockets are never granted; this is the
 //! only way out of the sandbox, and every request passes three checks before a byte is sent:
 //!
-//! 1. the scheme is `https`;
+//! 1. the scheme is `https` — or `http` to a host the grant lists with an `http://` entry (a
+//!    self-hosted service without TLS);
 //! 2. the host (and port) is in the tool's `network:` grant;
 //! 3. every address the name resolves to is public — loopback, private, link-local, cloud
 //!    metadata, CGNAT, multicast and reserved ranges are refused unless the tool has
@@ -23,7 +24,9 @@ use std::time::Instant;
 
 use http::uri::Scheme;
 use rustls::pki_types::{CertificateDer, ServerName};
-use toolhost_net::{normalize_host, not_granted_refusal, private_address_refusal, NetGrant, ResolveError, HTTPS_PORT};
+use toolhost_net::{
+    normalize_host, not_granted_refusal, private_address_refusal, NetGrant, ResolveError, HTTPS_PORT, HTTP_PORT,
+};
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
 /// TLS set-up shared by every call of a runtime: the web PKI roots plus any extra CA
@@ -171,24 +174,33 @@ impl NetHooks {
         self.refusals.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
-    /// Check what can be checked before any I/O; `Ok((host, port))` when the request may go on
-    /// to the address check.
-    fn admit(&self, uri: &http::Uri) -> Result<(String, u16), String> {
+    /// Check what can be checked before any I/O; `Ok((host, port, plain))` when the request may
+    /// go on to the address check (`plain`: plain HTTP, granted by an `http://` entry).
+    fn admit(&self, uri: &http::Uri) -> Result<(String, u16, bool), String> {
         let target =
             format!("{}://{}", uri.scheme_str().unwrap_or("?"), uri.authority().map(|a| a.as_str()).unwrap_or(""));
         if self.grant.is_empty() {
             return Err(format!("{target}: this tool has no network grant (capabilities.network is empty)"));
         }
+        let authority = uri.authority().ok_or_else(|| format!("{target}: the request has no host"))?;
+        let host = normalize_host(authority.host());
+        if uri.scheme() == Some(&Scheme::HTTP) {
+            let port = authority.port_u16().unwrap_or(HTTP_PORT);
+            if !self.grant.allows_plain(&host, port) {
+                return Err(format!(
+                    "{target}: only https is allowed, unless the grant lists the host with an http:// entry (capabilities.network: [\"http://{host}:{port}\"], for a self-hosted service without TLS)"
+                ));
+            }
+            return Ok((host, port, true));
+        }
         if uri.scheme() != Some(&Scheme::HTTPS) {
             return Err(format!("{target}: only https is allowed"));
         }
-        let authority = uri.authority().ok_or_else(|| format!("{target}: the request has no host"))?;
-        let host = normalize_host(authority.host());
         let port = authority.port_u16().unwrap_or(HTTPS_PORT);
         if !self.grant.allows(&host, port) {
             return Err(not_granted_refusal(&target, "this tool's network grant", &self.grant));
         }
-        Ok((host, port))
+        Ok((host, port, false))
     }
 }
 
@@ -218,7 +230,7 @@ impl WasiHttpHooks for NetHooks {
         options: Option<RequestOptions>,
         _fut: Box<dyn Future<Output = Result<(), HttpError>> + Send>,
     ) -> SendFuture {
-        let (host, port) = match self.admit(request.uri()) {
+        let (host, port, plain) = match self.admit(request.uri()) {
             Ok(target) => target,
             Err(why) => {
                 refuse(&self.refusals, why);
@@ -231,6 +243,7 @@ impl WasiHttpHooks for NetHooks {
         let refusals = self.refusals.clone();
         let shared = self.shared.clone();
         Box::new(async move {
+            let tls = if plain { None } else { Some(tls) };
             let (response, io) =
                 send(request, host, port, allow_private, tls, deadline, options, &refusals, &shared).await?;
             Ok((response, io))
@@ -244,7 +257,7 @@ async fn send(
     host: String,
     port: u16,
     allow_private: bool,
-    tls: Arc<rustls::ClientConfig>,
+    tls: Option<Arc<rustls::ClientConfig>>,
     deadline: tokio::time::Instant,
     options: Option<RequestOptions>,
     refusals: &Mutex<Vec<String>>,
@@ -266,7 +279,8 @@ async fn send(
     let vetted = match toolhost_net::check_addresses(candidates, allow_private) {
         Ok(vetted) => vetted,
         Err(ResolveError::Prohibited(refused)) => {
-            refuse(refusals, private_address_refusal(&format!("https://{host}:{port}"), &refused, "the tool has"));
+            let scheme = if tls.is_some() { "https" } else { "http" };
+            refuse(refusals, private_address_refusal(&format!("{scheme}://{host}:{port}"), &refused, "the tool has"));
             return Err(HttpError::DestinationIpProhibited);
         }
         Err(_) => return Err(HttpError::DestinationNotFound),
@@ -295,25 +309,22 @@ async fn send(
         Some(s) => s,
         None => return Err(last_err.unwrap_or(HttpError::ConnectionRefused)),
     };
-    let server_name = match host.parse::<IpAddr>() {
-        Ok(ip) => ServerName::from(ip),
-        Err(_) => ServerName::try_from(host.clone()).map_err(|_| HttpError::HttpRequestUriInvalid)?,
-    };
-    let stream = timeout_at(connect_deadline, tokio_rustls::TlsConnector::from(tls).connect(server_name, stream))
-        .await
-        .map_err(|_| HttpError::ConnectionTimeout)?
-        .map_err(HttpError::Tls)?;
-    let (mut sender, conn) = timeout_at(
-        connect_deadline,
-        hyper::client::conn::http1::Builder::new().handshake(hyper_util::rt::TokioIo::new(stream)),
-    )
-    .await
-    .map_err(|_| HttpError::ConnectionTimeout)??;
-    let conn = AbortOnDrop(tokio::spawn(async move {
-        if let Err(e) = conn.await {
-            tracing::debug!("outbound connection ended: {e}");
+    let (mut sender, conn) = match tls {
+        Some(tls) => {
+            let server_name = match host.parse::<IpAddr>() {
+                Ok(ip) => ServerName::from(ip),
+                Err(_) => ServerName::try_from(host.clone()).map_err(|_| HttpError::HttpRequestUriInvalid)?,
+            };
+            let stream =
+                timeout_at(connect_deadline, tokio_rustls::TlsConnector::from(tls).connect(server_name, stream))
+                    .await
+                    .map_err(|_| HttpError::ConnectionTimeout)?
+                    .map_err(HttpError::Tls)?;
+            handshake(stream, connect_deadline).await?
         }
-    }));
+        // Plain HTTP, granted by an `http://` entry.
+        None => handshake(stream, connect_deadline).await?,
+    };
 
     // The request line carries only the path; the authority is in the Host header.
     let path = request.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
@@ -327,6 +338,29 @@ async fn send(
         DeadlineBody { incoming, deadline: Box::pin(tokio::time::sleep_until(deadline)), _conn: conn }.boxed_unsync()
     });
     Ok((response, Box::new(async { Ok(()) })))
+}
+
+/// An HTTP/1 client connection over `stream`, its driver running as a task that ends with the
+/// returned guard.
+async fn handshake<S>(
+    stream: S,
+    deadline: tokio::time::Instant,
+) -> Result<(hyper::client::conn::http1::SendRequest<WasiBody>, AbortOnDrop), HttpError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, conn) = tokio::time::timeout_at(
+        deadline,
+        hyper::client::conn::http1::Builder::new().handshake(hyper_util::rt::TokioIo::new(stream)),
+    )
+    .await
+    .map_err(|_| HttpError::ConnectionTimeout)??;
+    let conn = AbortOnDrop(tokio::spawn(async move {
+        if let Err(e) = conn.await {
+            tracing::debug!("outbound connection ended: {e}");
+        }
+    }));
+    Ok((sender, conn))
 }
 
 /// Aborts the connection task when the response (or the call) is dropped.
@@ -388,7 +422,7 @@ mod tests {
         let err = none.admit(&"https://api.tavily.com/search".parse().unwrap()).unwrap_err();
         assert!(err.contains("no network grant"), "{err}");
         let some = NetHooks::new(Arc::new(grant(&["api.tavily.com"])), shared, far);
-        assert_eq!(some.admit(&"https://API.Tavily.com./x".parse().unwrap()).unwrap(), ("api.tavily.com".into(), 443));
+        assert_eq!(some.admit(&"https://API.Tavily.com./x".parse().unwrap()).unwrap(), ("api.tavily.com".into(), 443, false));
         let err = some.admit(&"http://api.tavily.com/x".parse().unwrap()).unwrap_err();
         assert!(err.contains("only https"), "{err}");
         let err = some.admit(&"https://evil.test/x".parse().unwrap()).unwrap_err();
