@@ -60,6 +60,7 @@ fn open_in(dir: tempfile::TempDir, tools: &[(&str, &str)]) -> Env {
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: None,
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     };
     let host = Toolhost::open(opts).unwrap();
     let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
@@ -210,4 +211,34 @@ async fn a_stalled_connect_or_tls_handshake_ends_at_the_timeout() {
     }
     assert!(accepted.load(std::sync::atomic::Ordering::SeqCst) >= 1, "the handshake case never connected");
     hostile::assert_ok_still_works(&env.host).await;
+}
+
+/// A `capabilities:` block on a bundled component merges over its defaults: sandbox-fs given
+/// only a shorter timeout keeps its file access (before, the block replaced the defaults and
+/// silently took the files away).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capabilities_block_merges_over_a_bundled_components_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.yaml"),
+        "tools:\n  - name: read_file\n    group: file:read\n    use: deerflow.sandbox.tools:read_file_tool\n    capabilities: {timeout_s: 10}\n",
+    )
+    .unwrap();
+    let opts = HostOptions {
+        config_path: dir.path().join("config.yaml"),
+        data_dir: dir.path().join("data"),
+        persist_state: false,
+        cache_dir: Some(dir.path().join("cache")),
+        extensions_path: None,
+        extra_ca_certs: None,
+    };
+    let host = Toolhost::open(opts).unwrap();
+    host.thread_fs("t1").unwrap().ensure_tool_dirs().unwrap();
+    std::fs::write(dir.path().join("data/threads/t1/user-data/workspace/a.txt"), "merged").unwrap();
+    let (text, err) =
+        hostile::call(&host, "read_file", json!({"description": "d", "path": "/mnt/user-data/workspace/a.txt"})).await;
+    assert!(!err && text == "merged", "{text}");
+    let assembly = host.get_available_tools(&toolhost::assembly::AssemblyRequest::default()).await;
+    let line = assembly.explain.iter().find(|e| e.name == "read_file").unwrap().reason.clone();
+    assert!(line.contains("files user-data") && line.contains("timeout 10s"), "{line}");
 }

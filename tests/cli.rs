@@ -35,7 +35,7 @@ fn check_accepts_the_bundled_config() {
 #[test]
 fn check_accepts_deerflow_example_config_with_every_community_tool() {
     let data = tempfile::tempdir().unwrap();
-    let cfg = root().join("../shared/conformance/deerflow-configs/config.example.yaml");
+    let cfg = root().join("tests/conformance/deerflow-configs/config.example.yaml");
     let o = toolhost(data.path(), &["check", "--config", cfg.to_str().unwrap()]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
@@ -109,6 +109,40 @@ fn call_runs_a_component_and_prints_json() {
     let o = toolhost(data.path(), &["call", "hello", "{not json", "--config", "config.yaml"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not valid JSON"));
+}
+
+/// The library reads no environment for the write cap (`HostOptions::write_file_max_bytes`); the
+/// CLI is where `DEERFLOW_WRITE_FILE_MAX_BYTES` still works, as it does for DeerFlow.
+#[test]
+fn call_takes_the_write_cap_from_deerflows_environment_variable() {
+    let data = tempfile::tempdir().unwrap();
+    let args = r#"{"description": "cap", "path": "/mnt/user-data/outputs/cap.txt", "content": "seventeen bytes!!"}"#;
+    let run = |cap: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        cmd.args(["call", "write_file", args, "--config", "config.yaml", "--thread", "cap", "--json"])
+            .env("TOOLHOST_HOME", data.path())
+            .env_remove("TOOLHOST_CONFIG")
+            .env_remove("DEERFLOW_WRITE_FILE_MAX_BYTES")
+            .current_dir(root());
+        if let Some(cap) = cap {
+            cmd.env("DEERFLOW_WRITE_FILE_MAX_BYTES", cap);
+        }
+        cmd.output().unwrap()
+    };
+    let o = run(Some("16"));
+    assert_eq!(o.status.code(), Some(2), "a refused call exits 2: {}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // DeerFlow's text (deerflow/sandbox/tools.py, write_file_tool's size guard).
+    let refusal = "Error: write_file content (17 bytes) exceeds the 16-byte single-call limit.";
+    assert!(v["content"].as_str().unwrap().starts_with(refusal), "{v}");
+    assert!(!data.path().join("threads/cap/user-data/outputs/cap.txt").exists());
+    // Without the variable, DeerFlow's default of 80 KiB applies.
+    let o = run(None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["content"], "OK", "{v}");
+    let written = std::fs::read_to_string(data.path().join("threads/cap/user-data/outputs/cap.txt")).unwrap();
+    assert_eq!(written, "seventeen bytes!!", "the path checked after the refusal is where the write lands");
 }
 
 #[test]

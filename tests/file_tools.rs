@@ -1,7 +1,8 @@
 //! DeerFlow's six file tools end to end through the wasmtime host (`Toolhost::call`, the bundled
 //! sandbox-fs component under the DeerFlow `use:` paths): every case and sequence of
-//! conformance/sandbox_fs.json, ReadBeforeWrite (spec §3.8), concurrent appends to one file, and
-//! that no host path ever reaches an output.
+//! tests/conformance/sandbox_fs.json, DeerFlow's grep answers on the search edge cases
+//! (guest-tools/sandbox-fs/tests/grep_vectors.json), ReadBeforeWrite (spec §3.8), concurrent
+//! appends to one file, and that no host path ever reaches an output.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,7 +17,13 @@ mod vectors;
 
 use vectors::{actual_changes, expected_changes, short, snapshot};
 
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/conformance/sandbox_fs.json");
+/// Shared with the native grep test (guest-tools/sandbox-fs/tests/grep_vectors.rs).
+#[path = "support/grep_vectors.rs"]
+mod grep_vectors;
+
+const GREP_VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../guest-tools/sandbox-fs/tests/grep_vectors.json");
+
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/conformance/sandbox_fs.json");
 
 /// The prefix of DeerFlow's ReadBeforeWrite refusal (spec §3.8); the rest is DeerFlow's advice.
 fn rbw_block_prefix(tool: &str, path: &str) -> String {
@@ -46,6 +53,13 @@ impl Env {
     /// DeerFlow's config of the vectors, with toolhost's `read_before_write` switch; `uncapped`
     /// raises the config caps of glob/grep so a truncated case can count every match.
     fn open(&self, name: &str, read_before_write: bool, uncapped: bool) -> Toolhost {
+        self.open_with(name, read_before_write, uncapped, None)
+    }
+
+    /// As [`Env::open`], with `write_file_max_bytes` (DeerFlow's `DEERFLOW_WRITE_FILE_MAX_BYTES`)
+    /// given to this host alone: nothing here touches the process environment, which the other
+    /// tests of this binary share.
+    fn open_with(&self, name: &str, read_before_write: bool, uncapped: bool, write_cap: Option<&str>) -> Toolhost {
         let skills = self.dir.path().join("skills");
         let mut yaml = self.v["environment"]["config_yaml"]
             .as_str()
@@ -66,6 +80,7 @@ impl Env {
             cache_dir: Some(self.dir.path().join("cache")),
             extensions_path: Some(self.dir.path().join("extensions_config.json")),
             extra_ca_certs: None,
+            write_file_max_bytes: write_cap.map(str::to_string),
         })
         .expect("open host");
         let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
@@ -90,8 +105,9 @@ fn fixture_thread(host: &Toolhost, v: &Value, thread: &str) -> PathBuf {
     paths.root
 }
 
-/// Hosts for the conformance run: one per `DEERFLOW_WRITE_FILE_MAX_BYTES` value the vectors use
-/// (the host reads it when it opens, DeerFlow at call time; the effect on a call is the same).
+/// Hosts for the conformance run: one per `DEERFLOW_WRITE_FILE_MAX_BYTES` value the vectors use,
+/// given as `HostOptions::write_file_max_bytes` (DeerFlow reads the variable at call time, the
+/// host takes it when it opens; the effect on a call is the same).
 struct Hosts {
     plain: Toolhost,
     uncapped: Toolhost,
@@ -106,9 +122,7 @@ fn conformance_hosts(env: &Env) -> Hosts {
     for step in steps {
         if let Some(raw) = step.pointer("/env/DEERFLOW_WRITE_FILE_MAX_BYTES").and_then(Value::as_str) {
             if !by_env.contains_key(raw) {
-                std::env::set_var("DEERFLOW_WRITE_FILE_MAX_BYTES", raw);
-                let host = env.open(&format!("env{}", by_env.len()), false, false);
-                std::env::remove_var("DEERFLOW_WRITE_FILE_MAX_BYTES");
+                let host = env.open_with(&format!("env{}", by_env.len()), false, false, Some(raw));
                 by_env.insert(raw.to_string(), host);
             }
         }
@@ -217,6 +231,24 @@ async fn sandbox_fs_conformance_through_the_host() {
         assert!(err && text.contains("is disabled"), "{dir}: {text}");
     }
     assert!(failures.is_empty(), "{} failing:\n{}", failures.len(), failures.join("\n\n"));
+}
+
+/// The component searches with wasm SIMD where the native build uses SSE2, and reads through the
+/// host's 64 KiB reads: the same answers as DeerFlow on every grep edge case.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grep_edge_cases_through_the_host() {
+    let env = Env::new();
+    let host = env.open("grep", false, false);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(GREP_VECTORS).expect("read")).expect("json");
+    let paths = host.thread_paths("grep").expect("thread paths");
+    paths.ensure().expect("ensure");
+    grep_vectors::write_files(&v, &paths.workspace().join("edge"));
+    let mut answers = Vec::new();
+    for c in v["cases"].as_array().expect("cases") {
+        answers.push(call(&host, "grep", "grep", &c["args"]).await.0);
+    }
+    let mut answers = answers.into_iter();
+    grep_vectors::check_all(&v, |_| answers.next().expect("one answer per case"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -345,38 +377,95 @@ async fn no_host_path_in_any_output() {
     let ws = "/mnt/user-data/workspace";
     // A link to the outside, and content that names virtual paths (DeerFlow rewrites those).
     std::os::unix::fs::symlink(root.join("outside"), root.join("user-data/workspace/escape")).expect("symlink");
+    // Each call with what it must answer: `Ok(text)` the exact result, `Refused(text)` the exact
+    // error. The refusal texts are DeerFlow's (deerflow/sandbox/tools.py: the handlers of
+    // `PermissionError`, `FileNotFoundError` and `re.error` in ls/read_file/glob/grep/write_file/
+    // str_replace; the regex detail is Python's `re` message). `Listing` is a successful listing
+    // that must not show the link to the outside.
+    enum Want {
+        Ok(&'static str),
+        Listing,
+        Refused(String),
+    }
+    use Want::*;
+    let denied = |p: &str| Refused(format!("Error: Permission denied: {p}"));
+    let denied_read = |p: &str| Refused(format!("Error: Permission denied reading file: {p}"));
+    let denied_write = |p: &str| Refused(format!("Error: Permission denied writing to file: {p}"));
+    let not_found = |p: &str| Refused(format!("Error: File not found: {p}"));
+    let (escape, escape_file) = (format!("{ws}/escape"), format!("{ws}/escape/secret.txt"));
+    let traversal = format!("{ws}/../../../outside/secret.txt");
     let calls = [
         (
             "write_file",
             json!({"path": format!("{ws}/paths.md"), "content": "see /mnt/user-data/outputs/x.md and /mnt/user-data/workspace\n"}),
+            Ok("OK"),
         ),
         (
             "str_replace",
             json!({"path": format!("{ws}/paths.md"), "old_str": "see", "new_str": "open /mnt/user-data/uploads/y"}),
+            Ok("OK"),
         ),
-        ("read_file", json!({"path": format!("{ws}/paths.md")})),
-        ("read_file", json!({"path": format!("{ws}/escape/secret.txt")})),
-        ("read_file", json!({"path": format!("{ws}/missing.txt")})),
-        ("read_file", json!({"path": "/etc/passwd"})),
-        ("read_file", json!({"path": format!("{ws}/../../../outside/secret.txt")})),
-        ("ls", json!({"path": ws})),
-        ("ls", json!({"path": format!("{ws}/escape")})),
-        ("ls", json!({"path": "/mnt/user-data"})),
-        ("glob", json!({"pattern": "**/*", "path": ws, "include_dirs": true, "max_results": 1000})),
-        ("glob", json!({"pattern": "**/*", "path": format!("{ws}/escape")})),
-        ("grep", json!({"pattern": "mnt|user-data|secret|threads", "path": "/mnt/user-data", "max_results": 500})),
-        ("grep", json!({"pattern": "(", "path": ws})),
-        ("write_file", json!({"path": "/mnt/skills/public/demo/x.md", "content": "no"})),
-        ("write_file", json!({"path": format!("{ws}/escape/pwned.txt"), "content": "no"})),
-        ("str_replace", json!({"path": format!("{ws}/nope.txt"), "old_str": "a", "new_str": "b"})),
+        (
+            "read_file",
+            json!({"path": format!("{ws}/paths.md")}),
+            Ok("open /mnt/user-data/uploads/y /mnt/user-data/outputs/x.md and /mnt/user-data/workspace\n"),
+        ),
+        ("read_file", json!({"path": escape_file}), denied_read(&escape_file)),
+        ("read_file", json!({"path": format!("{ws}/missing.txt")}), not_found(&format!("{ws}/missing.txt"))),
+        ("read_file", json!({"path": "/etc/passwd"}), denied_read("/etc/passwd")),
+        ("read_file", json!({"path": traversal}), denied_read(&traversal)),
+        ("ls", json!({"path": ws}), Listing),
+        ("ls", json!({"path": escape}), denied(&escape)),
+        ("ls", json!({"path": "/mnt/user-data"}), denied("/mnt/user-data")),
+        ("glob", json!({"pattern": "**/*", "path": ws, "include_dirs": true, "max_results": 1000}), Listing),
+        ("glob", json!({"pattern": "**/*", "path": escape}), denied(&escape)),
+        (
+            "grep",
+            json!({"pattern": "mnt|user-data|secret|threads", "path": "/mnt/user-data", "max_results": 500}),
+            denied("/mnt/user-data"),
+        ),
+        // Below the root that is refused above: every file of the workspace, the link included.
+        ("grep", json!({"pattern": "mnt|user-data|secret|threads", "path": ws, "max_results": 500}), Listing),
+        (
+            "grep",
+            json!({"pattern": "(", "path": ws}),
+            Refused("Error: Invalid regex pattern: missing ), unterminated subpattern at position 0".into()),
+        ),
+        (
+            "write_file",
+            json!({"path": "/mnt/skills/public/demo/x.md", "content": "no"}),
+            denied_write("/mnt/skills/public/demo/x.md"),
+        ),
+        (
+            "write_file",
+            json!({"path": format!("{ws}/escape/pwned.txt"), "content": "no"}),
+            denied_write(&format!("{ws}/escape/pwned.txt")),
+        ),
+        (
+            "str_replace",
+            json!({"path": format!("{ws}/nope.txt"), "old_str": "a", "new_str": "b"}),
+            not_found(&format!("{ws}/nope.txt")),
+        ),
     ];
-    let mut outputs = 0;
-    for (tool, args) in calls {
-        let (text, _) = call(&host, t, tool, &args).await;
+    let mut refused = 0;
+    for (tool, args, want) in &calls {
+        let (text, err) = call(&host, t, tool, args).await;
         assert!(!text.contains(&data), "{tool} {args}: {}", short(&text));
-        outputs += 1;
+        match want {
+            Ok(exact) => assert!(!err && text == *exact, "{tool} {args}: {}", short(&text)),
+            Listing => {
+                assert!(!err && text.contains(&format!("{ws}/paths.md")), "{tool} {args}: {}", short(&text));
+                // The link is neither listed nor followed: its target holds secret.txt.
+                assert!(!text.contains("/escape") && !text.contains("secret.txt"), "{tool} {args}: {}", short(&text));
+            }
+            Refused(exact) => {
+                assert!(err && text == *exact, "{tool} {args}: {}", short(&text));
+                refused += 1;
+            }
+        }
     }
-    assert_eq!(outputs, 17);
+    assert_eq!(calls.len(), 18);
+    assert_eq!(refused, 12, "every call that reaches outside, or names nothing, is refused");
     // Nothing escaped, and no file the tools wrote holds a host path.
     assert!(!root.join("outside/pwned.txt").exists());
     let written = std::fs::read_to_string(root.join("user-data/workspace/paths.md")).expect("read");
@@ -385,4 +474,26 @@ async fn no_host_path_in_any_output() {
         // Only files: the escape link planted above names its host target by design.
         assert!(!(content.starts_with("file:") && content.contains(&data)), "{rel} holds a host path");
     }
+}
+
+/// `ls` of the skills root through the host shows DeerFlow's four category roots, though the
+/// vectors' skills directory holds only `public/`. The expected text is what DeerFlow's local
+/// sandbox prints for this environment: its skill projection creates every category root and
+/// mounts each below `/mnt/skills`, and `LocalSandbox.list_dir` overlays those mounts
+/// (deerflow/sandbox/local/local_sandbox.py and skills/projection.py at f1f4af99).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ls_of_the_skills_root_shows_deerflows_category_roots() {
+    let env = Env::new();
+    assert!(!env.dir.path().join("skills/custom").exists() && env.dir.path().join("skills/public").is_dir());
+    let host = env.open("skills", false, false);
+    let t = "skills";
+    fixture_thread(&host, &env.v, t);
+    let (text, err) = call(&host, t, "ls", &json!({"path": "/mnt/skills"})).await;
+    assert!(!err, "{text}");
+    assert_eq!(text, "/mnt/skills/custom/\n/mnt/skills/integrations/\n/mnt/skills/legacy/\n/mnt/skills/public/");
+    // A root that is not on disk lists as DeerFlow's empty one does.
+    let (text, err) = call(&host, t, "ls", &json!({"path": "/mnt/skills/custom"})).await;
+    assert!(!err && text == "(empty)", "{text}");
+    let (text, _) = call(&host, t, "ls", &json!({"path": "/mnt/skills/public"})).await;
+    assert!(text.contains("/mnt/skills/public/demo/SKILL.md"), "{text}");
 }

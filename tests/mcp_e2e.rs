@@ -50,12 +50,30 @@ impl Setup {
             .unwrap()
     }
 
-    fn json(&self, args: &[&str]) -> Value {
+    /// Run and check the exit status: 0 for a command that did its job, 2 for a `call` whose
+    /// tool answered with an error (the CLI's contract, `host/src/cli`), 1 for a failed command.
+    fn run_expect(&self, args: &[&str], code: i32) -> Output {
         let o = self.run(args);
-        assert!(o.status.success() || o.status.code() == Some(2), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "{args:?}: stdout {} stderr {}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        o
+    }
+
+    /// The JSON a command printed, after checking its exit status (see [`Setup::run_expect`]).
+    fn json(&self, args: &[&str], code: i32) -> Value {
+        let o = self.run_expect(args, code);
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)))
     }
 }
+
+/// Exit statuses of the CLI.
+const OK: i32 = 0;
+const TOOL_ERROR: i32 = 2;
 
 fn tool_names(v: &Value) -> Vec<String> {
     v.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
@@ -64,7 +82,7 @@ fn tool_names(v: &Value) -> Vec<String> {
 #[test]
 fn mcp_tools_assemble_after_builtins_and_answer_calls() {
     let s = Setup::new(false);
-    let tools = s.json(&["tools", "--json"]);
+    let tools = s.json(&["tools", "--json"], OK);
     let names = tool_names(&tools);
     let pos = |n: &str| names.iter().position(|x| x == n).unwrap_or_else(|| panic!("{n} missing from {names:?}"));
     assert!(pos("hello") < pos("present_files"));
@@ -75,35 +93,36 @@ fn mcp_tools_assemble_after_builtins_and_answer_calls() {
     assert_eq!(echo["source"]["kind"], "mcp");
     assert_eq!(echo["parameters"]["properties"]["message"]["type"], "string");
 
-    let out = s.json(&["call", "everything_echo", r#"{"message": "hi there"}"#, "--json"]);
+    let out = s.json(&["call", "everything_echo", r#"{"message": "hi there"}"#, "--json"], OK);
     assert_eq!(out["status"], "success", "{out}");
     assert!(out["content"].as_str().unwrap().contains("hi there"), "{out}");
 
-    let out = s.json(&["call", "time_get_current_time", r#"{"timezone": "UTC"}"#, "--json"]);
+    let out = s.json(&["call", "time_get_current_time", r#"{"timezone": "UTC"}"#, "--json"], OK);
     assert_eq!(out["status"], "success", "{out}");
     assert!(out["content"].as_str().unwrap().contains("UTC"), "{out}");
 
-    let o = s.run(&["tools", "--no-mcp"]);
+    let o = s.run_expect(&["tools", "--no-mcp"], OK);
     assert!(!String::from_utf8_lossy(&o.stdout).contains("everything_echo"));
 }
 
 #[test]
 fn deferred_tools_are_hidden_until_tool_search_promotes_them() {
     let s = Setup::new(true);
-    let view = tool_names(&s.json(&["tools", "--json", "--thread", "t1"]));
+    let view = tool_names(&s.json(&["tools", "--json", "--thread", "t1"], OK));
     assert!(view.contains(&"tool_search".to_string()) && view.contains(&"hello".to_string()), "{view:?}");
     assert!(!view.iter().any(|n| n.starts_with("everything_") || n.starts_with("time_")), "{view:?}");
 
-    let o = s.run(&["tools", "--explain"]);
+    let o = s.run_expect(&["tools", "--explain"], OK);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("<available-deferred-tools>\n") && out.contains("everything_echo\n"), "{out}");
     assert!(out.contains("deferred: hidden until tool_search promotes it"), "{out}");
 
-    let refused = s.json(&["call", "everything_echo", r#"{"message": "x"}"#, "--thread", "t1", "--json"]);
+    let refused = s.json(&["call", "everything_echo", r#"{"message": "x"}"#, "--thread", "t1", "--json"], TOOL_ERROR);
     assert_eq!(refused["status"], "error", "{refused}");
     assert!(refused["content"].as_str().unwrap().contains("tool_search"), "{refused}");
 
-    let found = s.json(&["call", "tool_search", r#"{"query": "select:everything_echo"}"#, "--thread", "t1", "--json"]);
+    let found =
+        s.json(&["call", "tool_search", r#"{"query": "select:everything_echo"}"#, "--thread", "t1", "--json"], OK);
     assert_eq!(found["status"], "success", "{found}");
     assert_eq!(found["update"]["promoted"]["names"], serde_json::json!(["everything_echo"]), "{found}");
     let hash = found["update"]["promoted"]["catalog_hash"].as_str().unwrap().to_string();
@@ -111,20 +130,20 @@ fn deferred_tools_are_hidden_until_tool_search_promotes_them() {
     let schemas: Value = serde_json::from_str(found["content"].as_str().unwrap()).unwrap();
     assert_eq!(schemas[0]["name"], "everything_echo", "{schemas}");
 
-    let view = tool_names(&s.json(&["tools", "--json", "--thread", "t1"]));
+    let view = tool_names(&s.json(&["tools", "--json", "--thread", "t1"], OK));
     assert!(view.contains(&"everything_echo".to_string()), "{view:?}");
-    let echoed = s.json(&["call", "everything_echo", r#"{"message": "now allowed"}"#, "--thread", "t1", "--json"]);
+    let echoed = s.json(&["call", "everything_echo", r#"{"message": "now allowed"}"#, "--thread", "t1", "--json"], OK);
     assert_eq!(echoed["status"], "success", "{echoed}");
 
     // Promotions belong to their thread.
-    let other = tool_names(&s.json(&["tools", "--json", "--thread", "t2"]));
+    let other = tool_names(&s.json(&["tools", "--json", "--thread", "t2"], OK));
     assert!(!other.contains(&"everything_echo".to_string()));
 
     // McpRouting: a user message with a routing keyword promotes the preferred server's tools.
-    let o = s.run(&["route", "what does the clock say in my timezone?", "--thread", "t3"]);
+    let o = s.run_expect(&["route", "what does the clock say in my timezone?", "--thread", "t3"], OK);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && out.starts_with("promoted: ") && out.contains("time_"), "{out}");
-    let routed = tool_names(&s.json(&["tools", "--json", "--thread", "t3"]));
+    let routed = tool_names(&s.json(&["tools", "--json", "--thread", "t3"], OK));
     assert!(routed.iter().any(|n| n.starts_with("time_")), "{routed:?}");
     assert!(!routed.iter().any(|n| n.starts_with("everything_")), "{routed:?}");
 }

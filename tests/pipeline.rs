@@ -28,6 +28,7 @@ fn open(extra_yaml: &str, setup: impl FnOnce(&Path)) -> Env {
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: Some(dir.path().join("extensions_config.json")),
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     };
     std::fs::write(dir.path().join("extensions_config.json"), r#"{"mcpServers": {}}"#).unwrap();
     let host = Toolhost::open(opts).unwrap();
@@ -92,6 +93,22 @@ async fn audit_blocks_before_host_bash_runs_and_warns_after() {
     )
     .await;
     assert_eq!(r.outcome.text_content(), "hi\n/mnt/user-data/workspace\n");
+
+    // DeerFlow's exact texts (SandboxAuditMiddleware): a block, a warning appended to the output,
+    // and a command that is not a string.
+    let blocked = call(&env, "t1", "bash", json!({"description": "x", "command": "curl u | bash"})).await.outcome;
+    assert_eq!(
+        blocked.text_content(),
+        "Command blocked: security violation detected. Please use a safer alternative approach."
+    );
+    assert!(blocked.is_error());
+    let warned = call(&env, "t1", "bash", json!({"description": "x", "command": "echo pip install x"})).await.outcome;
+    assert_eq!(
+        warned.text_content(),
+        "pip install x\n\n\n⚠️ Warning: `echo pip install x` is a medium-risk command that may modify the runtime environment."
+    );
+    let empty = call(&env, "t1", "bash", json!({"description": "x", "command": null})).await.outcome;
+    assert_eq!(empty.text_content(), "Command blocked: empty command. Please use a safer alternative approach.");
 }
 
 #[tokio::test]
@@ -241,6 +258,7 @@ async fn disabled_skill_files_are_refused_by_the_file_tools() {
         cache_dir: Some(env.dir.path().join("cache")),
         extensions_path: Some(env.dir.path().join("extensions_config.json")),
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     };
     let host = Toolhost::open(opts).unwrap();
     let r = host

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use toolhost::assembly::AssemblyRequest;
-use toolhost::config::ComponentRef;
+use toolhost::runtime::ComponentRef;
 use toolhost::runtime::{exec_call, CallRequest, CapabilitySet, Runtime};
 use toolhost::{HostOptions, Severity, Toolhost};
 
@@ -236,6 +236,7 @@ fn a_cache_or_key_others_could_write_is_not_used() {
         cache_dir: Some(cache.clone()),
         extensions_path: None,
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     })
     .unwrap();
     let problems: Vec<&str> = host.problems().iter().map(|p| p.message.as_str()).collect();
@@ -271,6 +272,7 @@ fn host_with(tools: &[(&str, &str)], extra_yaml: &str) -> Env {
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: None,
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     })
     .unwrap();
     let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
@@ -604,7 +606,8 @@ async fn config_values_out_of_range_refuse_the_tool_with_their_location() {
         "{err}"
     );
     // An embedder building capabilities in code gets an error for the tool, not a default.
-    let caps = toolhost::config::Capabilities { timeout_s: Some(f64::INFINITY), ..Default::default() };
-    assert!(caps.call_limits(CapabilitySet::default().limits).unwrap_err().contains("timeout_s must be"));
+    let caps = toolhost::runtime::CapabilitiesConfig { timeout_s: Some(f64::INFINITY), ..Default::default() };
+    let err = CapabilitySet::resolve(&caps, &|_| None, &mut Vec::new()).unwrap_err();
+    assert!(err.contains("timeout_s must be"), "{err}");
     assert_ok_still_works(&env.host).await;
 }

@@ -74,6 +74,7 @@ fn open() -> Env {
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: Some(dir.path().join("extensions_config.json")),
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     };
     let host = Toolhost::open(opts).unwrap();
     let errors: Vec<_> =
@@ -345,6 +346,7 @@ fn reopen(dir: &tempfile::TempDir) -> Toolhost {
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: Some(dir.path().join("extensions_config.json")),
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     };
     Toolhost::open(opts).unwrap()
 }
@@ -406,6 +408,7 @@ async fn thread_directories_and_state_are_private() {
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: None,
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     };
     let host = Toolhost::open(opts).unwrap();
     let r = host

@@ -18,7 +18,7 @@ use toolhost::{HostOptions, Toolhost};
 #[path = "../../tests/support/sandbox_fs_vectors.rs"]
 mod vectors;
 
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/conformance/sandbox_fs.json");
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/conformance/sandbox_fs.json");
 const THREAD: &str = "bench";
 /// Calls in the timed loop that gives median and p99.
 const P99_CALLS: usize = 300;
@@ -101,6 +101,7 @@ fn open(config: &Path, data: &Path, scratch: &Path) -> Toolhost {
         ),
         extensions_path: Some(extensions),
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     })
     .expect("open host");
     assert!(host.problems().iter().all(|p| p.severity != toolhost::Severity::Error), "{:?}", host.problems());
@@ -148,7 +149,9 @@ fn proc_status_kib(key: &str) -> u64 {
 
 fn percentiles() {
     let b = setup();
-    println!("\nfile tools through Toolhost::call, {P99_CALLS} calls each (fixture: conformance/sandbox_fs.json)");
+    println!(
+        "\nfile tools through Toolhost::call, {P99_CALLS} calls each (fixture: tests/conformance/sandbox_fs.json)"
+    );
     println!("{:<30} {:>10} {:>10} {:>12} {:>10}", "operation", "median ms", "p99 ms", "DeerFlow ms", "speed-up");
     for op in ops() {
         let (median, p99) = timed(&b, THREAD, op.tool, &op.args, P99_CALLS);
@@ -166,15 +169,15 @@ fn percentiles() {
 /// run: the runtime alone (fresh instance of sandbox-fs, with and without the thread's preopens)
 /// next to the whole `Toolhost::call`.
 fn breakdown() {
-    use toolhost::runtime::{exec_call, CallRequest, CapabilitySet, FsGrant, Preopen, PreopenDir, Runtime};
+    use toolhost::runtime::{exec_call, CallRequest, CapabilitySet, FilesGrant, Preopen, PreopenDir, Runtime};
     if std::env::var_os("FILE_TOOLS_BREAKDOWN").is_none() && std::env::var_os("FILE_TOOLS_BREAKDOWN_ONLY").is_none() {
         return;
     }
     let b = setup();
     let paths = b.host.thread_paths(THREAD).expect("paths");
-    let rt = Runtime::new(None).expect("runtime");
+    let rt = Runtime::new(std::env::var_os("FILE_TOOLS_CACHE").map(PathBuf::from)).expect("runtime");
     let fs = rt
-        .load(&toolhost::config::ComponentRef::Bundled("sandbox-fs".into()), &toolhost::bundled::bytes)
+        .load(&toolhost::runtime::ComponentRef::Bundled("sandbox-fs".into()), &toolhost::bundled::bytes)
         .expect("load");
     let preopens = vec![
         Preopen {
@@ -186,7 +189,7 @@ fn breakdown() {
         Preopen { host: PreopenDir::Path(paths.outputs()), guest: "/mnt/user-data/outputs".into(), read_only: false },
         Preopen { host: PreopenDir::Path(paths.acp_workspace()), guest: "/mnt/acp-workspace".into(), read_only: true },
     ];
-    let caps = CapabilitySet { fs: FsGrant::UserData, ..CapabilitySet::default() };
+    let caps = CapabilitySet { fs: FilesGrant::UserData, ..CapabilitySet::default() };
     let req = |args: Value| CallRequest {
         tool: "read_file".into(),
         args: args.to_string(),
@@ -244,38 +247,108 @@ fn breakdown() {
     for (name, f) in rows.iter() {
         println!("  {name:<40} {:>8.1}", median_us(f.as_ref()));
     }
+    // `FILE_TOOLS_PROFILE_RANGED=SECONDS`: then repeat the ranged read for that long, for a
+    // profiler to attach to (`perf record -p`) once "profiling" is printed.
+    if let Some(secs) = std::env::var("FILE_TOOLS_PROFILE_RANGED").ok().and_then(|s| s.parse::<f64>().ok()) {
+        println!("profiling the ranged read for {secs} s");
+        let until = Instant::now() + Duration::from_secs_f64(secs);
+        while Instant::now() < until {
+            drop(exec_call(&rt, &fs, &caps, &preopens, &ranged));
+        }
+    }
 }
 
 /// `grep` over the tree `scripts/bench-grep.sh` wrote to
-/// `$GREP_TREE_DATA/threads/grep/user-data/workspace`, `GREP_RUNS` times (default 5).
+/// `$GREP_TREE_DATA/threads/grep/user-data/workspace`, next to `rg -j1` on the same tree, run
+/// after run (each toolhost call right after an `rg` process), for each pattern of
+/// `GREP_PATTERNS` (newline-separated; default `TODO`, `TODO|FIXME`, `fn\s+\w+_test`),
+/// `GREP_RUNS` times (default 5). `rg` gets DeerFlow's skips (`-i`, `--max-filesize 1000000`);
+/// its time includes starting the process.
 fn grep_tree() {
     let Some(data) = std::env::var_os("GREP_TREE_DATA") else { return };
     let data = Path::new(&data);
     let runs: usize = std::env::var("GREP_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(5);
-    let pattern = std::env::var("GREP_PATTERN").unwrap_or_else(|_| "TODO".into());
+    let patterns: Vec<String> = std::env::var("GREP_PATTERNS")
+        .map(|p| p.lines().map(str::to_string).filter(|l| !l.is_empty()).collect())
+        .unwrap_or_else(|_| vec!["TODO".into(), "TODO|FIXME".into(), r"fn\s+\w+_test".into()]);
+    let rg = std::env::var("GREP_RG").unwrap_or_else(|_| "rg".into());
     let scratch = tempfile::tempdir().expect("tempdir");
     let config = scratch.path().join("config.yaml");
     std::fs::write(
         &config,
-        "tools:\n  - {name: grep, group: \"file:read\", use: \"deerflow.sandbox.tools:grep_tool\", max_results: 100}\nread_before_write:\n  enabled: false\n",
+        "tools:\n  - {name: grep, group: \"file:read\", use: \"deerflow.sandbox.tools:grep_tool\", max_results: 500}\nread_before_write:\n  enabled: false\n",
     )
     .expect("write config");
     let host = open(&config, data, scratch.path());
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let b = Bench { _dir: scratch, host, rt };
-    let args = json!({"pattern": pattern, "path": WS});
-    let first = call(&b, "grep", "grep", &args);
-    println!("\ngrep {pattern:?} over {}: {}", data.display(), first.lines().next().unwrap_or_default());
-    let mut times = Vec::new();
-    for _ in 0..runs {
-        let t = Instant::now();
-        std::hint::black_box(call(&b, "grep", "grep", &args));
-        times.push(t.elapsed().as_secs_f64() * 1000.0);
+    let ws = data.join("threads/grep/user-data/workspace");
+    let median = |t: &mut Vec<f64>| {
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    };
+    for pattern in patterns {
+        let args = json!({"pattern": pattern, "path": WS, "max_results": 500});
+        let rg_run = || {
+            let out = std::process::Command::new(&rg)
+                .args(["-j1", "-i", "-n", "--max-filesize", "1000000", "-e", &pattern])
+                .arg(&ws)
+                .output()
+                .expect("run rg (scripts/bench-grep.sh installs it)");
+            String::from_utf8_lossy(&out.stdout).lines().count()
+        };
+        // Warm-up, and the two answers' sizes side by side.
+        let rg_lines = rg_run();
+        let first = call(&b, "grep", "grep", &args);
+        let (mut th, mut rgt) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let t = Instant::now();
+            std::hint::black_box(rg_run());
+            rgt.push(t.elapsed().as_secs_f64() * 1000.0);
+            let t = Instant::now();
+            std::hint::black_box(call(&b, "grep", "grep", &args));
+            th.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        let list = |t: &[f64]| t.iter().map(|t| format!("{t:.0}")).collect::<Vec<_>>().join(", ");
+        println!(
+            "\ngrep {pattern:?}: toolhost `{}`, rg {rg_lines} lines\n  toolhost runs (ms): {}\n  rg -j1   runs (ms): {}",
+            first.lines().next().unwrap_or_default(),
+            list(&th),
+            list(&rgt)
+        );
+        let (t, r) = (median(&mut th), median(&mut rgt));
+        println!("GREP_RESULT pattern={pattern:?} toolhost_ms={t:.1} rg_ms={r:.1} ratio={:.2}", t / r);
     }
-    times.sort_by(f64::total_cmp);
-    let list: Vec<String> = times.iter().map(|t| format!("{t:.0}")).collect();
-    println!("toolhost grep through the host: median {:.0} ms (runs: {} ms)", times[times.len() / 2], list.join(", "));
-    println!("GREP_MEDIAN_MS={:.1}", times[times.len() / 2]);
+}
+
+/// `GLOB_SCALE=1000,10000,100000`: `glob **/*.py` over trees of that many files (directories of
+/// 100, one file in 1 000 a `.py`, so the whole tree is walked and few paths printed), to see
+/// whether the time grows linearly with the tree. The same trees as scripts/bench-deerflow.py's.
+fn glob_scale() {
+    let Ok(sizes) = std::env::var("GLOB_SCALE") else { return };
+    let b = setup();
+    let ws = b.host.thread_paths(THREAD).expect("paths").workspace();
+    println!("\nglob **/*.py through Toolhost::call, by tree size (median of the runs)");
+    for n in sizes.split(',').filter_map(|s| s.trim().parse::<usize>().ok()) {
+        let root = ws.join(format!("tree{n}"));
+        for i in 0..n {
+            let dir = root.join(format!("pkg{:03}/mod{}", i / 1000, (i / 100) % 10));
+            if i % 100 == 0 {
+                std::fs::create_dir_all(&dir).expect("mkdir");
+            }
+            let name = if i % 1000 == 0 { format!("f{i:06}.py") } else { format!("f{i:06}.txt") };
+            std::fs::write(dir.join(name), "x\n").expect("write");
+        }
+        let args = json!({"pattern": "**/*.py", "path": format!("{WS}/tree{n}"), "max_results": 1000});
+        let runs: usize =
+            std::env::var("GLOB_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or((30_000 / n).clamp(5, 100));
+        eprintln!("glob tree of {n} files written; timing {runs} runs");
+        let (median, _) = timed(&b, THREAD, "glob", &args, runs);
+        println!(
+            "GLOB_SCALE files={n} median_ms={median:.3} runs={runs} us_per_file={:.3}",
+            median * 1000.0 / n as f64
+        );
+    }
 }
 
 criterion_group! {
@@ -304,4 +377,5 @@ fn main() {
         }
     }
     grep_tree();
+    glob_scale();
 }

@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use criterion::{criterion_group, Criterion};
 use serde_json::{json, Value};
 use toolhost::assembly::{AssemblyRequest, Builtin, BuiltinCondition};
-use toolhost::config::ComponentRef;
 use toolhost::core::{CallContext, Tool, ToolOutcome, ToolSource, ToolSpec};
+use toolhost::runtime::ComponentRef;
 use toolhost::runtime::{exec_call, CallRequest, CapabilitySet, LoadedComponent, Runtime};
 use toolhost::{HostOptions, Toolhost};
 
@@ -126,6 +126,7 @@ fn bench_host(dir: &Path, extra_tools: &str) -> Toolhost {
         cache_dir: Some(dir.join("cache")),
         extensions_path: None,
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     };
     let mut host = Toolhost::open(opts).expect("open the host");
     host.add_builtin(Builtin { tool: Arc::new(NativeHello::new()), condition: BuiltinCondition::Always });
@@ -240,6 +241,7 @@ fn host_start() {
             cache_dir: Some(cache.clone()),
             extensions_path: None,
             extra_ca_certs: None,
+            write_file_max_bytes: None,
         };
         let start = Instant::now();
         let host = Toolhost::open(opts).expect("open the host");

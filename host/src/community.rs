@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::config::{Capabilities, ComponentRef, FilesystemAccess, NetworkHost};
-use crate::runtime::HostRule;
+use crate::runtime::capabilities::{CapabilitiesConfig, FilesGrant, NetworkEntry};
+use crate::runtime::{ComponentRef, HostRule};
 
 /// The bundled component that holds every community tool, each listed as `module.tool`.
 pub const COMPONENT: &str = "community";
@@ -189,35 +189,28 @@ fn allow_private(extra: &Map<String, Value>) -> bool {
     }
 }
 
-/// The capabilities of a community tool: the entry's own `capabilities:` block when it has
-/// one, else the provider's defaults. Either way, for a self-hosted provider DeerFlow's
-/// `allow_private_addresses: true` also allows private addresses.
+/// The default capabilities of a community tool, which the entry's own `capabilities:` block
+/// is merged over key by key: its provider's API host, its key's env name (only when set in
+/// `env`: a key may as well come from the entry, so an unset one is no reason to warn), and for a
+/// self-hosted provider DeerFlow's `allow_private_addresses: true` as the address rule.
 pub fn capabilities(
     component: &ComponentRef,
     inner: &str,
-    written: Option<&Capabilities>,
     extra: &Map<String, Value>,
-) -> Option<Capabilities> {
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<CapabilitiesConfig> {
     let (provider, tool) = provider_of(component, inner)?;
-    let mut caps = match written {
-        Some(c) => c.clone(),
-        None => Capabilities {
-            network: provider.network.iter().filter_map(|h| HostRule::parse(h).ok().map(NetworkHost)).collect(),
-            // Only the ones set: a key may as well come from the entry, so an unset one is no
-            // reason to warn.
-            env: provider.env.iter().filter(|e| std::env::var_os(e).is_some()).map(|e| e.to_string()).collect(),
-            // The screenshot lands in the thread's outputs; nothing else needs files.
-            filesystem: (tool == "web_capture").then_some(FilesystemAccess::Outputs),
-            // HTML pages are parsed into a DOM; providers answer within their own 30 s timeouts.
-            memory_mb: Some(256),
-            timeout_s: Some(90.0),
-            ..Default::default()
-        },
-    };
-    if provider.self_hosted && allow_private(extra) {
-        caps.allow_private_addresses = true;
-    }
-    Some(caps)
+    Some(CapabilitiesConfig {
+        network: Some(provider.network.iter().filter_map(|h| HostRule::parse(h).ok().map(NetworkEntry)).collect()),
+        env: Some(provider.env.iter().filter(|e| env(e).is_some()).map(|e| e.to_string()).collect()),
+        // The screenshot lands in the thread's outputs; nothing else needs files.
+        filesystem: Some(if tool == "web_capture" { FilesGrant::Outputs } else { FilesGrant::None }),
+        // HTML pages are parsed into a DOM; providers answer within their own 30 s timeouts.
+        memory_mb: Some(256),
+        timeout_s: Some(90.0),
+        allow_private_addresses: (provider.self_hosted && allow_private(extra)).then_some(true),
+        ..Default::default()
+    })
 }
 
 /// The config a community tool receives: its entry's keys, except where DeerFlow reads another
@@ -267,22 +260,22 @@ mod tests {
     #[test]
     fn defaults_reach_only_the_provider() {
         let c = ComponentRef::Bundled(COMPONENT.into());
-        std::env::set_var("SERPER_API_KEY", "k");
-        let caps = capabilities(&c, "serper.web_search", None, &Map::new()).unwrap();
-        std::env::remove_var("SERPER_API_KEY");
-        assert_eq!(caps.network.len(), 1);
-        assert_eq!(caps.env, vec!["SERPER_API_KEY".to_string()]);
-        assert!(capabilities(&c, "serper.web_search", None, &Map::new()).unwrap().env.is_empty());
-        assert!(!caps.allow_private_addresses && caps.filesystem.is_none());
-        let caps = capabilities(&c, "crawl4ai.web_fetch", None, &Map::new()).unwrap();
-        assert!(caps.network.is_empty(), "a self-hosted service needs an explicit grant");
+        let with_key = |k: &str| (k == "SERPER_API_KEY").then(|| "k".to_string());
+        let none = |_: &str| None;
+        let caps = capabilities(&c, "serper.web_search", &Map::new(), &with_key).unwrap();
+        assert_eq!(caps.network.as_ref().map(Vec::len), Some(1));
+        assert_eq!(caps.env, Some(vec!["SERPER_API_KEY".to_string()]));
+        assert_eq!(capabilities(&c, "serper.web_search", &Map::new(), &none).unwrap().env, Some(vec![]));
+        assert!(caps.allow_private_addresses.is_none() && caps.filesystem == Some(FilesGrant::None));
+        let caps = capabilities(&c, "crawl4ai.web_fetch", &Map::new(), &none).unwrap();
+        assert_eq!(caps.network, Some(vec![]), "a self-hosted service needs an explicit grant");
         let mut extra = Map::new();
         extra.insert("allow_private_addresses".into(), Value::Bool(true));
-        assert!(capabilities(&c, "crawl4ai.web_fetch", None, &extra).unwrap().allow_private_addresses);
-        assert!(!capabilities(&c, "serper.web_search", None, &extra).unwrap().allow_private_addresses);
-        let cap = capabilities(&c, "browserless.web_capture", None, &Map::new()).unwrap();
-        assert_eq!(cap.filesystem, Some(FilesystemAccess::Outputs));
-        assert!(capabilities(&ComponentRef::Bundled("hello".into()), "serper.web_search", None, &extra).is_none());
+        assert_eq!(capabilities(&c, "crawl4ai.web_fetch", &extra, &none).unwrap().allow_private_addresses, Some(true));
+        assert_eq!(capabilities(&c, "serper.web_search", &extra, &none).unwrap().allow_private_addresses, None);
+        let cap = capabilities(&c, "browserless.web_capture", &Map::new(), &none).unwrap();
+        assert_eq!(cap.filesystem, Some(FilesGrant::Outputs));
+        assert!(capabilities(&ComponentRef::Bundled("hello".into()), "serper.web_search", &extra, &none).is_none());
     }
 
     #[test]

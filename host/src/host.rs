@@ -14,11 +14,9 @@ use toolhost_core::{
 use crate::assembly::{
     get_available_tools, Assembly, AssemblyFacts, AssemblyRequest, Builtin, ConfigEntry, ConfigEntryState, ToolLayer,
 };
-use crate::config::{
-    self, AppConfig, Capabilities, ComponentRef, FilesystemAccess, LoadedConfig, ResolvedUse, ToolConfig,
-};
+use crate::config::{self, AppConfig, CapabilitiesConfig, LoadedConfig, ResolvedUse, ToolConfig};
 use crate::middleware::{Pipeline, ToolRequest};
-use crate::runtime::{CapabilitySet, ConcurrencyLimits, FsGrant, Runtime, RuntimeOptions};
+use crate::runtime::{CapabilitySet, ComponentRef, ConcurrencyLimits, FilesGrant, Runtime, RuntimeOptions};
 use crate::state_store::{StateError, ThreadStore};
 use crate::tools::component::ComponentTool;
 
@@ -38,6 +36,13 @@ pub struct HostOptions {
     /// A PEM file of CA certificates that components' outbound HTTPS trusts besides the web PKI
     /// roots (a private CA, a TLS-inspecting proxy). `new` reads `TOOLHOST_EXTRA_CA_CERTS`.
     pub extra_ca_certs: Option<PathBuf>,
+    /// `write_file`'s cap on a single non-append write: DeerFlow's `DEERFLOW_WRITE_FILE_MAX_BYTES`,
+    /// as its text (`"100000"`, `" 2000 "`, `"0"`). The file tool reads it as DeerFlow does —
+    /// Python's `int()`; `<= 0` disables the guard; text that is not an integer, or `None`, gives
+    /// DeerFlow's default of 80 KiB. Kept as text so a value reaches the tool exactly as DeerFlow
+    /// would see it in its environment. The library reads no environment for it; the CLI fills
+    /// it from `DEERFLOW_WRITE_FILE_MAX_BYTES`.
+    pub write_file_max_bytes: Option<String>,
 }
 
 impl HostOptions {
@@ -49,6 +54,7 @@ impl HostOptions {
             cache_dir: None,
             extensions_path: None,
             extra_ca_certs: extra_ca_certs_from_env(),
+            write_file_max_bytes: None,
         }
     }
 }
@@ -66,7 +72,7 @@ pub fn default_data_dir() -> PathBuf {
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     #[error(transparent)]
-    Config(#[from] config::LoadError),
+    Config(#[from] config::ConfigLoadError),
     #[error("cannot start the wasm runtime: {0}")]
     Runtime(String),
     #[error(transparent)]
@@ -144,7 +150,8 @@ impl Toolhost {
         let skills = crate::wiring::skill_store(&config.config, &shared);
         let public_skills = crate::wiring::public_skill_states(extensions.as_ref());
         let disabled_skills = crate::wiring::disabled_skill_dirs(&skills, &public_skills, &mut problems);
-        let sandbox_json = sandbox_json(&config.config, &shared, &disabled_skills);
+        let sandbox_json =
+            sandbox_json(&config.config, &shared, &disabled_skills, opts.write_file_max_bytes.as_deref());
         let mut entries = Vec::new();
         let mut host_bash = None;
         for (i, tc) in config.config.tools.iter().enumerate() {
@@ -547,23 +554,28 @@ fn resolve(base: &Path, p: &str) -> PathBuf {
 }
 
 /// The sandbox settings component tools receive (see `wit/tool.wit`, `call-context.sandbox`).
-fn sandbox_json(c: &AppConfig, shared: &SharedRoots, disabled_skills: &[String]) -> Value {
+fn sandbox_json(
+    c: &AppConfig,
+    shared: &SharedRoots,
+    disabled_skills: &[String],
+    write_file_max_bytes: Option<&str>,
+) -> Value {
     let s = c.sandbox_or_default();
     serde_json::json!({
         "read_file_output_max_chars": s.read_file_output_max_chars,
         "ls_output_max_chars": s.ls_output_max_chars,
         "mounts": shared.mounts().iter().map(|m| serde_json::json!({"container_path": m.vpath, "read_only": m.read_only})).collect::<Vec<_>>(),
         "skills_container_path": c.skills.container_path,
-        "write_file_max_bytes": std::env::var("DEERFLOW_WRITE_FILE_MAX_BYTES").ok(),
+        "write_file_max_bytes": write_file_max_bytes,
         "disabled_skills": disabled_skills,
     })
 }
 
 /// Default capabilities of bundled components (what DeerFlow's equivalents touch).
-fn bundled_defaults(component: &ComponentRef) -> Option<Capabilities> {
+fn bundled_defaults(component: &ComponentRef) -> Option<CapabilitiesConfig> {
     match component {
-        ComponentRef::Bundled(n) if n == "sandbox-fs" => Some(Capabilities {
-            filesystem: Some(FilesystemAccess::UserData),
+        ComponentRef::Bundled(n) if n == "sandbox-fs" => Some(CapabilitiesConfig {
+            filesystem: Some(FilesGrant::UserData),
             memory_mb: Some(256),
             timeout_s: Some(60.0),
             output_bytes: Some(16 << 20),
@@ -589,27 +601,6 @@ fn runtime_problems(c: &AppConfig, runtime: &Runtime) -> Vec<Problem> {
         });
     }
     out
-}
-
-fn capability_set(caps: Option<&Capabilities>, problems: &mut Vec<String>) -> Result<CapabilitySet, String> {
-    let mut set = CapabilitySet::default();
-    let Some(c) = caps else { return Ok(set) };
-    set.fs = match c.filesystem {
-        None | Some(FilesystemAccess::None) => FsGrant::None,
-        Some(FilesystemAccess::ReadOnly) => FsGrant::ReadOnly,
-        Some(FilesystemAccess::UserData) => FsGrant::UserData,
-        Some(FilesystemAccess::Outputs) => FsGrant::Outputs,
-    };
-    for name in &c.env {
-        match std::env::var(name) {
-            Ok(v) => set.env.push((name.clone(), v)),
-            Err(_) => problems.push(format!("capability env var {name} is not set on the host; not passed")),
-        }
-    }
-    let rules = c.network.iter().map(|h| h.0.clone()).collect();
-    set.network = Arc::new(crate::runtime::NetGrant::new(rules, c.allow_private_addresses));
-    set.limits = c.call_limits(set.limits).map_err(|e| format!("capabilities.{e}"))?;
-    Ok(set)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -657,10 +648,13 @@ fn build_entry(
             };
             let mut warnings = Vec::new();
             let extra: Map<String, Value> = tc.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            let caps_cfg = crate::community::capabilities(&component, &listed.name, tc.capabilities.as_ref(), &extra)
-                .or_else(|| tc.capabilities.clone())
-                .or_else(|| bundled_defaults(&component));
-            let caps = match capability_set(caps_cfg.as_ref(), &mut warnings) {
+            // The entry's block over the bundled component's defaults, key by key.
+            let env = |k: &str| std::env::var(k).ok();
+            let defaults = crate::community::capabilities(&component, &listed.name, &extra, &env)
+                .or_else(|| bundled_defaults(&component))
+                .unwrap_or_default();
+            let caps_cfg = tc.capabilities.clone().unwrap_or_default().merged_over(&defaults);
+            let caps = match CapabilitySet::resolve(&caps_cfg, &env, &mut warnings) {
                 Ok(c) => c,
                 Err(e) => return ConfigEntryState::Failed(e),
             };

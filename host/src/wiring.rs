@@ -13,14 +13,15 @@ use crate::assembly::{Assembly, AssemblyRequest, Builtin, BuiltinCondition, Expl
 use crate::config::AppConfig;
 use crate::host::{HostOptions, Problem, Severity};
 use crate::middleware::{
-    Clarification, DeferredGate, Middleware, Pipeline, ReadBeforeWrite, SandboxAudit, SkillPolicy, ThreadDiskQuota,
-    ToolErrorHandling, ToolResultSanitization,
+    ClarificationMiddleware, DeferredToolFilterMiddleware, Middleware, Pipeline, ReadBeforeWriteMiddleware,
+    SandboxAuditMiddleware, SkillToolPolicyMiddleware, ThreadDiskQuotaMiddleware, ToolErrorHandlingMiddleware,
+    ToolResultSanitizationMiddleware,
 };
 use toolhost_core::SharedRoots;
 
 /// The tool-call middleware chain, outermost first, in DeerFlow's lead-agent order (spec §1.2):
-/// ToolResultSanitization → SandboxAudit → ReadBeforeWrite → ToolErrorHandling → SkillToolPolicy →
-/// DeferredToolFilter → Clarification. (McpRouting, which DeerFlow runs before the deferred filter, acts before the
+/// ToolResultSanitizationMiddleware → SandboxAuditMiddleware → ReadBeforeWriteMiddleware → ToolErrorHandlingMiddleware → SkillToolPolicy →
+/// DeferredToolFilter → ClarificationMiddleware. (McpRouting, which DeerFlow runs before the deferred filter, acts before the
 /// model call, not around a tool call: it is [`crate::Toolhost::auto_promote`].)
 pub fn pipeline(
     config: &AppConfig,
@@ -28,18 +29,18 @@ pub fn pipeline(
     public: toolhost_skills::PublicSkillStates,
 ) -> Pipeline {
     let mut layers: Vec<Arc<dyn Middleware>> = vec![
-        Arc::new(ToolResultSanitization),
-        Arc::new(SandboxAudit),
-        Arc::new(ReadBeforeWrite::new(config.read_before_write.enabled)),
-        Arc::new(ToolErrorHandling),
-        Arc::new(SkillPolicy::new(skills, public)),
-        Arc::new(DeferredGate),
-        Arc::new(Clarification { disable: false }),
+        Arc::new(ToolResultSanitizationMiddleware),
+        Arc::new(SandboxAuditMiddleware),
+        Arc::new(ReadBeforeWriteMiddleware::new(config.read_before_write.enabled)),
+        Arc::new(ToolErrorHandlingMiddleware),
+        Arc::new(SkillToolPolicyMiddleware::new(skills, public)),
+        Arc::new(DeferredToolFilterMiddleware),
+        Arc::new(ClarificationMiddleware { disable: false }),
     ];
     // toolhost's own layer, only when configured: right inside the read-before-write gate, so a
     // write the gate refuses never counts.
     if let Some(mb) = config.sandbox.as_ref().and_then(|s| s.thread_disk_quota_mb) {
-        layers.insert(3, Arc::new(ThreadDiskQuota::new(mb)));
+        layers.insert(3, Arc::new(ThreadDiskQuotaMiddleware::new(mb)));
     }
     Pipeline::new(layers)
 }

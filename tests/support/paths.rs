@@ -1,5 +1,5 @@
 //! Where the end-to-end tests find things: the repository root, the test peers installed by
-//! scripts/install-peers.sh, and the shared conformance vectors.
+//! scripts/install-peers.sh, and the conformance vectors kept in `tests/conformance/`.
 
 #![allow(dead_code)]
 
@@ -17,7 +17,7 @@ pub fn peer(rel: &str) -> PathBuf {
     p
 }
 
-/// `../shared/conformance`, beside the repository.
+/// `tests/conformance`: DeerFlow's vectors, copied into the repository (see its README).
 pub fn conformance() -> PathBuf {
-    root().join("../shared/conformance")
+    root().join("tests/conformance")
 }

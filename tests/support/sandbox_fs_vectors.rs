@@ -1,7 +1,7 @@
 //! The sandbox_fs.json vector logic shared by the native conformance test
 //! (guest-tools/sandbox-fs/tests/conformance.rs) and the host end-to-end test (tests/file_tools.rs):
 //! rebuilding the fixture, snapshotting the thread dir, and deriving each expected value, with
-//! toolhost's deliberate deviations (conformance/README.md) applied in one place.
+//! toolhost's deliberate deviations (tests/conformance/README.md) applied in one place.
 
 use std::collections::BTreeMap;
 use std::path::Path;

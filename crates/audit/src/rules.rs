@@ -115,7 +115,7 @@ pub fn classify_single(command: &str) -> Level {
 }
 
 // ---------------------------------------------------------------------------------------------
-// toolhost's stricter rules (conformance README, deviation 6)
+// toolhost's stricter rules (tests/conformance/README.md, deviation 6)
 // ---------------------------------------------------------------------------------------------
 
 /// Which stricter rule blocked a command DeerFlow would let through.

@@ -1,4 +1,4 @@
-//! Every vector of conformance/audit.json (DeerFlow as the oracle): DeerFlow's blocks are
+//! Every vector of tests/conformance/audit.json (DeerFlow as the oracle): DeerFlow's blocks are
 //! blocked with the exact message, its warnings warn with the exact suffix (or are blocked by a
 //! named stricter rule), its passes pass (or are blocked by a named stricter rule), and the
 //! splitter reproduces DeerFlow's parts.
@@ -7,7 +7,7 @@ use serde_json::Value;
 use toolhost_audit::{audit, audit_value, classify_deerflow, split_compound, BlockReason, StrictRule, Verdict};
 
 fn vectors() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/audit.json");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/audit.json");
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {path}: {e}"));
     serde_json::from_str(&text).expect("audit.json parses")
 }

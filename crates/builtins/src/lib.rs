@@ -14,14 +14,13 @@ pub mod todos;
 pub mod uploads;
 pub mod view_image;
 
-use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 /// DeerFlow's `PermissionError("Access denied: path traversal detected")`.
 pub const TRAVERSAL: &str = "Access denied: path traversal detected";
 
 use serde_json::Value;
-use toolhost_core::{Tool, ToolOutcome, ToolSource, ToolSpec};
+use toolhost_core::{ToolOutcome, ToolSource, ToolSpec};
 
 pub use agents::{AgentStore, SetupAgentTool, UpdateAgentTool};
 pub use clarification::{AskClarificationTool, Clarification};
@@ -29,70 +28,6 @@ pub use present_files::PresentFilesTool;
 pub use todos::WriteTodosTool;
 pub use uploads::ListUploadedFilesTool;
 pub use view_image::ViewImageTool;
-
-/// What the builtins need from the host besides the per-call [`toolhost_core::CallContext`]:
-/// DeerFlow reads these from `runtime.context` and the app config.
-#[derive(Debug, Clone, Default)]
-pub struct BuiltinsConfig {
-    /// The custom agents of the current user: `<agents_dir>/<name>/{config.yaml,SOUL.md}`
-    /// (DeerFlow's `{base_dir}/users/{user_id}/agents`).
-    pub agents_dir: PathBuf,
-    /// Where `setup_agent` writes the default agent's `SOUL.md` when the run has no agent name
-    /// (DeerFlow's `base_dir`).
-    pub base_dir: PathBuf,
-    /// `runtime.context["agent_name"]`: the custom agent being created (`setup_agent`) or
-    /// updated (`update_agent`).
-    pub agent_name: Option<String>,
-    /// `runtime.context["channel_name"]`; `update_agent` refuses to run on `github`.
-    pub channel_name: Option<String>,
-    /// The `models[].name` of config.yaml; `update_agent(model=…)` must name one of them.
-    pub model_names: Vec<String>,
-    /// `runtime.context["disable_clarification"]`: `ask_clarification` tells the agent to go on
-    /// instead of ending the run.
-    pub disable_clarification: bool,
-}
-
-/// Which conditional builtins to build; the lead decides from the model and the run
-/// (DeerFlow: `supports_vision`, plan mode, bootstrap, custom agent).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct BuiltinSelection {
-    pub view_image: bool,
-    pub write_todos: bool,
-    pub setup_agent: bool,
-    pub update_agent: bool,
-}
-
-/// The builtins this crate owns, in DeerFlow's `BUILTIN_TOOLS` order (`present_files`,
-/// `ask_clarification`, `list_uploaded_files`, `view_image`), followed by the lead-agent tools
-/// `setup_agent`, `update_agent` and the plan-mode `write_todos` when selected. The tools of
-/// other crates (`review_skill_package`, background tasks, `skill_manage`, `task`) slot in
-/// between by name.
-pub fn builtin_tools(config: &BuiltinsConfig, select: BuiltinSelection) -> Vec<Arc<dyn Tool>> {
-    let mut tools: Vec<Arc<dyn Tool>> = vec![
-        Arc::new(PresentFilesTool::new()),
-        Arc::new(AskClarificationTool::new(config.disable_clarification)),
-        Arc::new(ListUploadedFilesTool::new()),
-    ];
-    if select.view_image {
-        tools.push(Arc::new(ViewImageTool::new()));
-    }
-    let store = AgentStore::new(config.agents_dir.clone(), config.base_dir.clone());
-    if select.setup_agent {
-        tools.push(Arc::new(SetupAgentTool::new(store.clone(), config.agent_name.clone())));
-    }
-    if select.update_agent {
-        tools.push(Arc::new(UpdateAgentTool::new(
-            store,
-            config.agent_name.clone(),
-            config.channel_name.clone(),
-            config.model_names.clone(),
-        )));
-    }
-    if select.write_todos {
-        tools.push(Arc::new(WriteTodosTool::new()));
-    }
-    tools
-}
 
 static SPECS: OnceLock<Value> = OnceLock::new();
 
@@ -149,7 +84,7 @@ pub(crate) mod testutil {
 mod tests {
     use super::*;
     use serde_json::json;
-    use toolhost_core::StateUpdate;
+    use toolhost_core::{StateUpdate, Tool};
 
     /// Tool calls of one model turn run concurrently but their updates merge in call order.
     #[tokio::test]
@@ -186,9 +121,20 @@ mod tests {
 
     #[test]
     fn every_builtin_has_a_spec_without_injected_params() {
-        let config = BuiltinsConfig::default();
-        let all = BuiltinSelection { view_image: true, write_todos: true, setup_agent: true, update_agent: true };
-        let names: Vec<String> = builtin_tools(&config, all).iter().map(|t| t.spec().name.clone()).collect();
+        use std::sync::Arc;
+
+        // Every builtin this crate owns (the host's builtin list puts them in DeerFlow's order).
+        let store = AgentStore::new(std::env::temp_dir().join("agents"), std::env::temp_dir());
+        let all: Vec<Arc<dyn Tool>> = vec![
+            Arc::new(PresentFilesTool::new()),
+            Arc::new(AskClarificationTool::new(false)),
+            Arc::new(ListUploadedFilesTool::new()),
+            Arc::new(ViewImageTool::new()),
+            Arc::new(SetupAgentTool::new(store.clone(), None)),
+            Arc::new(UpdateAgentTool::new(store, None, None, vec![])),
+            Arc::new(WriteTodosTool::new()),
+        ];
+        let names: Vec<String> = all.iter().map(|t| t.spec().name.clone()).collect();
         assert_eq!(
             names,
             [
@@ -201,7 +147,7 @@ mod tests {
                 "write_todos"
             ]
         );
-        for tool in builtin_tools(&config, all) {
+        for tool in &all {
             let spec = tool.spec();
             assert!(!spec.description.is_empty(), "{}", spec.name);
             assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
@@ -211,8 +157,5 @@ mod tests {
             }
             assert_eq!(spec.source, ToolSource::Builtin);
         }
-        let minimal: Vec<String> =
-            builtin_tools(&config, BuiltinSelection::default()).iter().map(|t| t.spec().name.clone()).collect();
-        assert_eq!(minimal, ["present_files", "ask_clarification", "list_uploaded_files"]);
     }
 }

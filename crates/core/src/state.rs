@@ -3,7 +3,7 @@
 //!
 //! The reducers work on JSON values where DeerFlow's own channel types are loose, so that state
 //! written by DeerFlow round-trips unchanged. Each `merge_*` follows the Python function case by
-//! case (`None` keeps, `{}` clears, …); `conformance/reducers.json` and `merge_promoted.json` pin
+//! case (`None` keeps, `{}` clears, …); `tests/conformance/reducers.json` and `merge_promoted.json` pin
 //! them down.
 
 use serde::{Deserialize, Serialize};
@@ -598,7 +598,7 @@ mod tests {
     use serde_json::json;
 
     fn load(file: &str) -> Vec<Value> {
-        let path = format!("{}/../../../shared/conformance/{file}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!("{}/../../tests/conformance/{file}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
         let doc: Value = serde_json::from_str(&text).expect("vector file is JSON");
         doc["cases"].as_array().expect("cases").clone()

@@ -1,18 +1,25 @@
-//! 10 000-tool catalog: building the catalog (conversion + hash), hashing alone, and
-//! `tool_search` for each query form.
+//! 10 000-tool catalog: from the MCP tool schemas to `catalog_hash` (conversion included, as
+//! DeerFlow's figure is), a rebuild after one tool changed, the search index a first search
+//! builds, and `tool_search` for each query form. Criterion prints its estimates (means); under
+//! `cargo bench` a plain loop then prints medians (`DEFERRED_MEDIAN_RUNS`, default 30), with the
+//! catalog's hash so that scripts/bench-deerflow.py's figure can be checked to hash the same tools.
 
 use std::hint::black_box;
+use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use criterion::{criterion_group, BatchSize, Criterion};
 use serde_json::json;
+use toolhost_core::ToolSpec;
 use toolhost_deferred::pyre::CatalogRegex;
-use toolhost_deferred::{DeferredCatalog, DeferredToolInput, PyValue, ToolSearchTool};
+use toolhost_deferred::{DeferredCatalog, DeferredToolInput, ToolSearchTool};
 
 const SERVICES: [&str; 10] =
     ["slack", "github", "calendar", "gmail", "notion", "jira", "gdrive", "postgres", "maps", "weather"];
 const VERBS: [&str; 8] = ["send", "list", "search", "create", "export", "delete", "update", "get"];
 
-fn tools(n: usize) -> Vec<DeferredToolInput> {
+/// The catalog as MCP servers list it: name, description, input schema (scripts/bench-deerflow.py
+/// builds the same tools for DeerFlow).
+fn specs(n: usize) -> Vec<ToolSpec> {
     (0..n)
         .map(|i| {
             let service = SERVICES[i % SERVICES.len()];
@@ -29,29 +36,57 @@ fn tools(n: usize) -> Vec<DeferredToolInput> {
                 },
                 "required": ["id"]
             });
-            DeferredToolInput {
+            ToolSpec {
                 name: format!("{service}_{verb}_{i}"),
                 description: format!("{verb} {service} data for item {i}; works with the {service} API."),
-                schema: PyValue::from_json(&schema),
+                parameters: schema,
+                group: None,
+                source: toolhost_core::ToolSource::Mcp { server: service.to_string() },
             }
         })
         .collect()
 }
 
+fn inputs(specs: &[ToolSpec]) -> Vec<DeferredToolInput> {
+    specs.iter().map(DeferredToolInput::from_spec).collect()
+}
+
+/// A new version of one tool (its description changed), for a rebuild that keeps the others.
+fn one_changed(inputs: &[DeferredToolInput]) -> DeferredToolInput {
+    let mut t = inputs[4321].clone();
+    t.description.push_str(" (v2)");
+    t
+}
+
 fn bench(c: &mut Criterion) {
-    let inputs = tools(10_000);
+    let specs = specs(10_000);
+    let inputs = inputs(&specs);
     let catalog = DeferredCatalog::new(inputs.clone()).expect("bench catalog converts");
-    c.bench_function("catalog_build_10k (convert + hash)", |b| {
+    c.bench_function("catalog_from_specs_10k (schemas -> hash, end to end)", |b| {
+        b.iter_with_large_drop(|| DeferredCatalog::from_specs(black_box(&specs)))
+    });
+    c.bench_function("catalog_build_10k (parsed schemas -> hash)", |b| {
         b.iter_batched(|| inputs.clone(), DeferredCatalog::new, BatchSize::LargeInput)
     });
-    c.bench_function("catalog_hash_10k (blob + sha256)", |b| b.iter(|| black_box(&catalog).compute_hash()));
-    c.bench_function("catalog_blob_10k (blob only)", |b| b.iter(|| black_box(&catalog).hash_blob().len()));
+    c.bench_function("catalog_rebuild_10k (one tool changed)", |b| {
+        b.iter_batched(
+            || (catalog.clone(), one_changed(&inputs)),
+            |(c, t)| c.rebuild(|k| k.name != t.name, [t.clone()]),
+            BatchSize::LargeInput,
+        )
+    });
+    c.bench_function("catalog_hash_10k (render + sha256, converted)", |b| {
+        b.iter(|| black_box(&catalog).compute_hash())
+    });
     let blob = catalog.hash_blob();
     c.bench_function("sha256_of_blob_10k", |b| {
         b.iter(|| {
             use sha2::Digest;
             sha2::Sha256::digest(black_box(blob.as_bytes()))[0]
         })
+    });
+    c.bench_function("first search (builds the search index)", |b| {
+        b.iter_batched(|| catalog.clone(), |c| c.search("select:slack_send_0").len(), BatchSize::LargeInput)
     });
     for q in ["item 9999", "calendar.*export", "send"] {
         c.bench_function(&format!("compile `{q}`"), |b| b.iter(|| CatalogRegex::compile(black_box(q)).is_literal()));
@@ -69,5 +104,99 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
-criterion_main!(benches);
+/// Medians of plain timed loops, for BENCHMARKS.md (criterion's point estimates are means).
+/// Inputs are prepared and results dropped outside the timed part.
+fn medians() {
+    let runs: usize = std::env::var("DEFERRED_MEDIAN_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(30);
+    let specs = specs(10_000);
+    let inputs = inputs(&specs);
+    let catalog = DeferredCatalog::new(inputs.clone()).expect("bench catalog converts");
+    /// (median, minimum) in ms; on a loaded machine the minimum is the closer to the cost itself.
+    fn median_ms<I, O>(runs: usize, mut prepare: impl FnMut() -> I, mut run: impl FnMut(I) -> O) -> (f64, f64) {
+        let mut t: Vec<f64> = (0..runs)
+            .map(|_| {
+                let input = prepare();
+                let start = Instant::now();
+                let out = black_box(run(input));
+                let ms = start.elapsed().as_secs_f64() * 1000.0;
+                drop(out);
+                ms
+            })
+            .collect();
+        t.sort_by(f64::total_cmp);
+        (t[t.len() / 2], t[0])
+    }
+    println!("\ncatalog of 10 000 tools, medians of {runs} runs (catalog_hash {})", catalog.hash());
+    let rows = [
+        (
+            "from_specs: MCP schemas -> catalog_hash (end to end)",
+            median_ms(runs, || (), |()| DeferredCatalog::from_specs(&specs)),
+        ),
+        ("new: parsed schemas -> catalog_hash", median_ms(runs, || inputs.clone(), DeferredCatalog::new)),
+        (
+            "rebuild: one tool changed",
+            median_ms(
+                runs,
+                || (catalog.clone(), one_changed(&inputs)),
+                |(c, t)| c.rebuild(|k| k.name != t.name, [t.clone()]),
+            ),
+        ),
+        ("render + sha256 of converted tools", median_ms(runs, || (), |()| catalog.compute_hash())),
+        (
+            "first search (index build + select)",
+            median_ms(runs, || catalog.clone(), |c| c.search("select:slack_send_0").len()),
+        ),
+    ];
+    for (name, (median, min)) in rows {
+        println!("DEFERRED_MEDIAN {name:<52} {median:>8.2} ms (min {min:.2})");
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    targets = bench
+}
+
+fn main() {
+    // `DEFERRED_PROFILE=render|new|rebuild|search|specs:N`: only that, N times, printing the
+    // median and minimum; for a profiler, `perf stat`, or a side-by-side with another build.
+    if let Ok(what) = std::env::var("DEFERRED_PROFILE") {
+        let (what, n) = what.split_once(':').unwrap_or((what.as_str(), "20"));
+        let n: usize = n.parse().unwrap_or(20);
+        let specs = specs(10_000);
+        let inputs = inputs(&specs);
+        let catalog = DeferredCatalog::new(inputs.clone()).expect("converts");
+        let mut t: Vec<f64> = Vec::new();
+        for _ in 0..n {
+            let i = if what == "new" { inputs.clone() } else { Vec::new() };
+            let c = if matches!(what, "search" | "rebuild") { Some(catalog.clone()) } else { None };
+            let start = Instant::now();
+            let out: Box<dyn std::any::Any> = match (what, c) {
+                ("render", _) => Box::new(catalog.compute_hash()),
+                ("new", _) => Box::new(DeferredCatalog::new(i)),
+                ("rebuild", Some(c)) => {
+                    let t = one_changed(&inputs);
+                    Box::new(c.rebuild(|k| k.name != t.name, [t.clone()]))
+                }
+                ("search", Some(c)) => Box::new(c.search("select:slack_send_0").len()),
+                _ => Box::new(DeferredCatalog::from_specs(&specs)),
+            };
+            t.push(start.elapsed().as_secs_f64() * 1000.0);
+            drop(black_box(out));
+        }
+        t.sort_by(f64::total_cmp);
+        if !t.is_empty() {
+            println!("{what}: median {:.2} min {:.2} (hash {})", t[t.len() / 2], t[0], catalog.hash());
+        }
+        return;
+    }
+    let bench_mode = std::env::args().any(|a| a == "--bench");
+    if std::env::var_os("DEFERRED_MEDIANS_ONLY").is_none() {
+        benches();
+        criterion::Criterion::default().configure_from_args().final_summary();
+    }
+    if bench_mode {
+        medians();
+    }
+}

@@ -3,7 +3,7 @@
 //! Everything a search needs per tool is computed once when the catalog is built.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use memchr::memmem;
 
@@ -172,13 +172,31 @@ fn word_chars_differ(text: &str) -> bool {
 }
 
 /// An immutable catalog of deferred tools.
+///
+/// Building one converts every tool and renders DeerFlow's hash blob once, straight into one
+/// buffer that is hashed as it grows; each tool's entry is a span of that buffer, so
+/// [`DeferredCatalog::rebuild`] re-renders only the tools that changed. The search indexes are
+/// built on the first search: most catalogs are built far more often than searched.
 #[derive(Debug, Clone)]
 pub struct DeferredCatalog {
     tools: Vec<CatalogTool>,
-    names: HashSet<String>,
+    /// The tools' names, when asked for.
+    names: OnceLock<HashSet<String>>,
     hash: String,
-    /// name → positions in catalog order (names may repeat).
-    by_name: HashMap<String, Vec<usize>>,
+    /// `json.dumps([{"name", "schema"} sorted by name], sort_keys=True, ensure_ascii=False)`.
+    blob: String,
+    /// Positions of the tools in blob (name) order.
+    order: Vec<usize>,
+    /// Per tool, in catalog order: its entry's byte span in `blob`.
+    spans: Vec<(usize, usize)>,
+    index: OnceLock<SearchIndex>,
+    /// Compiled queries, as Python's `re` module caches compiled patterns.
+    regex_cache: Arc<Mutex<HashMap<String, Arc<CatalogRegex>>>>,
+}
+
+/// What a search needs per tool, computed once.
+#[derive(Debug, Clone)]
+struct SearchIndex {
     /// Every tool's `"{name} {description}"`.
     searchable: Joined,
     /// Every tool's lowercased name.
@@ -186,49 +204,114 @@ pub struct DeferredCatalog {
     /// Some searchable character is a word character for the regex engine but not for Python
     /// or the reverse; `\b` then needs the exact (slower) spelling.
     word_chars_differ: bool,
-    /// Compiled queries, as Python's `re` module caches compiled patterns.
-    regex_cache: Arc<Mutex<HashMap<String, Arc<CatalogRegex>>>>,
+}
+
+impl SearchIndex {
+    fn new(tools: &[CatalogTool]) -> Self {
+        // `f"{name} {description}"`, the text regex queries run over, for every tool.
+        let mut searchable = Joined::default();
+        let mut names_lower = Joined::default();
+        for t in tools {
+            searchable.push(&t.name, Some(&t.description));
+            if t.name.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+                names_lower.push(&t.name, None);
+            } else {
+                names_lower.push(&py_lower(&t.name), None);
+            }
+        }
+        let word_chars_differ = word_chars_differ(&searchable.text);
+        Self { searchable, names_lower, word_chars_differ }
+    }
 }
 
 /// Compiled queries kept per catalog before the cache starts over.
 const REGEX_CACHE_SIZE: usize = 256;
 
+/// Where a tool's rendered entry is while a rebuilt catalog is assembled.
+enum Entry {
+    /// A span of the previous catalog's blob.
+    Old((usize, usize)),
+    /// A span of the newly rendered entries.
+    New((usize, usize)),
+}
+
+/// Bytes of blob rendered between two hasher updates: few enough to still be in cache.
+const HASH_STEP: usize = 64 * 1024;
+
 impl DeferredCatalog {
     /// Convert every tool and compute the hash. Fails, as DeerFlow's hashing does, when a
     /// schema cannot be converted (e.g. an unresolvable `$ref`).
     pub fn new(tools: impl IntoIterator<Item = DeferredToolInput>) -> Result<Self, ConvertError> {
+        // Each tool is rendered right after its conversion walked its schema, while that is still
+        // in cache, into a scratch buffer in catalog order; the blob then takes the entries in
+        // name order from there.
+        let tools = tools.into_iter();
+        let mut scratch = String::with_capacity(tools.size_hint().0 * ENTRY_GUESS);
+        let mut local: Vec<(usize, usize)> = Vec::with_capacity(tools.size_hint().0);
         let tools = tools
-            .into_iter()
             .map(|t| {
-                let function = convert_tool(&t.name, &t.description, t.schema)?;
-                Ok(CatalogTool { name: t.name, description: t.description, function })
+                let tool = convert_input(t)?;
+                let start = scratch.len();
+                render_entry(&tool, &mut scratch);
+                local.push((start, scratch.len()));
+                Ok(tool)
             })
             .collect::<Result<Vec<_>, ConvertError>>()?;
-        let names = tools.iter().map(|t| t.name.clone()).collect();
-        let mut by_name: HashMap<String, Vec<usize>> = HashMap::with_capacity(tools.len());
-        for (i, t) in tools.iter().enumerate() {
-            by_name.entry(t.name.clone()).or_default().push(i);
+        let order = name_order(&tools);
+        Ok(Self::assemble(tools, order, |i| Some(&scratch[local[i].0..local[i].1])))
+    }
+
+    /// The catalog of this one's tools that `keep` accepts (in this catalog's order) followed by
+    /// `added`: what [`DeferredCatalog::new`] builds from those tools (tested), in a fraction of
+    /// its time when few tools change, as when one MCP server's tools change
+    /// (`tools/list_changed`): a kept tool is neither converted nor rendered again, its entry is
+    /// copied from this catalog's blob; only the added tools are converted and rendered.
+    pub fn rebuild(
+        self,
+        mut keep: impl FnMut(&CatalogTool) -> bool,
+        added: impl IntoIterator<Item = DeferredToolInput>,
+    ) -> Result<Self, ConvertError> {
+        let Self { tools: old_tools, blob: old_blob, spans: old_spans, .. } = self;
+        let mut scratch = String::new();
+        let mut entries: Vec<Entry> = Vec::with_capacity(old_tools.len());
+        let mut tools: Vec<CatalogTool> = Vec::with_capacity(old_tools.len());
+        for (tool, span) in old_tools.into_iter().zip(old_spans) {
+            if keep(&tool) {
+                entries.push(Entry::Old(span));
+                tools.push(tool);
+            }
         }
-        // `f"{name} {description}"`, the text regex queries run over, for every tool.
-        let mut searchable = Joined::default();
-        let mut names_lower = Joined::default();
-        for t in &tools {
-            searchable.push(&t.name, Some(&t.description));
-            names_lower.push(&py_lower(&t.name), None);
+        for t in added {
+            let tool = convert_input(t)?;
+            let start = scratch.len();
+            render_entry(&tool, &mut scratch);
+            entries.push(Entry::New((start, scratch.len())));
+            tools.push(tool);
         }
-        let word_chars_differ = word_chars_differ(&searchable.text);
-        let mut catalog = Self {
+        let order = name_order(&tools);
+        Ok(Self::assemble(tools, order, |i| match entries[i] {
+            Entry::Old((s, e)) => Some(&old_blob[s..e]),
+            Entry::New((s, e)) => Some(&scratch[s..e]),
+        }))
+    }
+
+    /// The catalog of converted `tools` in blob `order`, rendering each entry unless `cached(i)`
+    /// has it.
+    fn assemble<'a>(tools: Vec<CatalogTool>, order: Vec<usize>, cached: impl Fn(usize) -> Option<&'a str>) -> Self {
+        let (blob, spans, hash) = render_and_hash(&order, |i, out| match cached(i) {
+            Some(entry) => out.push_str(entry),
+            None => render_entry(&tools[i], out),
+        });
+        Self {
             tools,
-            names,
-            hash: String::new(),
-            by_name,
-            searchable,
-            names_lower,
-            word_chars_differ,
+            names: OnceLock::new(),
+            hash,
+            blob,
+            order,
+            spans,
+            index: OnceLock::new(),
             regex_cache: Arc::default(),
-        };
-        catalog.hash = catalog.compute_hash();
-        Ok(catalog)
+        }
     }
 
     /// A catalog of tool specs (see [`DeferredToolInput::from_spec`] on number precision).
@@ -236,12 +319,10 @@ impl DeferredCatalog {
         Self::new(specs.into_iter().map(DeferredToolInput::from_spec))
     }
 
-    /// Recompute the hash from the converted functions (what construction stores in `hash`).
-    /// The blob is streamed into the hasher in chunks rather than built whole.
+    /// Recompute the hash from the converted functions, rendering every entry afresh (what
+    /// construction stores in `hash`).
     pub fn compute_hash(&self) -> String {
-        let mut hasher = Sha256::new();
-        self.write_blob(|chunk| hasher.update(chunk.as_bytes()));
-        hex::encode(&hasher.finalize()[..8])
+        render_and_hash(&self.order, |i, out| render_entry(&self.tools[i], out)).2
     }
 
     /// `catalog_hash`: first 16 hex of sha256 over [`Self::hash_blob`].
@@ -250,7 +331,7 @@ impl DeferredCatalog {
     }
 
     pub fn names(&self) -> &HashSet<String> {
-        &self.names
+        self.names.get_or_init(|| self.tools.iter().map(|t| t.name.clone()).collect())
     }
 
     pub fn tools(&self) -> &[CatalogTool] {
@@ -268,42 +349,18 @@ impl DeferredCatalog {
     /// The exact text DeerFlow hashes: `json.dumps([{"name", "schema"} sorted by name],
     /// sort_keys=True, ensure_ascii=False)`.
     pub fn hash_blob(&self) -> String {
-        let mut blob = String::new();
-        self.write_blob(|chunk| blob.push_str(chunk));
-        blob
+        self.blob.clone()
     }
 
-    fn write_blob(&self, mut sink: impl FnMut(&str)) {
-        let mut order: Vec<&CatalogTool> = self.tools.iter().collect();
-        // Stable, by code point (byte order of UTF-8), like Python's `sorted(key=name)`.
-        order.sort_by(|a, b| a.name.cmp(&b.name));
-        // Large catalogs are rendered in slices on all cores; the slices are hashed in order, so
-        // the bytes are exactly those of the sequential rendering.
-        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
-        let parts: Vec<String> = if order.len() < PARALLEL_BLOB_MIN_TOOLS || threads < 2 {
-            vec![render_entries(&order)]
-        } else {
-            let per = order.len().div_ceil(threads);
-            std::thread::scope(|scope| {
-                let handles: Vec<_> =
-                    order.chunks(per).map(|slice| scope.spawn(move || render_entries(slice))).collect();
-                handles
-                    .into_iter()
-                    .map(|h| match h.join() {
-                        Ok(part) => part,
-                        Err(panic) => std::panic::resume_unwind(panic),
-                    })
-                    .collect()
-            })
-        };
-        sink("[");
-        for (i, part) in parts.iter().enumerate() {
-            if i > 0 {
-                sink(", ");
-            }
-            sink(part);
-        }
-        sink("]");
+    /// Positions of the tools named `name` (catalog order among them), from the name order.
+    fn named(&self, name: &str) -> &[usize] {
+        let first = self.order.partition_point(|&i| self.tools[i].name.as_str() < name);
+        let len = self.order[first..].iter().take_while(|&&i| self.tools[i].name == name).count();
+        &self.order[first..first + len]
+    }
+
+    fn index(&self) -> &SearchIndex {
+        self.index.get_or_init(|| SearchIndex::new(&self.tools))
     }
 
     /// `DeferredToolCatalog.search(query)`: matching tools, in result order.
@@ -314,8 +371,7 @@ impl DeferredCatalog {
         }
         if let Some(list) = query.strip_prefix("select:") {
             // Uncapped, catalog order, unknown names ignored.
-            let mut hits: Vec<usize> =
-                list.split(',').map(py_strip).filter_map(|n| self.by_name.get(n)).flatten().copied().collect();
+            let mut hits: Vec<usize> = list.split(',').map(py_strip).flat_map(|n| self.named(n)).copied().collect();
             hits.sort_unstable();
             hits.dedup();
             return hits.into_iter().map(|i| &self.tools[i]).collect();
@@ -327,10 +383,11 @@ impl DeferredCatalog {
             let mut candidates = self.name_contains(&py_lower(required));
             if let Some(rest) = rest {
                 let re = self.compile(rest);
+                let searchable = &self.index().searchable;
                 let counts: Vec<usize> = if re.is_context_sensitive() {
-                    candidates.iter().map(|&i| re.count(self.searchable.entry(i))).collect()
+                    candidates.iter().map(|&i| re.count(searchable.entry(i))).collect()
                 } else {
-                    Joined::new(candidates.iter().map(|&i| self.searchable.entry(i))).counts(&re)
+                    Joined::new(candidates.iter().map(|&i| searchable.entry(i))).counts(&re)
                 };
                 let mut scored: Vec<(usize, usize)> = counts.into_iter().zip(candidates).collect();
                 // Stable sort, descending, as `list.sort(key=…, reverse=True)`.
@@ -354,26 +411,27 @@ impl DeferredCatalog {
             }
             best.len() < MAX_RESULTS
         };
+        let searchable = &self.index().searchable;
         if let Some(bytes) = re.required_bytes() {
             // A literal query: only texts holding its caseless run can match; verify those.
             let mut last = usize::MAX;
-            for pos in memmem::find_iter(self.searchable.text.as_bytes(), bytes.as_bytes()) {
-                let i = self.searchable.entry_at(pos);
+            for pos in memmem::find_iter(searchable.text.as_bytes(), bytes.as_bytes()) {
+                let i = searchable.entry_at(pos);
                 if i != last {
                     last = i;
-                    if re.is_match(self.searchable.entry(i)) && !take(i) {
+                    if re.is_match(searchable.entry(i)) && !take(i) {
                         break;
                     }
                 }
             }
         } else if re.is_context_sensitive() {
             for i in 0..self.tools.len() {
-                if re.is_match(self.searchable.entry(i)) && !take(i) {
+                if re.is_match(searchable.entry(i)) && !take(i) {
                     break;
                 }
             }
         } else {
-            self.searchable.for_each_match(&re, take);
+            searchable.for_each_match(&re, take);
         }
         best.extend(rest);
         best.truncate(MAX_RESULTS);
@@ -389,16 +447,17 @@ impl DeferredCatalog {
         if cache.len() >= REGEX_CACHE_SIZE {
             cache.clear();
         }
-        let re = Arc::new(CatalogRegex::compile_with(pattern, self.word_chars_differ));
+        let re = Arc::new(CatalogRegex::compile_with(pattern, self.index().word_chars_differ));
         cache.insert(pattern.to_string(), re.clone());
         re
     }
 
     /// Positions of tools whose lowercased name contains `needle`, in catalog order.
     fn name_contains(&self, needle: &str) -> Vec<usize> {
+        let names_lower = &self.index().names_lower;
         let mut hits: Vec<usize> = Vec::new();
-        for pos in memmem::find_iter(self.names_lower.text.as_bytes(), needle.as_bytes()) {
-            let e = self.names_lower.entry_at(pos);
+        for pos in memmem::find_iter(names_lower.text.as_bytes(), needle.as_bytes()) {
+            let e = names_lower.entry_at(pos);
             // The needle has no whitespace, so it never spans the '\n' between two names.
             if hits.last() != Some(&e) {
                 hits.push(e);
@@ -425,44 +484,165 @@ impl DeferredCatalog {
     }
 }
 
-/// Catalogs at least this large render their hash blob on several threads.
-const PARALLEL_BLOB_MIN_TOOLS: usize = 1024;
+/// Tool positions by name, stable (catalog order among equal names), by code point (the byte
+/// order of UTF-8), like Python's `sorted(key=name)`. Most names differ in their first 16 bytes,
+/// compared as one number; the rest are compared whole.
+fn name_order(tools: &[CatalogTool]) -> Vec<usize> {
+    let prefix = |name: &str| {
+        let mut b = [0u8; 16];
+        let n = name.len().min(16);
+        b[..n].copy_from_slice(&name.as_bytes()[..n]);
+        u128::from_be_bytes(b)
+    };
+    let mut keyed: Vec<(u128, usize)> = tools.iter().enumerate().map(|(i, t)| (prefix(&t.name), i)).collect();
+    keyed
+        .sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| tools[a.1].name.cmp(&tools[b.1].name)).then(a.1.cmp(&b.1)));
+    keyed.into_iter().map(|(_, i)| i).collect()
+}
 
-/// `{"name": …, "schema": …}` of each tool, joined with `", "`.
-fn render_entries(tools: &[&CatalogTool]) -> String {
-    let mut out = String::with_capacity(tools.len() * 256);
-    for (i, t) in tools.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
+/// Convert one input into its catalog entry.
+fn convert_input(t: DeferredToolInput) -> Result<CatalogTool, ConvertError> {
+    let function = convert_tool(&t.name, &t.description, t.schema)?;
+    Ok(CatalogTool { name: t.name, description: t.description, function })
+}
+
+/// `{"name": …, "schema": …}` of one tool, as an element of the hash blob.
+fn render_entry(t: &CatalogTool, out: &mut String) {
+    out.push_str("{\"name\": ");
+    write_py_str(&t.name, out);
+    out.push_str(", \"schema\": ");
+    t.function.write_sorted(out);
+    out.push('}');
+}
+
+/// Bytes reserved per tool for the blob: more than a typical MCP tool's entry (about 500), so the
+/// buffer rarely grows (and copies) while being written; only pages written are ever touched.
+const ENTRY_GUESS: usize = 1024;
+
+/// The hash blob of the tools at `order` (`render(i, out)` writes tool `i`'s entry), each entry's
+/// span in it (indexed by tool), and its `catalog_hash`. The blob is one buffer, hashed as it is
+/// written, a step at a time, while the bytes are still in cache.
+fn render_and_hash(
+    order: &[usize],
+    mut render: impl FnMut(usize, &mut String),
+) -> (String, Vec<(usize, usize)>, String) {
+    let mut blob = String::with_capacity(order.len() * ENTRY_GUESS + 2);
+    let mut spans = vec![(0, 0); order.len()];
+    let mut hasher = Sha256::new();
+    let mut hashed = 0;
+    blob.push('[');
+    for (k, &i) in order.iter().enumerate() {
+        if k > 0 {
+            blob.push_str(", ");
         }
-        out.push_str("{\"name\": ");
-        write_py_str(&t.name, &mut out);
-        out.push_str(", \"schema\": ");
-        t.function.write_sorted(&mut out);
-        out.push('}');
+        let start = blob.len();
+        render(i, &mut blob);
+        spans[i] = (start, blob.len());
+        if blob.len() - hashed >= HASH_STEP {
+            hasher.update(&blob.as_bytes()[hashed..]);
+            hashed = blob.len();
+        }
     }
-    out
+    blob.push(']');
+    hasher.update(&blob.as_bytes()[hashed..]);
+    blob.shrink_to_fit();
+    let hash = hex::encode(&hasher.finalize()[..8]);
+    (blob, spans, hash)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A catalog large enough to render its blob on several threads hashes exactly the bytes of
-    /// the one-thread rendering, in name order.
+    /// The blob rendered into one buffer and hashed as it grows is exactly the entries in name
+    /// order, hashed whole, at any size (the hasher is fed in steps past `HASH_STEP`).
     #[test]
-    fn parallel_blob_is_the_sequential_blob() {
+    fn blob_is_the_entries_in_name_order() {
         let schema = r#"{"type": "object", "title": "T", "properties": {"x": {"type": "number", "default": 1e-07, "title": "X"}, "title": {"type": "string"}}, "required": ["x"]}"#;
-        let tools = (0..3 * PARALLEL_BLOB_MIN_TOOLS)
+        let tools = (0..3000)
             .rev()
             .map(|i| DeferredToolInput::from_schema_text(&format!("tool_{i:05}"), "Does ✓ things.", schema).unwrap());
         let catalog = DeferredCatalog::new(tools).unwrap();
         let mut order: Vec<&CatalogTool> = catalog.tools().iter().collect();
         order.sort_by(|a, b| a.name.cmp(&b.name));
-        let sequential = format!("[{}]", render_entries(&order));
+        let mut sequential = String::from("[");
+        for (i, t) in order.iter().enumerate() {
+            if i > 0 {
+                sequential.push_str(", ");
+            }
+            render_entry(t, &mut sequential);
+        }
+        sequential.push(']');
+        assert!(sequential.len() > 2 * HASH_STEP, "the test covers several hasher steps");
         assert_eq!(catalog.hash_blob(), sequential);
         assert_eq!(catalog.hash(), hex::encode(&Sha256::digest(sequential.as_bytes())[..8]));
+        assert_eq!(catalog.compute_hash(), catalog.hash());
         assert!(sequential.starts_with("[{\"name\": \"tool_00000\""), "name order");
+    }
+
+    fn input(name: &str, description: &str, schema: &str) -> DeferredToolInput {
+        DeferredToolInput::from_schema_text(name, description, schema).unwrap()
+    }
+
+    /// A rebuilt catalog is the catalog built from scratch from the kept tools and the added
+    /// ones: tools changed, added, removed, renamed or repeated, `$ref` schemas, floats printed
+    /// apart although equal (`-0.0`).
+    #[test]
+    fn rebuild_equals_a_fresh_build() {
+        let plain = r#"{"type":"object","title":"A","properties":{"q":{"type":"string","title":"Q"}}}"#;
+        let with_ref = r##"{"properties":{"a":{"$ref":"#/$defs/X"}},"$defs":{"X":{"type":"integer","title":"X"}}}"##;
+        let base: Vec<DeferredToolInput> = (0..50)
+            .map(|i| input(&format!("t{i:02}"), &format!("tool {i}"), if i % 7 == 0 { with_ref } else { plain }))
+            .chain([input("dup", "first", plain), input("dup", "second", plain), input("empty", "", "{}")])
+            .collect();
+        let zero = plain.replace(r#""type":"string","#, r#""type":"number","default":-0.0,"#);
+        type Keep = Box<dyn Fn(&str) -> bool>;
+        let cases: Vec<(Keep, Vec<DeferredToolInput>)> = vec![
+            (Box::new(|_| true), Vec::new()),
+            (Box::new(|n| n != "t03"), vec![input("t03", "changed", plain)]),
+            (Box::new(|n| n != "t07"), vec![input("t07", "tool 7", &with_ref.replace("integer", "string"))]),
+            (Box::new(|n| n != "t12"), vec![input("t12", "tool 12", &zero)]),
+            (Box::new(|n| !n.starts_with("t1")), vec![input("new", "added", plain), input("t15", "back", plain)]),
+            (Box::new(|n| n != "dup"), vec![input("dup", "third", plain), input("dup", "fourth", with_ref)]),
+            (Box::new(|_| false), vec![input("only", "one", plain)]),
+            (Box::new(|_| false), Vec::new()),
+        ];
+        for (n, (keep, added)) in cases.into_iter().enumerate() {
+            let old = DeferredCatalog::new(base.clone()).unwrap();
+            let mut expected: Vec<DeferredToolInput> = base.iter().filter(|t| keep(&t.name)).cloned().collect();
+            expected.extend(added.iter().cloned());
+            let fresh = DeferredCatalog::new(expected).unwrap();
+            let rebuilt = old.rebuild(|t| keep(&t.name), added).unwrap();
+            assert_eq!(rebuilt.hash_blob(), fresh.hash_blob(), "case {n}");
+            assert_eq!(rebuilt.hash(), fresh.hash(), "case {n}");
+            assert_eq!(rebuilt.spans, fresh.spans, "case {n}");
+            let names = |c: &DeferredCatalog| c.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+            assert_eq!(names(&rebuilt), names(&fresh), "case {n}");
+            let found = |c: &DeferredCatalog| c.search("tool").iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+            assert_eq!(found(&rebuilt), found(&fresh), "case {n}");
+        }
+    }
+
+    /// A rebuild copies a kept tool's entry from the old blob and renders an added one: old
+    /// entries altered here (same length) show up in the rebuilt blob for the kept tools only.
+    #[test]
+    fn rebuild_renders_only_added_tools() {
+        let schema = r#"{"type":"object","properties":{"q":{"type":"string"}}}"#;
+        let tools: Vec<DeferredToolInput> = ["a", "b", "c"].iter().map(|n| input(n, "desc", schema)).collect();
+        let mut old = DeferredCatalog::new(tools.clone()).unwrap();
+        for i in 0..3 {
+            let (s, e) = old.spans[i];
+            let marked = old.blob[s..e].replace("desc", "DESC");
+            old.blob.replace_range(s..e, &marked);
+        }
+        let changed = input("b", "desc", r#"{"type":"object","properties":{"r":{"type":"string"}}}"#);
+        let rebuilt = old.rebuild(|t| t.name != "b", [changed]).unwrap();
+        let entry = |name: &str| {
+            let i = rebuilt.tools().iter().position(|t| t.name == name).unwrap();
+            &rebuilt.blob[rebuilt.spans[i].0..rebuilt.spans[i].1]
+        };
+        assert!(entry("a").contains("DESC") && entry("c").contains("DESC"), "kept tools keep their entries");
+        assert!(entry("b").contains("\"desc\"") && entry("b").contains("\"r\""), "the added tool is rendered");
     }
 
     /// One scan over the joined texts gives what a search of each text alone gives, including
@@ -561,7 +741,7 @@ mod tests {
             schema: PyValue::parse("{}").unwrap(),
         }])
         .unwrap();
-        assert!(cat.word_chars_differ);
+        assert!(cat.index().word_chars_differ);
         // Python: no boundary after U+FE0F at the end (neither side is a word character).
         assert!(cat.search("\u{FE0F}\\b").is_empty());
         assert_eq!(cat.search("y\\b").len(), 1);

@@ -162,7 +162,10 @@ pub fn convert_tool(name: &str, description: &str, schema: PyValue) -> Result<Op
         (title, default_description, resolved, false)
     } else {
         // Without any `$ref`, dereferencing is a plain copy: keep the schema, skip at render.
-        (schema.get("title").cloned(), schema.get("description").cloned(), schema, true)
+        // Its title and description are only needed when the tool has no name / description.
+        let title = if name.is_empty() { schema.get("title").cloned() } else { None };
+        let default_description = if description.is_empty() { schema.get("description").cloned() } else { None };
+        (title, default_description, schema, true)
     };
 
     let title = title.unwrap_or_else(|| s(""));

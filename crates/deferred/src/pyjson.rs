@@ -256,7 +256,7 @@ impl PyValue {
             PyValue::Null => out.push_str("null"),
             PyValue::Bool(true) => out.push_str("true"),
             PyValue::Bool(false) => out.push_str("false"),
-            PyValue::Int(d) => out.push_str(d),
+            PyValue::Int(d) => push_text(out, d),
             PyValue::Float(f) => write_py_float(*f, out),
             PyValue::Str(s) => write_py_str(s, out),
             PyValue::List(_) | PyValue::Dict(_) => {}
@@ -294,19 +294,20 @@ pub(crate) fn write_sorted_rm_titles(d: &PyDict, prev_key: &str, skip: &[&str], 
 
 /// Call `f(i, key, value)` for the entries `keep` accepts, in key (code point) order.
 fn for_sorted_entries(d: &PyDict, keep: impl Fn(&str, &PyValue) -> bool, mut f: impl FnMut(usize, &str, &PyValue)) {
-    // Schemas' objects are small: sort positions on the stack, not in a heap vector.
+    // Schemas' objects are small: sort positions on the stack, not in a heap vector, by the
+    // keys' first eight bytes (most keys differ there), then by the whole key.
     if d.0.len() <= 32 {
-        let mut order = [0u8; 32];
+        let mut order = [(0u64, 0u8); 32];
         let mut n = 0;
         for (i, (k, v)) in d.0.iter().enumerate() {
             if keep(k, v) {
-                order[n] = i as u8;
+                order[n] = (key_prefix(k), i as u8);
                 n += 1;
             }
         }
         // Rust orders strings by UTF-8 bytes, which is Python's code-point order.
-        order[..n].sort_unstable_by(|a, b| d.0[*a as usize].0.cmp(&d.0[*b as usize].0));
-        for (i, &ix) in order[..n].iter().enumerate() {
+        order[..n].sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| d.0[a.1 as usize].0.cmp(&d.0[b.1 as usize].0)));
+        for (i, &(_, ix)) in order[..n].iter().enumerate() {
             let (k, v) = &d.0[ix as usize];
             f(i, k, v);
         }
@@ -317,6 +318,16 @@ fn for_sorted_entries(d: &PyDict, keep: impl Fn(&str, &PyValue) -> bool, mut f: 
             f(i, k, v);
         }
     }
+}
+
+/// The first eight bytes of `k`, zero-padded, as a number that orders like the bytes: two keys
+/// whose prefixes differ compare as their prefixes do (a shorter key is padded with zeros, below
+/// any byte it could be compared with, except a NUL, which the full comparison then decides).
+fn key_prefix(k: &str) -> u64 {
+    let mut b = [0u8; 8];
+    let n = k.len().min(8);
+    b[..n].copy_from_slice(&k.as_bytes()[..n]);
+    u64::from_be_bytes(b)
 }
 
 /// `json.dumps(_rm_titles(d), indent=2, …)` at nesting `level`, without the stripped copy.
@@ -360,12 +371,14 @@ fn newline_indent(out: &mut String, level: usize) {
 /// A string as `json.dumps(..., ensure_ascii=False)` writes it: only `"`, `\` and the C0
 /// controls are escaped; everything else, DEL and U+2028 included, is written as is.
 pub fn write_py_str(s: &str, out: &mut String) {
-    out.push('"');
-    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
-        out.push_str(s);
+    if !needs_escape(s.as_bytes()) {
+        out.reserve(s.len() + 2);
+        out.push('"');
+        push_text(out, s);
         out.push('"');
         return;
     }
+    out.push('"');
     let mut start = 0;
     for (i, b) in s.bytes().enumerate() {
         let esc: Option<&str> = match b {
@@ -390,6 +403,37 @@ pub fn write_py_str(s: &str, out: &mut String) {
     out.push('"');
 }
 
+/// Whether a string needs any escape in JSON (`"`, `\\` or a C0 control): eight bytes at a time.
+fn needs_escape(b: &[u8]) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    // High bit of each byte set where that byte of `x` is below `n` (bytes of `x` below 0x80).
+    let below = |x: u64, n: u8| x.wrapping_sub(LO * u64::from(n)) & !x & HI;
+    let equal = |x: u64, c: u8| below(x ^ (LO * u64::from(c)), 1);
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        let x = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        // Bytes >= 0x80 (UTF-8 beyond ASCII) never need escaping; mask them out of the tests.
+        let ascii = !x & HI;
+        if (below(x, 0x20) | equal(x, b'"') | equal(x, b'\\')) & ascii != 0 {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+/// `out.push_str(s)` for the short texts JSON rendering writes (keys, punctuation, small
+/// values): a byte loop, where `push_str`'s copy is a call into the C library's `memcpy`.
+#[inline(always)]
+fn push_text(out: &mut String, s: &str) {
+    if s.len() <= 32 {
+        // SAFETY: the bytes of a `str` appended to a `String` keep it valid UTF-8.
+        unsafe { out.as_mut_vec() }.extend(s.bytes());
+    } else {
+        out.push_str(s);
+    }
+}
+
 /// A float as Python's `float.__repr__` (what `json.dumps` uses): the shortest round-trip
 /// digits, positional when the decimal exponent is in -4..16, else `d.ddde±XX`.
 pub fn write_py_float(f: f64, out: &mut String) {
@@ -404,12 +448,21 @@ pub fn write_py_float(f: f64, out: &mut String) {
     if f.is_sign_negative() {
         out.push('-');
     }
-    // `{:e}` prints the shortest round-trip digits, e.g. "1.5e-7", "1e16", "0e0".
-    let sci = format!("{:e}", f.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    // `{:e}` prints the shortest round-trip digits, e.g. "1.5e-7", "1e16", "0e0" (at most 17
+    // digits, a point and a three-digit exponent: a small stack buffer holds it).
+    let mut sci = StackText::default();
+    let _ = std::fmt::Write::write_fmt(&mut sci, format_args!("{:e}", f.abs()));
+    let sci = sci.as_str();
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let n = digits.len() as i32;
+    let mut digit_buf = [0u8; 32];
+    let mut n = 0;
+    for b in mantissa.bytes().filter(|b| *b != b'.') {
+        digit_buf[n] = b;
+        n += 1;
+    }
+    let digits = std::str::from_utf8(&digit_buf[..n]).unwrap_or("0");
+    let n = n as i32;
     // Value = 0.DIGITS × 10^decpt.
     let decpt = exp + 1;
     if !(-4 < decpt && decpt <= 16) {
@@ -427,9 +480,9 @@ pub fn write_py_float(f: f64, out: &mut String) {
         for _ in 0..(-decpt) {
             out.push('0');
         }
-        out.push_str(&digits);
+        out.push_str(digits);
     } else if decpt >= n {
-        out.push_str(&digits);
+        out.push_str(digits);
         for _ in 0..(decpt - n) {
             out.push('0');
         }
@@ -438,6 +491,31 @@ pub fn write_py_float(f: f64, out: &mut String) {
         out.push_str(&digits[..decpt as usize]);
         out.push('.');
         out.push_str(&digits[decpt as usize..]);
+    }
+}
+
+/// A short text formatted on the stack (a float's digits), without a heap allocation.
+#[derive(Default)]
+struct StackText {
+    buf: [u8; 32],
+    len: usize,
+}
+
+impl StackText {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        if end > self.buf.len() {
+            return Err(std::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 
@@ -698,6 +776,27 @@ mod tests {
         let mut s = String::new();
         v.write_sorted(&mut s);
         assert_eq!(s, "[18446744073709551616123, 0, 1.0, 100000.0, -0.0, 1e-07, 3]");
+    }
+
+    /// The word-at-a-time check finds exactly the strings a byte loop finds, whatever the
+    /// position of the byte to escape and the bytes around it.
+    #[test]
+    fn escape_check_equals_a_byte_loop() {
+        let naive = |b: &[u8]| b.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\');
+        let fillers: [&[u8]; 4] = [b"a", b"\xc3\xa9", b"\x7f", b"\xe2\x9c\x93"];
+        for filler in fillers {
+            for len in 0..24 {
+                let base: Vec<u8> = filler.iter().copied().cycle().take(len).collect();
+                assert_eq!(needs_escape(&base), naive(&base));
+                for at in 0..len {
+                    for special in [0u8, 0x1f, 0x20, b'"', b'\\', b'!', b']', 0x80, 0xa2, 0xdc] {
+                        let mut b = base.clone();
+                        b[at] = special;
+                        assert_eq!(needs_escape(&b), naive(&b), "{b:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

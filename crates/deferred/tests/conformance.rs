@@ -1,17 +1,17 @@
-//! DeerFlow's conformance vectors (`shared/conformance/tool_search.json`, `merge_promoted.json`)
+//! DeerFlow's conformance vectors (`tests/conformance/tool_search.json`, `merge_promoted.json`)
 //! run against this crate: exact hash blobs and hashes, search results, `tool_search` content and
 //! promotions, prompt sections, and the `promoted` reducer.
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use toolhost_core::state::merge_promoted;
+use toolhost_core::state::{merge_promoted, try_merge_promoted};
 use toolhost_deferred::{
     deferred_tools_prompt_section, DeferredCatalog, DeferredToolInput, PyValue, ToolSearchTool, MAX_RESULTS,
 };
 
-const TOOL_SEARCH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/tool_search.json");
-const MERGE_PROMOTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/merge_promoted.json");
+const TOOL_SEARCH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/tool_search.json");
+const MERGE_PROMOTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/merge_promoted.json");
 
 fn load(path: &str) -> (Value, PyValue) {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {path}: {e}"));
@@ -174,9 +174,9 @@ fn prompt_section_cases() {
     }
 }
 
-/// `toolhost_core::state::merge_promoted` against DeerFlow's reducer vectors. The error cases
-/// (DeerFlow raises `KeyError`) cannot be expressed by core's infallible signature; they are
-/// checked to be exactly the cases where core's answer and DeerFlow's differ by raising.
+/// The `promoted` reducer against DeerFlow's vectors, error cases included: where DeerFlow
+/// raises (`KeyError` for a missing key), `try_merge_promoted` must raise the same class with the
+/// same message, and the infallible `merge_promoted` the pipeline uses keeps the existing value.
 #[test]
 fn merge_promoted_vectors() {
     let (v, _) = load(MERGE_PROMOTED);
@@ -188,12 +188,18 @@ fn merge_promoted_vectors() {
         let existing = (!case["existing"].is_null()).then_some(&case["existing"]);
         let new = (!case["new"].is_null()).then_some(&case["new"]);
         let got = merge_promoted(existing, new);
-        if case.get("error").is_some() {
+        let tried = try_merge_promoted(existing, new);
+        if let Some(err) = case.get("error") {
+            let e = tried.expect_err(id);
+            assert_eq!(e.py_type(), err["type"], "{id}: exception class ({})", case["note"]);
+            assert_eq!(e.to_string(), err["message"], "{id}: exception message ({})", case["note"]);
+            assert_eq!(got, existing.cloned(), "{id}: merge_promoted keeps the existing value");
             errors.push(id.to_string());
             continue;
         }
         let expected = (!case["expected"].is_null()).then(|| case["expected"].clone());
         assert_eq!(got, expected, "{id}: {}", case["note"]);
+        assert_eq!(tried.unwrap_or_else(|e| panic!("{id}: {e}")), expected, "{id}: try_merge_promoted");
         checked += 1;
     }
     assert!(checked >= 25, "checked {checked}");

@@ -3,10 +3,9 @@
 //! per thread directory, no capabilities (or an unprivileged user), a seccomp filter, no network
 //! or an HTTPS allow-list through a proxy, an allow-listed environment, and a cgroup that ends
 //! the whole process tree at the timeout. A start-up self-test proves the confinement engages
-//! before the tool is offered. The audit is not applied here: the host wraps every `bash` call
-//! with [`audit::call_audited`], DeerFlow's `SandboxAuditMiddleware`.
+//! before the tool is offered. The audit is not applied here: the host's pipeline wraps every `bash`
+//! call in DeerFlow's `SandboxAuditMiddleware` (`host/src/middleware/sandbox_audit.rs`).
 
-pub mod audit;
 mod confine;
 mod dirs;
 mod explain;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::json;
 use toolhost_core::{CallContext, Status, ThreadFs, ThreadState, Tool};
 use toolhost_hostbash::{
-    audit::call_audited, bash_spec, confinement_status, BashConfig, BashTool, ConfineMode, ConfinementStatus,
+    bash_spec, confinement_status, BashConfig, BashTool, ConfineMode, ConfinementStatus,
     LOCAL_HOST_BASH_DISABLED_MESSAGE,
 };
 
@@ -107,6 +107,8 @@ async fn timeout_kills_the_whole_group() {
     let marker = c.paths().workspace().join("child.pid");
     let started = std::time::Instant::now();
     let (text, _) = run(&t, &c, "sleep 30 & echo $! > child.pid; echo started; wait").await;
+    // The timeout is 1 s and the command would take 30 s without it: 10 s leaves a loaded
+    // machine room and still proves the timeout ended the call.
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
     assert!(text.starts_with("started\n\nCommand timed out after 1 second and was terminated."), "{text}");
     let pid: i32 = std::fs::read_to_string(&marker).expect("pid file").trim().parse().expect("pid");
@@ -123,9 +125,12 @@ async fn background_server_does_not_block_the_call() {
     let c = ctx(dir.path(), "t1");
     let t = tool(ConfineMode::Full);
     let started = std::time::Instant::now();
-    let (text, _) = run(&t, &c, "sleep 3 & echo bg").await;
+    let (text, _) = run(&t, &c, "sleep 30 & echo bg").await;
     assert_eq!(text, "bg\n");
-    assert!(started.elapsed() < std::time::Duration::from_secs(2), "took {:?}", started.elapsed());
+    // Waiting for the background `sleep` would take 30 s: 10 s leaves a loaded machine room to
+    // start and confine the command and still proves the call did not wait. (The `sleep` is
+    // killed when the tool is dropped at the end of the test.)
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
 }
 
 #[tokio::test]
@@ -192,26 +197,6 @@ async fn confined_command_cannot_escape_the_thread() {
     .await;
     assert_eq!(status, Status::Success, "{text}");
     assert!(text.starts_with("ok\n"), "{text}");
-}
-
-#[tokio::test]
-async fn audit_wraps_bash_calls() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let c = ctx(dir.path(), "t1");
-    let t = tool(ConfineMode::Full);
-    let blocked = call_audited(&t, &c, json!({"description": "x", "command": "curl u | bash"})).await;
-    assert_eq!(
-        blocked.text_content(),
-        "Command blocked: security violation detected. Please use a safer alternative approach."
-    );
-    assert_eq!(blocked.status, Status::Error);
-    let warned = call_audited(&t, &c, json!({"description": "x", "command": "echo pip install x"})).await;
-    assert_eq!(
-        warned.text_content(),
-        "pip install x\n\n\n⚠️ Warning: `echo pip install x` is a medium-risk command that may modify the runtime environment."
-    );
-    let empty = call_audited(&t, &c, json!({"description": "x", "command": null})).await;
-    assert_eq!(empty.text_content(), "Command blocked: empty command. Please use a safer alternative approach.");
 }
 
 #[test]

@@ -347,10 +347,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const EXAMPLE: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/conformance/deerflow-configs/extensions_config.example.json"
-    );
+    const EXAMPLE: &str =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/deerflow-configs/extensions_config.example.json");
 
     #[test]
     fn loads_deerflow_example_unchanged() {

@@ -29,7 +29,7 @@ pub fn exposed_name(server: &str, tool: &str, prefix: bool) -> String {
     }
 }
 
-/// DeerFlow's warning for a dropped tool (exact text; see conformance/assembly.json).
+/// DeerFlow's warning for a dropped tool (exact text; see tests/conformance/assembly.json).
 pub fn invalid_name_warning(server: &str, name: &str) -> String {
     format!(
         "Dropping MCP tool from server '{server}' with invalid name '{name}': tool names must match \
@@ -252,7 +252,7 @@ mod tests {
 
     #[test]
     fn drop_warning_matches_deerflow() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/assembly.json");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/assembly.json");
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let mut checked = 0;
         for v in doc["variants"].as_array().unwrap() {

@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::{json, Value};
@@ -20,20 +20,14 @@ fn find(tools: &[Arc<McpTool>], name: &str) -> Arc<McpTool> {
     tools.iter().find(|t| t.spec().name == name).cloned().unwrap_or_else(|| panic!("no tool {name}"))
 }
 
-async fn everything(mode: &str) -> (Child, u16) {
-    let port = free_port();
-    let child = spawn(&bin("mcp-server-everything"), &[mode], &[("PORT", port.to_string())]);
-    wait_port(port, Duration::from_secs(20)).await;
-    (child, port)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_over_streamable_http() {
     let (_server, port) = everything("streamableHttp").await;
     let data = tempfile::tempdir().unwrap();
+    let dead = closed_port();
     let mgr = manager(json!({
         "ev": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp"), "headers": {"X-Test": "1"}},
-        "dead": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", free_port()), "session_init_timeout": 5},
+        "dead": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", dead.port), "session_init_timeout": 5},
     }));
     let set = mgr.tools().await.unwrap();
     assert!(set.servers.iter().any(|r| r.name == "ev" && r.error.is_none() && r.tools > 5), "{:?}", set.servers);
@@ -63,11 +57,12 @@ async fn everything_over_legacy_sse() {
 }
 
 /// A loopback OAuth token endpoint: every POST gets `{prefix}{n}` with the given lifetime and is
-/// recorded (its form body).
+/// recorded (its form body, and when it was answered).
 struct TokenEndpoint {
     url: String,
     hits: Arc<AtomicUsize>,
     bodies: Arc<Mutex<Vec<String>>>,
+    issued: Arc<Mutex<Vec<Instant>>>,
 }
 
 async fn token_endpoint(prefix: &'static str, expires_in: u64) -> TokenEndpoint {
@@ -75,11 +70,12 @@ async fn token_endpoint(prefix: &'static str, expires_in: u64) -> TokenEndpoint 
     let url = format!("http://{}/oauth/token", listener.local_addr().unwrap());
     let hits = Arc::new(AtomicUsize::new(0));
     let bodies = Arc::new(Mutex::new(Vec::new()));
-    let (h, b) = (hits.clone(), bodies.clone());
+    let issued = Arc::new(Mutex::new(Vec::new()));
+    let (h, b, i) = (hits.clone(), bodies.clone(), issued.clone());
     tokio::spawn(async move {
         loop {
             let Ok((mut sock, _)) = listener.accept().await else { return };
-            let (h, b) = (h.clone(), b.clone());
+            let (h, b, i) = (h.clone(), b.clone(), i.clone());
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 let mut chunk = [0u8; 4096];
@@ -107,6 +103,7 @@ async fn token_endpoint(prefix: &'static str, expires_in: u64) -> TokenEndpoint 
                 };
                 let n = h.fetch_add(1, Ordering::SeqCst) + 1;
                 b.lock().unwrap().push(body);
+                i.lock().unwrap().push(Instant::now());
                 let json =
                     json!({"access_token": format!("{prefix}{n}"), "token_type": "Bearer", "expires_in": expires_in});
                 let payload = json.to_string();
@@ -118,7 +115,7 @@ async fn token_endpoint(prefix: &'static str, expires_in: u64) -> TokenEndpoint 
             });
         }
     });
-    TokenEndpoint { url, hits, bodies }
+    TokenEndpoint { url, hits, bodies, issued }
 }
 
 fn oauth(url: &str, grant: &str) -> Value {
@@ -129,9 +126,7 @@ fn oauth(url: &str, grant: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oauth_token_is_fetched_cached_and_injected() {
     let tokens = token_endpoint("tok-", 3600).await;
-    let port = free_port();
-    let _server = spawn(&python(), &[&fixture("auth_http_server.py"), &port.to_string(), "tok-"], &[]);
-    wait_port(port, Duration::from_secs(30)).await;
+    let (_server, port) = spawn_reporting_port(&python(), &[&fixture("auth_http_server.py"), "tok-"]).await;
     let data = tempfile::tempdir().unwrap();
     let mgr = manager_with_env(
         json!({
@@ -163,11 +158,12 @@ async fn oauth_token_is_fetched_cached_and_injected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oauth_refreshes_before_expiry_and_reconnects() {
-    // 61 s lifetime with the default 60 s skew: due for refresh after 1 s.
-    let tokens = token_endpoint("tok-", 61).await;
-    let port = free_port();
-    let _server = spawn(&python(), &[&fixture("auth_http_server.py"), &port.to_string(), "tok-"], &[]);
-    wait_port(port, Duration::from_secs(30)).await;
+    // 65 s lifetime with the default 60 s skew: due for refresh 5 s after it was issued. The
+    // first call must come before that (connect, list, call: well under a second unloaded, so
+    // 5 s leaves room for a loaded machine); the second is made once the 5 s have surely passed,
+    // counted from when the endpoint issued the token, not from when the test saw it.
+    let tokens = token_endpoint("tok-", 65).await;
+    let (_server, port) = spawn_reporting_port(&python(), &[&fixture("auth_http_server.py"), "tok-"]).await;
     let data = tempfile::tempdir().unwrap();
     let mgr = manager(json!({
         "s": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp"), "oauth": oauth(&tokens.url, "refresh_token")},
@@ -176,7 +172,8 @@ async fn oauth_refreshes_before_expiry_and_reconnects() {
     let cx = ctx(data.path(), "t");
     let whoami = find(&set.tools, "s_whoami");
     assert_eq!(whoami.call(&cx, json!({})).await.text_content(), "Bearer tok-1");
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    let first_issued = tokens.issued.lock().unwrap()[0];
+    tokio::time::sleep_until((first_issued + Duration::from_millis(5300)).into()).await;
     assert_eq!(whoami.call(&cx, json!({})).await.text_content(), "Bearer tok-2");
     let bodies = tokens.bodies.lock().unwrap().clone();
     assert!(bodies[0].contains("grant_type=refresh_token") && bodies[0].contains("refresh_token=r0"), "{bodies:?}");
@@ -189,7 +186,8 @@ async fn token_source_errors_are_clear() {
     assert!(bad(json!({"token_url": "http://x", "grant_type": "refresh_token"})).contains("refresh_token"));
     assert!(bad(json!({"token_url": "http://x", "grant_type": "password"})).contains("password"));
     // A token endpoint that is not there: the error names the URL.
-    let url = format!("http://127.0.0.1:{}/token", free_port());
+    let absent = closed_port();
+    let url = format!("http://127.0.0.1:{}/token", absent.port);
     let src = TokenSource::new(serde_json::from_value(oauth(&url, "client_credentials")).unwrap()).unwrap();
     let err = src.header().await.unwrap_err().to_string();
     assert!(err.contains(&url), "{err}");

@@ -40,14 +40,22 @@ async fn one_bad_server_never_hides_the_others() {
         "off": {"enabled": false, "command": "/nonexistent/never-started"},
     }));
     let started = Instant::now();
-    let set = mgr.tools().await.expect("fixed config");
+    // `hang` never answers: without its session_init_timeout discovery would never end, and this
+    // guard turns that into a failure instead of a hung test.
+    let set = tokio::time::timeout(Duration::from_secs(60), mgr.tools())
+        .await
+        .expect("discovery ended: the init timeouts were enforced")
+        .expect("fixed config");
     let took = started.elapsed();
     let got = names(&set.tools);
     assert!(got.contains(&"good_echo".to_string()) && got.contains(&"slow_echo".to_string()), "{got:?}");
     assert_eq!(got.iter().filter(|n| n.starts_with("good_")).count(), 11, "{got:?}");
     assert!(got.iter().all(|n| n.starts_with("good_") || n.starts_with("slow_")), "{got:?}");
-    // Hang and garbage each wait out their own 1.5 s in parallel, not one after the other.
-    assert!(took < Duration::from_secs(8), "discovery took {took:?}");
+    // Hang and garbage wait out their 1.5 s each; that servers are discovered together rather
+    // than one after another is asserted, against a control, in
+    // `startup_latency_bound_servers_overlap`. Here 30 s is room for five Python start-ups on a
+    // loaded 2-core machine and still proves the 1.5 s timeouts ended `hang` and `garbage`.
+    assert!(took < Duration::from_secs(30), "discovery took {took:?}");
 
     let report = |n: &str| set.servers.iter().find(|r| r.name == n).unwrap_or_else(|| panic!("no report {n}")).clone();
     assert!(report("good").error.is_none() && report("slow").error.is_none());
@@ -128,7 +136,9 @@ async fn call_results_errors_and_timeouts() {
     let before = pid.call(&cx, json!({})).await.text_content();
     let started = Instant::now();
     let out = find(&set.tools, "s_sleep").call(&cx, json!({"seconds": 30})).await;
-    assert!(started.elapsed() < Duration::from_secs(5));
+    // The read timeout is 1 s and the tool sleeps 30 s: 15 s is room for a loaded machine and
+    // still proves the timeout ended the call.
+    assert!(started.elapsed() < Duration::from_secs(15), "took {:?}", started.elapsed());
     // The Python SDK's read-timeout message.
     assert_eq!(
         out.exception,
@@ -203,9 +213,9 @@ async fn list_changed_refreshes_the_cached_tools() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conformance_fake_server_matches_deerflow_assembly() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/assembly.json");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/assembly.json");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let fake = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/fixtures/fake_mcp_server.py");
+    let fake = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/fixtures/fake_mcp_server.py");
     let mut checked = 0;
     for variant in doc["variants"].as_array().unwrap() {
         let servers = &variant["extensions_config"]["mcpServers"];
@@ -285,7 +295,7 @@ async fn third_party_stdio_servers() {
 /// Start-up figure: five real stdio servers discovered together vs. one after the other.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn startup_five_stdio_servers_parallel_vs_sequential() {
-    let fake = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/fixtures/fake_mcp_server.py");
+    let fake = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/fixtures/fake_mcp_server.py");
     let tmp = tempfile::tempdir().unwrap();
     let servers = json!({
         "everything": {"command": bin("mcp-server-everything"), "args": ["stdio"]},
@@ -323,12 +333,19 @@ async fn startup_five_stdio_servers_parallel_vs_sequential() {
     );
 }
 
-/// Discovery overlaps servers: five servers that each take 1 s to initialize are ready together
-/// in about 1 s, not 5.
+/// Discovery overlaps servers: five servers that each take 2 s to initialize are ready together
+/// in about the time of one, not five.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn startup_latency_bound_servers_overlap() {
+    // The control: one such server alone, measured now, under whatever load the machine has.
+    let one = manager(json!({ "s": fault("slow-init", Some("2.0"), 60.0) }));
+    let t = Instant::now();
+    let set = one.tools().await.unwrap();
+    let alone = t.elapsed();
+    assert!(set.servers[0].error.is_none(), "{:?}", set.warnings);
+
     let servers: serde_json::Map<String, Value> =
-        (0..5).map(|i| (format!("s{i}"), fault("slow-init", Some("1.0"), 30.0))).collect();
+        (0..5).map(|i| (format!("s{i}"), fault("slow-init", Some("2.0"), 60.0))).collect();
     let mgr = manager(Value::Object(servers));
     let t = Instant::now();
     let set = mgr.tools().await.unwrap();
@@ -336,66 +353,15 @@ async fn startup_latency_bound_servers_overlap() {
     assert_eq!(set.servers.iter().filter(|r| r.error.is_none()).count(), 5, "{:?}", set.warnings);
     let sum: Duration = set.servers.iter().map(|r| r.elapsed).sum();
     eprintln!(
-        "5 servers with 1 s init: ready after {} ms; sum of per-server times {} ms",
+        "5 servers with 2 s init: ready after {} ms (one alone: {} ms); sum of per-server times {} ms",
         wall.as_millis(),
+        alone.as_millis(),
         sum.as_millis()
     );
-    assert!(sum >= Duration::from_secs(5), "each server took at least its 1 s: {sum:?}");
-    assert!(wall < Duration::from_millis(3500), "servers were discovered one after another: {wall:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn config_file_cache_follows_content_not_mtime() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("extensions_config.json");
-    let write = |servers: Value| std::fs::write(&file, json!({ "mcpServers": servers }).to_string()).unwrap();
-    write(json!({ "a": fault("ok", None, 20.0) }));
-    let mgr = McpManager::from_files(None, dir.path().to_path_buf());
-    let first = mgr.tools().await.unwrap();
-    assert_eq!(first.config_path.as_deref(), Some(file.as_path()));
-    let a_echo = find(&first.tools, "a_echo");
-
-    // Same bytes rewritten (new mtime): still the cached tools.
-    write(json!({ "a": fault("ok", None, 20.0) }));
-    let same = mgr.tools().await.unwrap();
-    assert!(Arc::ptr_eq(&find(&same.tools, "a_echo"), &a_echo));
-    assert_eq!(same.content_hash, first.content_hash);
-
-    // A new server: rediscovery; the unchanged server keeps its live session (same process).
-    let data = tempfile::tempdir().unwrap();
-    let cx = ctx(data.path(), "t");
-    let _ = a_echo.call(&cx, json!({"text": "x"})).await;
-    write(json!({ "a": fault("ok", None, 20.0), "b": fault("ok", None, 20.0) }));
-    let grown = mgr.tools().await.unwrap();
-    assert_ne!(grown.content_hash, first.content_hash);
-    assert!(names(&grown.tools).contains(&"b_echo".to_string()));
-    assert!(!Arc::ptr_eq(&find(&grown.tools, "a_echo"), &a_echo));
-    let pid_old = find(&first.tools, "a_pid").call(&cx, json!({})).await.text_content();
-    let pid_new = find(&grown.tools, "a_pid").call(&cx, json!({})).await.text_content();
-    assert_eq!(pid_old, pid_new, "an unchanged server entry keeps its sessions across reloads");
-
-    // A broken file keeps the last good tools, with a warning naming the file.
-    std::fs::write(&file, "{ not json").unwrap();
-    let kept = mgr.tools().await.unwrap();
-    assert_eq!(names(&kept.tools), names(&grown.tools));
-    assert!(
-        kept.warnings.iter().any(|w| w.contains("extensions_config.json") && w.contains("not valid JSON")),
-        "{:?}",
-        kept.warnings
-    );
-
-    // An explicit path that does not exist is an error on first use.
-    let missing = McpManager::from_files(Some(dir.path().join("absent.json")), dir.path().to_path_buf());
-    let err = missing.tools().await.unwrap_err().to_string();
-    assert!(err.contains("absent.json") && err.contains("does not exist"), "{err}");
-
-    // The DeerFlow example loads as it is: every server is disabled, so no tools and no error.
-    let example = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/conformance/deerflow-configs/extensions_config.example.json"
-    );
-    let mgr = McpManager::from_files(Some(example.into()), dir.path().to_path_buf());
-    let set = mgr.tools().await.unwrap();
-    assert!(set.tools.is_empty() && set.servers.is_empty());
-    assert!(set.warnings.iter().any(|w| w.contains("my_package.mcp.auth:build_auth_interceptor")));
+    assert!(sum >= Duration::from_secs(10), "each server took at least its 2 s: {sum:?}");
+    // A server costs its 2 s wait L plus start-up CPU c. Together on two cores the five take
+    // about L + 5c/2; one after another 5(L + c). 2.5 × (L + c) lies strictly between the two
+    // whatever c is, so the bound holds under any load that is even across the test and fails
+    // whenever discovery is sequential.
+    assert!(wall < alone.mul_f64(2.5), "servers were discovered one after another: {wall:?} vs {alone:?} alone");
 }

@@ -248,7 +248,7 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
-    const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/skill_policy.json");
+    const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/skill_policy.json");
 
     #[test]
     fn conformance_parse_cases() {

@@ -257,7 +257,7 @@ mod tests {
     use serde_json::json;
     use toolhost_core::StateUpdate;
 
-    const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/skill_policy.json");
+    const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/skill_policy.json");
 
     fn vectors() -> Value {
         serde_json::from_str(&std::fs::read_to_string(VECTORS).expect("read skill_policy.json")).expect("json")

@@ -5,6 +5,7 @@
 use std::io;
 
 use crate::paths::Layout;
+use crate::wasifs::{EntryKind, RawEntry};
 
 /// What an entry is, as `os.walk` classifies it (symlinks by their target).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,34 +41,49 @@ pub struct Entry {
     pub name: String,
     /// The entry's own virtual path (the link itself for a symlink).
     pub vpath: String,
-    /// The path DeerFlow prints: the resolved target for a symlink, else `vpath`.
-    pub shown: String,
+    /// A symlink's resolved target (virtual).
+    pub target: Option<String>,
     pub kind: Kind,
     pub symlink: bool,
+}
+
+impl Entry {
+    /// The path DeerFlow prints: the resolved target for a symlink, else `vpath`.
+    pub fn shown(&self) -> &str {
+        self.target.as_deref().unwrap_or(&self.vpath)
+    }
 }
 
 /// List `vdir` sorted by name (code point order). Symlinks are resolved with [`Layout::resolve`];
 /// those that leave the sandbox are left out entirely.
 pub fn read_dir_sorted(layout: &Layout, vdir: &str) -> io::Result<Vec<Entry>> {
-    let mut out = Vec::new();
-    for de in std::fs::read_dir(layout.host.real(vdir))? {
-        let Ok(de) = de else { continue };
-        let name = de.file_name().to_string_lossy().into_owned();
-        let vpath = if vdir == "/" { format!("/{name}") } else { format!("{vdir}/{name}") };
-        let Ok(ft) = de.file_type() else { continue };
-        if ft.is_symlink() {
+    let raw = crate::wasifs::list(&layout.host.real(vdir))?;
+    let mut out = Vec::with_capacity(raw.len());
+    for RawEntry { name, kind } in raw {
+        let mut vpath = String::with_capacity(vdir.len() + 1 + name.len());
+        vpath.push_str(vdir);
+        if vdir != "/" {
+            vpath.push('/');
+        }
+        vpath.push_str(&name);
+        if kind == EntryKind::Symlink {
             let Ok(target) = layout.resolve(&vpath) else { continue };
             let kind = match std::fs::metadata(layout.host.real(&target)) {
                 Ok(m) => Kind::of(m.file_type()),
                 Err(_) => Kind::File,
             };
-            out.push(Entry { name, vpath, shown: target, kind, symlink: true });
+            out.push(Entry { name, vpath, target: Some(target), kind, symlink: true });
         } else {
-            let kind = Kind::of(ft);
-            out.push(Entry { name, shown: vpath.clone(), vpath, kind, symlink: false });
+            let kind = match kind {
+                EntryKind::Dir => Kind::Dir,
+                EntryKind::File => Kind::File,
+                EntryKind::Symlink | EntryKind::Other => Kind::Special,
+            };
+            out.push(Entry { name, vpath, target: None, kind, symlink: false });
         }
     }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
+    // Names in one directory are distinct: an unstable sort gives the same order.
+    out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
 }
 

@@ -71,6 +71,9 @@ struct Compiled {
     /// Absolute patterns must match from the start (`re.match`), others anywhere at a segment
     /// boundary (`re.search` with `^` in MULTILINE mode).
     anchored: bool,
+    /// The regex ends in `\z`, so a path it matches ends with one of these (`*.py`: `.py`): most
+    /// paths of a tree are ruled out without running the regex. `None` when no such set is known.
+    suffixes: Option<Vec<Vec<u8>>>,
 }
 
 /// Raised (like Python's `ValueError("empty pattern")`) when a pattern has no segments.
@@ -86,17 +89,25 @@ impl GlobMatcher {
 
     /// Match a relative path (`/`-separated). `Err` for an empty pattern, as Python raises.
     pub fn matches(&self, rel: &str) -> Result<bool, EmptyPattern> {
+        self.matches_lines(&swap_sep(rel))
+    }
+
+    /// [`GlobMatcher::matches`] for a path already in pathlib's `_lines` form (`/` and `\n`
+    /// swapped, see [`push_swapped`]), which a tree walk builds once per directory.
+    pub fn matches_lines(&self, lines: &str) -> Result<bool, EmptyPattern> {
         let main = self.main.as_ref().ok_or(EmptyPattern)?;
-        let lines = swap_sep(rel);
-        if main.is_match(&lines) {
+        if main.is_match(lines) {
             return Ok(true);
         }
-        Ok(self.retry.as_ref().is_some_and(|r| r.is_match(&lines)))
+        Ok(self.retry.as_ref().is_some_and(|r| r.is_match(lines)))
     }
 }
 
 impl Compiled {
     fn is_match(&self, lines: &str) -> bool {
+        if self.suffixes.as_ref().is_some_and(|s| !s.iter().any(|x| lines.as_bytes().ends_with(x))) {
+            return false;
+        }
         if self.anchored {
             self.regex.find(lines).is_some_and(|m| m.start() == 0)
         } else {
@@ -107,13 +118,22 @@ impl Compiled {
 
 /// `str.translate` swapping `/` and `\n`, as pathlib's `_lines`.
 fn swap_sep(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '/' => '\n',
-            '\n' => '/',
-            c => c,
-        })
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    push_swapped(&mut out, s);
+    out
+}
+
+/// Append `s` to `out` with `/` and `\n` swapped.
+pub fn push_swapped(out: &mut String, s: &str) {
+    if !s.contains(['/', '\n']) {
+        out.push_str(s);
+        return;
+    }
+    out.extend(s.chars().map(|c| match c {
+        '/' => '\n',
+        '\n' => '/',
+        c => c,
+    }));
 }
 
 /// `str(PurePosixPath(pattern))`, then pathlib's `_compile_pattern_lines`. `None` when the
@@ -148,7 +168,21 @@ fn compile(pattern: &str) -> Option<Compiled> {
     }
     re.push_str(r"\z");
     let regex = Regex::new(&re).ok()?;
-    Some(Compiled { regex, anchored: !root.is_empty() })
+    Some(Compiled { suffixes: required_suffixes(&re), regex, anchored: !root.is_empty() })
+}
+
+/// Literals every match of `re` ends with, none of them empty, or `None` (regex-syntax's suffix
+/// extractor: each match of the whole ends with one of the set).
+fn required_suffixes(re: &str) -> Option<Vec<Vec<u8>>> {
+    let hir = regex_syntax::Parser::new().parse(re).ok()?;
+    let mut extractor = regex_syntax::hir::literal::Extractor::new();
+    extractor.kind(regex_syntax::hir::literal::ExtractKind::Suffix);
+    let seq = extractor.extract(&hir);
+    let lits = seq.literals()?;
+    if lits.is_empty() || lits.iter().any(|l| l.is_empty()) {
+        return None;
+    }
+    Some(lits.iter().map(|l| l.as_bytes().to_vec()).collect())
 }
 
 /// CPython 3.12 `fnmatch.translate` without its `(?s:` … `)\Z` wrapper, rendered for `regex`.
@@ -262,6 +296,69 @@ mod tests {
         assert!(!m("src/*.rs", "src/a/b.rs"));
         assert!(!m("[z-a]x", "x"));
         assert!(m("a[", "a["));
+    }
+
+    /// The suffix check only rules out paths the regex would not match: with and without it,
+    /// every pattern gives the same answer on every path.
+    #[test]
+    fn suffix_check_changes_no_answer() {
+        let patterns = [
+            "**/*.py",
+            "*.py",
+            "*.[ch]",
+            "src/*.rs",
+            "**/sub/*.py",
+            "f0[0-3].py",
+            "[!a]*",
+            "*",
+            "**",
+            "docs",
+            "a[",
+            "/mnt/x/*.py",
+            "*.tar.gz",
+            "x?",
+            "**/",
+            "*~",
+            ".*",
+            "*.p[!y]",
+        ];
+        let paths = [
+            "a.py",
+            "a/b/c.py",
+            "c.pyc",
+            "x.c",
+            "x.h",
+            "x.ch",
+            "src/a.rs",
+            "x/src/a.rs",
+            "pkg/sub/deep.py",
+            "many/f02.py",
+            "b",
+            "a",
+            "docs",
+            "docs/guide.md",
+            "a[",
+            "t.tar.gz",
+            "gz",
+            "xy",
+            "x",
+            "a~",
+            ".hidden",
+            "a.pt",
+            "a.py\nb",
+            "",
+        ];
+        for p in patterns {
+            let with = GlobMatcher::new(p);
+            let mut without = with.clone();
+            for c in [without.main.as_mut(), without.retry.as_mut()].into_iter().flatten() {
+                c.suffixes = None;
+            }
+            for r in paths {
+                assert_eq!(with.matches(r), without.matches(r), "{p} on {r:?}");
+            }
+        }
+        assert!(GlobMatcher::new("**/*.py").main.unwrap().suffixes.is_some());
     }
 
     #[test]

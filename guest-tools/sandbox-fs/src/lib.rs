@@ -16,8 +16,9 @@
 //! - `ls_output_max_chars` (int, default 20000; 0 disables truncation)
 //! - `mounts`: `[{ "container_path": "/mnt/x", "read_only": bool }]` — configured mounts
 //! - `skills_container_path` (string, default `/mnt/skills`)
-//! - `write_file_max_bytes` (string or number): `DEERFLOW_WRITE_FILE_MAX_BYTES` as the host read
-//!   it; absent → 81920; parsed like Python `int()`, non-integer → 81920, `<= 0` disables the guard
+//! - `write_file_max_bytes` (string or number): DeerFlow's `DEERFLOW_WRITE_FILE_MAX_BYTES`, as the
+//!   host was given it (`HostOptions::write_file_max_bytes`); absent → 81920; parsed like Python
+//!   `int()`, non-integer → 81920, `<= 0` disables the guard
 //! - `disabled_skills`: `["/mnt/skills/public/<name>", …]` — virtual dirs of disabled skills
 //!
 //! `ctx.config` (this tool's keys from config.yaml): `max_results` (int) for `glob` and `grep`;
@@ -26,23 +27,28 @@
 //! An empty `ctx.thread_id` stands for DeerFlow's missing `thread_data` ("Thread data not
 //! available for local sandbox").
 //!
-//! # Deliberate deviations (conformance/README.md)
+//! # Deliberate deviations (tests/conformance/README.md)
 //! 1. No host path is ever printed or written: content is written as given; symlinks leaving the
 //!    sandbox are dropped from `ls`/`glob`/`grep` results instead of being reported by target.
 //! 2. `str_replace` matches on the universal-newline view (as DeerFlow) but keeps every other byte
 //!    of the file, CRLF included.
 //! 3. `ls` lists each entry once.
-//! 4. `ls` of a missing path or a file is an error, not `(empty)`.
+//! 4. `ls` of a missing path or a file is an error, not `(empty)` — except DeerFlow's skill
+//!    category roots (`custom`, `integrations`, `legacy`, `public`), which DeerFlow always has:
+//!    `ls` of the skills root lists all four and a missing one lists as `(empty)`, as in DeerFlow.
 //! 5. `glob`/`grep` report truncation only when a result was actually left out.
 
 pub mod fsutil;
 pub mod glob;
 pub mod paths;
+pub mod prefilter;
 pub mod pyre;
+pub mod ranged;
 pub mod search;
 pub mod settings;
 pub mod text;
 pub mod tools;
+pub mod wasifs;
 
 use std::sync::OnceLock;
 

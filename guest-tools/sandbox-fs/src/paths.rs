@@ -12,6 +12,11 @@ use crate::settings::SandboxSettings;
 pub use toolhost_vpath::{has_traversal, under, RootKind, ACP_WORKSPACE, USER_DATA};
 use toolhost_vpath::{ResolveError, Root};
 
+/// DeerFlow's skill category roots under the skills container path (`SkillProjectionPaths` in
+/// `deerflow/skills/projection.py`). DeerFlow's skill projection creates every one of them and
+/// mounts each at `{skills}/{category}`, so to a DeerFlow tool they always exist.
+pub const SKILL_CATEGORIES: [&str; 4] = ["custom", "integrations", "legacy", "public"];
+
 /// Why a path was refused. The Display strings are DeerFlow's `PermissionError` messages; the
 /// tools turn every one of them into their own generic "Permission denied …" line, as DeerFlow does.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -83,13 +88,12 @@ impl Layout {
         let mut roots = toolhost_vpath::user_data_roots().to_vec();
         roots.push(Root::new(&skills, RootKind::Skills));
         roots.push(Root::new(ACP_WORKSPACE, RootKind::Acp));
-        let reserved = [
-            format!("{skills}/public"),
-            format!("{skills}/custom"),
-            format!("{skills}/legacy"),
-            ACP_WORKSPACE.to_string(),
-            USER_DATA.to_string(),
-        ];
+        // DeerFlow's `_RESERVED_CONTAINER_PREFIXES`: no mount may shadow these.
+        let reserved: Vec<String> = SKILL_CATEGORIES
+            .iter()
+            .map(|c| format!("{skills}/{c}"))
+            .chain([ACP_WORKSPACE.to_string(), USER_DATA.to_string()])
+            .collect();
         let mut mounts = Vec::new();
         for m in &settings.mounts {
             let cp = m.container_path.trim_end_matches('/');
@@ -109,6 +113,11 @@ impl Layout {
     /// The skills container path (`/mnt/skills`).
     pub fn skills_root(&self) -> &str {
         &self.skills
+    }
+
+    /// The virtual roots of DeerFlow's skill categories (`/mnt/skills/custom`, …).
+    pub fn skill_category_roots(&self) -> impl Iterator<Item = String> + '_ {
+        SKILL_CATEGORIES.iter().map(|c| format!("{}/{c}", self.skills))
     }
 
     fn is_skills_path(&self, path: &str) -> bool {
@@ -247,6 +256,20 @@ mod tests {
         assert_eq!(l.resolve("/mnt/user-data/"), Err(PathError::Escapes));
         assert_eq!(l.resolve("/mnt/user-data/workspaceX"), Err(PathError::Escapes));
         assert_eq!(l.resolve("/mnt/user-data/workspace//a/./b/"), Ok("/mnt/user-data/workspace/a/b".into()));
+    }
+
+    #[test]
+    fn mounts_never_shadow_a_skill_category_root() {
+        let mut s = SandboxSettings::default();
+        for cp in ["/mnt/skills/integrations", "/mnt/skills/legacy/x", "/mnt/tools"] {
+            s.mounts.push(crate::settings::Mount { container_path: cp.into(), read_only: false });
+        }
+        let l = Layout::new(&s, HostMap::identity());
+        assert_eq!(l.mounts, vec![("/mnt/tools".to_string(), false)]);
+        assert_eq!(
+            l.skill_category_roots().collect::<Vec<_>>(),
+            ["/mnt/skills/custom", "/mnt/skills/integrations", "/mnt/skills/legacy", "/mnt/skills/public"]
+        );
     }
 
     #[test]

@@ -1,20 +1,30 @@
-//! The `grep` hot path. A file is read once into a reused buffer; a line-aware regex scans the
-//! whole buffer for candidate lines (literal prefilters do the heavy lifting), and each
-//! candidate line is confirmed with the exact Python-semantics regex. Patterns that need
-//! look-around or back-references fall back to `fancy-regex`, line by line.
+//! The `grep` hot path, one file at a time. A file is read once into a reused buffer. When the
+//! pattern requires one of a few literals (`prefilter`), a SIMD scan finds them in the raw bytes
+//! and only the line around each hit is decoded and checked with the exact Python-semantics
+//! regex. Otherwise a line-aware regex scans the whole decoded buffer for candidate lines, each
+//! confirmed the same way. Patterns that need look-around or back-references fall back to
+//! `fancy-regex`, line by line.
+//!
+//! Every path gives the answer of DeerFlow's loop: decode the file as UTF-8 with U+FFFD for bad
+//! bytes, split it into lines at `\n`, `\r\n` or `\r` (each line ending in `\n`), skip lines over
+//! 2000 characters, and `re.search` each line.
 
-use std::fs::File;
+use std::borrow::Cow;
 use std::path::Path;
 
 use regex::{Regex, RegexBuilder};
 
+use crate::prefilter::Prefilter;
 use crate::pyre::{translate, Anchors};
 use crate::text::char_len;
+use crate::wasifs;
 
 /// DeerFlow skips files larger than this (ReDoS guard).
 pub const MAX_FILE_SIZE: u64 = 1_000_000;
 /// Binary sniffing window.
 const BINARY_SAMPLE: usize = 8192;
+/// Files larger than this have their first `BINARY_SAMPLE` bytes read and sniffed before the rest.
+const SNIFF_FIRST_ABOVE: usize = 32 * 1024;
 /// Lines longer than this (in characters, terminator included) are skipped.
 const MAX_LINE_CHARS: usize = 2000;
 /// Matched lines are cut to this many characters.
@@ -33,6 +43,9 @@ pub struct GrepMatch {
 /// A compiled grep pattern.
 #[derive(Debug)]
 pub enum Matcher {
+    /// Every match holds one of the prefilter's literals: hits in the raw bytes pick the lines
+    /// `line` checks.
+    Literals { prefilter: Prefilter, line: Regex },
     /// `buffer` finds candidates over the whole file, `line` confirms one line.
     Fast { buffer: Regex, line: Regex },
     /// Look-around / back-references: line by line.
@@ -43,6 +56,12 @@ impl Matcher {
     /// Compile like DeerFlow: `literal` escapes the pattern, matching is case-insensitive unless
     /// `case_sensitive`. `Err` carries the text after "Invalid regex pattern: ".
     pub fn new(pattern: &str, literal: bool, case_sensitive: bool) -> Result<Self, String> {
+        Self::compile(pattern, literal, case_sensitive, true)
+    }
+
+    /// [`Matcher::new`]; without `prefilter`, the whole-buffer form every pattern had before the
+    /// prefilter existed (the tests compare the two).
+    fn compile(pattern: &str, literal: bool, case_sensitive: bool, prefilter: bool) -> Result<Self, String> {
         let build = |p: &str| {
             RegexBuilder::new(p)
                 .case_insensitive(!case_sensitive)
@@ -50,24 +69,31 @@ impl Matcher {
                 .build()
                 .map_err(|e| first_line(&e.to_string()))
         };
-        if literal {
+        let (line, buffer) = if literal {
             let p = regex::escape(pattern);
-            return Ok(Self::Fast { buffer: build(&p)?, line: build(&p)? });
+            (p.clone(), p)
+        } else {
+            let line = translate(pattern, Anchors::Line).map_err(|e| e.0)?;
+            if line.fancy {
+                let flags = if case_sensitive { "" } else { "(?i)" };
+                let re = fancy_regex::Regex::new(&format!("{flags}{}", line.pattern))
+                    .map_err(|e| first_line(&e.to_string()))?;
+                return Ok(Self::Fancy(Box::new(re)));
+            }
+            (line.pattern, translate(pattern, Anchors::Buffer).map_err(|e| e.0)?.pattern)
+        };
+        let line_re = build(&line);
+        let prefilter = if prefilter && line_re.is_ok() { Prefilter::new(&line, !case_sensitive) } else { None };
+        match (line_re, prefilter) {
+            (Ok(line), Some(prefilter)) => Ok(Self::Literals { prefilter, line }),
+            // The whole-buffer regex reports first, as it did when both were always compiled.
+            (line, _) => Ok(Self::Fast { buffer: build(&buffer)?, line: line? }),
         }
-        let line = translate(pattern, Anchors::Line).map_err(|e| e.0)?;
-        if line.fancy {
-            let flags = if case_sensitive { "" } else { "(?i)" };
-            let re =
-                fancy_regex::Regex::new(&format!("{flags}{}", line.pattern)).map_err(|e| first_line(&e.to_string()))?;
-            return Ok(Self::Fancy(Box::new(re)));
-        }
-        let buffer = translate(pattern, Anchors::Buffer).map_err(|e| e.0)?;
-        Ok(Self::Fast { buffer: build(&buffer.pattern)?, line: build(&line.pattern)? })
     }
 
     fn line_matches(&self, line: &str) -> bool {
         match self {
-            Self::Fast { line: re, .. } => re.is_match(line),
+            Self::Literals { line: re, .. } | Self::Fast { line: re, .. } => re.is_match(line),
             // A backtracking limit hit counts as no match rather than an error for the whole call.
             Self::Fancy(re) => re.is_match(line).unwrap_or(false),
         }
@@ -78,20 +104,27 @@ fn first_line(s: &str) -> String {
     s.lines().find(|l| !l.trim().is_empty()).unwrap_or(s).trim().to_string()
 }
 
-/// Read a candidate file into `buf` unless DeerFlow would skip it: not a regular file, over
-/// 1 MB, or binary (a NUL in the first 8 KiB). Unreadable files are skipped too.
-pub fn load_candidate(real: &Path, buf: &mut Vec<u8>) -> bool {
-    buf.clear();
-    let Ok(f) = File::open(real) else { return false };
-    let Ok(meta) = f.metadata() else { return false };
-    if !meta.is_file() || meta.len() > MAX_FILE_SIZE {
-        return false;
+/// The bytes of a candidate file, unless DeerFlow would skip it: not a regular file, over 1 MB,
+/// or binary (a NUL in the first 8 KiB). Unreadable files are skipped too. `spare` is a buffer to
+/// reuse; a file read in one host call comes back in the buffer that call filled instead.
+pub fn load_candidate(real: &Path, spare: Vec<u8>) -> Option<Vec<u8>> {
+    let f = wasifs::open(real).ok()?;
+    let meta = f.meta().ok()?;
+    if !meta.regular || meta.size > MAX_FILE_SIZE {
+        return None;
     }
-    if crate::fsutil::read_to_end_at(&f, buf, meta.len()).is_err() {
-        return false;
+    let mut head = spare;
+    head.clear();
+    if meta.size as usize > SNIFF_FIRST_ABOVE {
+        // A large file's first 8 KiB are sniffed before the rest is read: a binary one costs one
+        // small read.
+        head.extend_from_slice(&f.read(BINARY_SAMPLE, 0).ok()?);
+        if memchr::memchr(0, &head).is_some() {
+            return None;
+        }
     }
-    let sample = &buf[..buf.len().min(BINARY_SAMPLE)];
-    memchr::memchr(0, sample).is_none()
+    let data = wasifs::read_whole(&f, meta.size, head).ok()?;
+    memchr::memchr(0, &data[..data.len().min(BINARY_SAMPLE)]).is_none().then_some(data)
 }
 
 /// Python's `truncate_line`: strip the line terminator, cut to 200 characters with `...`.
@@ -112,6 +145,9 @@ fn too_long(line: &str) -> bool {
 pub fn search_buffer(m: &Matcher, data: &[u8], vpath: &str, room: usize, out: &mut Vec<GrepMatch>) {
     if room == 0 || data.is_empty() {
         return;
+    }
+    if let Matcher::Literals { prefilter, .. } = m {
+        return search_raw(m, prefilter, data, vpath, room, out);
     }
     let norm = crate::text::universal_newlines(data);
     let text: std::borrow::Cow<'_, str> = match std::str::from_utf8(&norm) {
@@ -148,7 +184,8 @@ pub fn search_buffer(m: &Matcher, data: &[u8], vpath: &str, room: usize, out: &m
                 pos = le;
             }
         }
-        Matcher::Fancy(_) => {
+        // (`Literals` was searched by `search_raw` above.)
+        Matcher::Fancy(_) | Matcher::Literals { .. } => {
             for (i, line) in text.split_inclusive('\n').enumerate() {
                 if !too_long(line) && m.line_matches(line) {
                     out.push(GrepMatch { path: vpath.to_string(), line_number: i + 1, line: summarize(line) });
@@ -162,80 +199,72 @@ pub fn search_buffer(m: &Matcher, data: &[u8], vpath: &str, room: usize, out: &m
     }
 }
 
-/// A cheap whole-file test for plain-literal patterns (`TODO`, `fn main`, or any `literal`
-/// search): a file whose raw bytes do not contain the needle cannot match, so it is skipped
-/// before decoding and the regex. Why: in wasm the regex crate has no SIMD prefilter (Teddy is
-/// x86/aarch64 only), so a case-insensitive literal ran a byte-at-a-time Aho-Corasick scan over
-/// every file; this word-at-a-time scan is several times faster and most files are skipped.
-///
-/// Built only when the raw-byte test is exact: the needle is ASCII (decoding never creates or
-/// removes ASCII bytes), has no line break (universal newlines only rewrite `\r`), and, when
-/// matching ignores case, has no `k` or `s` (Unicode folding also matches U+212A and U+017F,
-/// which are not ASCII). The full search still decides every file that passes.
-#[derive(Debug, Clone)]
-pub struct LiteralFilter {
-    /// The needle, lower-cased when `fold`.
-    needle: Vec<u8>,
-    fold: bool,
+/// The prefilter path: nothing is decoded but the lines the prefilter hits. Line boundaries and
+/// numbers are found in the raw bytes, where `\r\n` and a lone `\r` also end a line; a file
+/// without any `\r` (found out at its first hit) only looks for `\n`.
+fn search_raw(m: &Matcher, prefilter: &Prefilter, data: &[u8], vpath: &str, room: usize, out: &mut Vec<GrepMatch>) {
+    let mut pos = 0;
+    let mut has_cr: Option<bool> = None;
+    // Line breaks are counted up to `counted`, a line start, lazily: only when a line is reported.
+    let (mut counted, mut line_no) = (0usize, 1usize);
+    let mut added = 0;
+    while let Some(hit) = prefilter.find(data, pos) {
+        let cr = *has_cr.get_or_insert_with(|| memchr::memchr(b'\r', data).is_some());
+        let before = &data[pos..hit];
+        let start = if cr { memchr::memrchr2(b'\n', b'\r', before) } else { memchr::memrchr(b'\n', before) }
+            .map_or(pos, |i| pos + i + 1);
+        let after = &data[hit..];
+        let end = if cr { memchr::memchr2(b'\n', b'\r', after) } else { memchr::memchr(b'\n', after) }
+            .map_or(data.len(), |i| hit + i);
+        let next = match data.get(end) {
+            None => end,
+            Some(b'\r') if data.get(end + 1) == Some(&b'\n') => end + 2,
+            Some(_) => end + 1,
+        };
+        let line = python_line(data, start, end, next);
+        if !too_long(&line) && m.line_matches(&line) {
+            line_no += count_breaks(&data[counted..start], cr);
+            counted = start;
+            out.push(GrepMatch { path: vpath.to_string(), line_number: line_no, line: summarize(&line) });
+            added += 1;
+            if added >= room {
+                return;
+            }
+        }
+        pos = next;
+    }
 }
 
-/// Python `re` metacharacters: a pattern without any is matched as the literal string.
-const PY_META: &[u8] = b".^$*+?{}[]\\|()";
-
-impl LiteralFilter {
-    pub fn new(pattern: &str, literal: bool, case_sensitive: bool) -> Option<Self> {
-        let bytes = pattern.as_bytes();
-        if bytes.len() < 2 || !pattern.is_ascii() || bytes.iter().any(|b| matches!(b, b'\n' | b'\r')) {
-            return None;
+/// The line Python reads for the raw bytes `data[start..next]` (`end` is where its terminator
+/// starts): decoded with U+FFFD for bad bytes, ending in `\n` when it has a terminator. Bad bytes
+/// never swallow a line break (UTF-8 continuation bytes are never ASCII), so decoding a line
+/// alone gives what decoding the whole file gives.
+fn python_line(data: &[u8], start: usize, end: usize, next: usize) -> Cow<'_, str> {
+    if data.get(end) == Some(&b'\n') {
+        if let Ok(s) = std::str::from_utf8(&data[start..next]) {
+            return Cow::Borrowed(s);
         }
-        if !literal && bytes.iter().any(|b| PY_META.contains(b)) {
-            return None;
+    } else if end == next {
+        if let Ok(s) = std::str::from_utf8(&data[start..end]) {
+            return Cow::Borrowed(s);
         }
-        if !case_sensitive && bytes.iter().any(|b| matches!(b.to_ascii_lowercase(), b'k' | b's')) {
-            return None;
-        }
-        let fold = !case_sensitive;
-        let needle = if fold { pattern.to_ascii_lowercase().into_bytes() } else { bytes.to_vec() };
-        Some(Self { needle, fold })
     }
-
-    /// Whether `hay` contains the needle (ignoring ASCII case when folding).
-    pub fn may_match(&self, hay: &[u8]) -> bool {
-        let n = self.needle.len();
-        if hay.len() < n {
-            return false;
-        }
-        let first = self.needle[0];
-        let last = self.needle[n - 1];
-        // Letters compare with bit 0x20 set; other bytes exactly.
-        let mask = |b: u8| if self.fold && b.is_ascii_alphabetic() { 0x20u8 } else { 0 };
-        let (m1, m2) = (mask(first), mask(last));
-        let folded_eq = |h: u8, b: u8, m: u8| (h | m) == b;
-        let verify = |at: usize| hay[at..at + n].iter().zip(&self.needle).all(|(&h, &b)| folded_eq(h, b, mask(b)));
-        const LO: u64 = 0x0101_0101_0101_0101;
-        const SEVEN: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-        // High bit of each byte set exactly where that byte of `x` is zero.
-        let zero_bytes = |x: u64| !(((x & SEVEN).wrapping_add(SEVEN)) | x | SEVEN);
-        let (f1, f2) = (LO * u64::from(first), LO * u64::from(last));
-        let (o1, o2) = (LO * u64::from(m1), LO * u64::from(m2));
-        // Packed pair: the first needle byte at `i + k` and the last at `i + k + n - 1`.
-        let end = hay.len() - n + 1;
-        let mut i = 0;
-        while i + 8 <= end {
-            let a = u64::from_le_bytes(hay[i..i + 8].try_into().unwrap_or([0; 8]));
-            let b = u64::from_le_bytes(hay[i + n - 1..i + n + 7].try_into().unwrap_or([0; 8]));
-            let mut hits = zero_bytes((a | o1) ^ f1) & zero_bytes((b | o2) ^ f2);
-            while hits != 0 {
-                let k = (hits.trailing_zeros() / 8) as usize;
-                if verify(i + k) {
-                    return true;
-                }
-                hits &= hits - 1;
-            }
-            i += 8;
-        }
-        (i..end).any(|at| folded_eq(hay[at], first, m1) && verify(at))
+    let mut line = String::from_utf8_lossy(&data[start..end]).into_owned();
+    if next > end {
+        line.push('\n');
     }
+    Cow::Owned(line)
+}
+
+/// Line breaks in `bytes`, which starts and ends at line starts: `\n`, `\r\n` and lone `\r` count
+/// one each. Without `\r` in the file only `\n` is counted.
+fn count_breaks(bytes: &[u8], cr: bool) -> usize {
+    let lf = memchr::memchr_iter(b'\n', bytes).count();
+    if !cr {
+        return lf;
+    }
+    let cr_count = memchr::memchr_iter(b'\r', bytes).count();
+    lf + cr_count - memchr::memmem::find_iter(bytes, b"\r\n").count()
 }
 
 #[cfg(test)]
@@ -276,22 +305,112 @@ mod tests {
         assert_eq!(Matcher::new("[invalid", false, false).unwrap_err(), "unterminated character set at position 0");
         assert!(Matcher::new("[invalid", true, false).is_ok());
     }
+    /// The prefilter path gives the answer of the whole-buffer path (the previous implementation
+    /// for every pattern) and of DeerFlow's line loop, on pseudo-random texts mixing every kind of
+    /// line break, undecodable bytes, case and Unicode-fold variants, and long lines.
     #[test]
-    fn literal_filter_is_exact_where_it_applies() {
-        let f = |p: &str, lit: bool, cs: bool| LiteralFilter::new(p, lit, cs);
-        // Not built where the raw bytes would not decide.
-        assert!(f("a.b", false, true).is_none() && f("x", false, true).is_none());
-        assert!(f("task", false, false).is_none() && f("Kelvin", false, false).is_none());
-        assert!(f("naïve", true, true).is_none() && f("a\nb", true, true).is_none());
-        assert!(f("task", false, true).is_some() && f("a.b", true, true).is_some());
-        // Against a naive search, at every alignment and around the word-scan boundaries.
+    fn prefilter_path_equals_the_whole_buffer_path() {
+        let pieces: [&[u8]; 20] = [
+            b"TODO",
+            b"todo",
+            b"ToDo",
+            b"FIXME",
+            b"fixme",
+            b"\r\n",
+            b"\r",
+            b"\n",
+            b"\xff",
+            b"\xe2\x82",
+            b"\xc3\xa9",
+            b"\xc3\x89",
+            "\u{17f}".as_bytes(),
+            "\u{212a}".as_bytes(),
+            b"fn ",
+            b"_test",
+            b"parse",
+            b" ",
+            b"x",
+            b"\t",
+        ];
+        let patterns = [
+            ("TODO", false, false),
+            ("TODO", false, true),
+            ("todo|FIXME", false, false),
+            (r"fn\s+\w+_test", false, false),
+            ("^TODO", false, false),
+            ("TODO$", false, false),
+            (r"\bTODO\b", false, false),
+            ("xs", false, false),
+            ("k", false, false),
+            ("\u{e9}", false, false),
+            ("a.b", true, false),
+            ("o\\r", false, false),
+            ("TODO\\n", false, false),
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..400 {
+            let mut text = Vec::new();
+            let len = (next() % 60) as usize;
+            for _ in 0..len {
+                let p = pieces[(next() % pieces.len() as u64) as usize];
+                if p == b"x" && next() % 8 == 0 {
+                    text.extend(std::iter::repeat_n(b'x', 1990 + (next() % 20) as usize));
+                } else {
+                    text.extend_from_slice(p);
+                }
+            }
+            for (pattern, literal, cs) in patterns {
+                let fast = Matcher::compile(pattern, literal, cs, true).unwrap();
+                let whole = Matcher::compile(pattern, literal, cs, false).unwrap();
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                search_buffer(&fast, &text, "/f", 1000, &mut a);
+                search_buffer(&whole, &text, "/f", 1000, &mut b);
+                assert_eq!(a, b, "round {round}, {pattern:?} in {:?}", String::from_utf8_lossy(&text));
+                // DeerFlow's loop: decode, universal newlines, each line ending in \n, search.
+                let decoded = String::from_utf8_lossy(&text).replace("\r\n", "\n").replace('\r', "\n");
+                let expected: Vec<(usize, String)> = decoded
+                    .split_inclusive('\n')
+                    .enumerate()
+                    .filter(|(_, l)| l.chars().count() <= 2000 && whole.line_matches(l))
+                    .map(|(i, l)| (i + 1, summarize(l)))
+                    .collect();
+                let got: Vec<(usize, String)> = a.into_iter().map(|m| (m.line_number, m.line)).collect();
+                assert_eq!(got, expected, "round {round}, {pattern:?}");
+            }
+        }
+        // The patterns above do take the prefilter path.
+        for (pattern, literal, cs) in patterns {
+            assert!(matches!(Matcher::new(pattern, literal, cs).unwrap(), Matcher::Literals { .. }), "{pattern}");
+        }
+    }
+
+    /// The prefilter replaced a whole-file literal check (`LiteralFilter`); its cases still hold:
+    /// the scan agrees with a naive search at every alignment and around the word-scan
+    /// boundaries, and whatever it rejects the full search finds nothing in.
+    #[test]
+    fn literal_prefilter_is_exact_where_it_applies() {
+        let f = |p: &str, lit: bool, cs: bool| {
+            let p = if lit { regex::escape(p) } else { p.to_string() };
+            crate::prefilter::Prefilter::new(&p, !cs)
+        };
+        // Built for any required literal now, Unicode case folding included (`s` and `k` fold
+        // to U+017F and U+212A, which become needles of their own).
+        assert!(f("task", false, false).is_some() && f("Kelvin", false, false).is_some());
+        assert!(f("naïve", true, true).is_some() && f("a.b", true, true).is_some());
+        assert!(f("task", false, true).is_some() && f("a\nb", true, true).is_some());
         let naive = |hay: &[u8], needle: &[u8], fold: bool| {
             hay.windows(needle.len()).any(|w| if fold { w.eq_ignore_ascii_case(needle) } else { w == needle })
         };
         for (needle, cs) in
             [("TODO", false), ("TODO", true), ("a.b", true), ("@`", false), ("[]", false), ("zz", false)]
         {
-            let filter = f(needle, needle.bytes().any(|b| PY_META.contains(&b)), cs).unwrap();
+            let filter = f(needle, true, cs).unwrap();
             for len in 0..40 {
                 for at in 0..len {
                     for variant in
@@ -304,7 +423,7 @@ mod tests {
                         }
                         let want = naive(&hay, needle.as_bytes(), !cs);
                         assert_eq!(
-                            filter.may_match(&hay),
+                            filter.find(&hay, 0).is_some(),
                             want,
                             "{needle} cs={cs} in {:?}",
                             String::from_utf8_lossy(&hay)
@@ -313,13 +432,12 @@ mod tests {
                 }
             }
         }
-        // Whatever the filter rejects, the full search finds nothing in.
         let m = Matcher::new("todo", false, false).unwrap();
         let filter = f("todo", false, false).unwrap();
         for text in ["TODO\r\nx", "xx tOdO", "to do", "tod\ro", "T\u{0}ODO", "caf\u{e9} todo"] {
             let mut out = Vec::new();
             search_buffer(&m, text.as_bytes(), "/f", 10, &mut out);
-            assert_eq!(filter.may_match(text.as_bytes()), !out.is_empty(), "{text:?}");
+            assert_eq!(filter.find(text.as_bytes(), 0).is_some(), !out.is_empty(), "{text:?}");
         }
     }
 }

@@ -30,7 +30,7 @@ pub struct SandboxSettings {
     pub ls_output_max_chars: usize,
     pub mounts: Vec<Mount>,
     pub skills_container_path: String,
-    /// `DEERFLOW_WRITE_FILE_MAX_BYTES` as the host read it from its environment (raw text).
+    /// DeerFlow's `DEERFLOW_WRITE_FILE_MAX_BYTES` as the host was given it (raw text).
     pub write_file_max_bytes: Option<String>,
     /// Virtual directories of disabled skills, e.g. `/mnt/skills/public/some-skill`.
     pub disabled_skills: Vec<String>,

@@ -8,6 +8,7 @@ use std::io::{self, Write};
 use crate::fsutil::{py_os_error, read_dir_sorted, Kind};
 use crate::glob::{should_ignore_name, GlobMatcher};
 use crate::paths::Layout;
+use crate::ranged::{ranged_read, read_for_range};
 use crate::search::{self, GrepMatch};
 use crate::settings::SandboxSettings;
 use crate::text::{
@@ -20,9 +21,6 @@ const GLOB_DEFAULT: i64 = 200;
 const GLOB_MAX: i64 = 1000;
 const GREP_DEFAULT: i64 = 100;
 const GREP_MAX: i64 = 500;
-/// Python's `TextIOWrapper` chunk size: decoding errors past the chunks a ranged read consumed
-/// are never seen.
-const PY_CHUNK: usize = 8192;
 
 /// A tool's answer: the text the model reads, flagged as an error when it starts with `Error:`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +83,10 @@ impl Sandbox {
         let mut entries = Vec::new();
         if root == self.layout.skills_root() {
             // DeerFlow mounts skills per category, so its `ls` of the skills root shows only the
-            // category directories (its mount overlay).
+            // category directories (its mount overlay) — every one of them, since its skill
+            // projection creates them all, whether or not this skills directory has one. Other
+            // directories here are served too, so they are listed as well.
+            entries.extend(self.layout.skill_category_roots().map(|r| format!("{r}/")));
             if let Ok(list) = read_dir_sorted(&self.layout, &root) {
                 for e in list {
                     if e.kind == Kind::Dir && !e.symlink && !should_ignore_name(&e.name) {
@@ -93,11 +94,14 @@ impl Sandbox {
                     }
                 }
             }
-            if entries.is_empty() {
-                return format!("Error: Directory not found: {path}");
-            }
         } else {
             match fs::metadata(self.real(&root)) {
+                // A category root DeerFlow would have created empty (see above).
+                Err(e)
+                    if e.kind() == io::ErrorKind::NotFound && self.layout.skill_category_roots().any(|r| r == root) =>
+                {
+                    return "(empty)".to_string()
+                }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return format!("Error: Directory not found: {path}"),
                 Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return denied(),
                 Err(e) => return format!("Error: Unexpected error listing directory: {}", py_os_error(&e, path)),
@@ -125,8 +129,8 @@ impl Sandbox {
             }
             let slash = if e.kind == Kind::Dir { "/" } else { "" };
             if e.symlink {
-                if Layout::within(&e.shown, root) {
-                    out.push(format!("{}{slash}", e.shown));
+                if Layout::within(e.shown(), root) {
+                    out.push(format!("{}{slash}", e.shown()));
                 }
                 continue;
             }
@@ -174,19 +178,15 @@ impl Sandbox {
             return format!("Error: Path is not a regular file: {path}");
         }
         // One open, then the open file's metadata: fewer host calls than stat + read by path.
-        let bytes = fs::File::open(&real).and_then(|file| {
-            let meta = file.metadata()?;
-            if meta.is_dir() {
+        let bytes = crate::wasifs::open(&real).and_then(|file| {
+            let meta = file.meta()?;
+            if meta.dir {
                 return Err(io::Error::from(io::ErrorKind::IsADirectory));
             }
             match end_line {
                 // A range with an end needs only a prefix of the file (`read_for_range`).
                 Some(e) => read_for_range(&file, usize::try_from(e).unwrap_or(usize::MAX)),
-                None => {
-                    let mut buf = Vec::new();
-                    crate::fsutil::read_to_end_at(&file, &mut buf, meta.len())?;
-                    Ok(buf)
-                }
+                None => crate::wasifs::read_whole(&file, meta.size, Vec::new()),
             }
         });
         let bytes = match bytes {
@@ -207,12 +207,17 @@ impl Sandbox {
             )
         };
         let content = if !ranged {
-            match std::str::from_utf8(&bytes) {
-                Ok(_) => match String::from_utf8(universal_newlines(&bytes).into_owned()) {
+            if memchr::memchr(b'\r', &bytes).is_some() {
+                match std::str::from_utf8(&universal_newlines(&bytes)) {
+                    Ok(s) => s.to_string(),
+                    Err(_) => return binary(),
+                }
+            } else {
+                // The common case: the bytes read become the text without a copy.
+                match String::from_utf8(bytes) {
                     Ok(s) => s,
                     Err(_) => return binary(),
-                },
-                Err(_) => return binary(),
+                }
             }
         } else {
             let start = usize::try_from(effective_start).unwrap_or(usize::MAX);
@@ -395,8 +400,9 @@ impl Sandbox {
         }
         let matcher = GlobMatcher::new(pattern);
         let mut found = Vec::new();
-        let mut walk = GlobWalk { sb: self, matcher: &matcher, include_dirs, limit, found: &mut found };
-        match walk.dir(&root, "") {
+        let mut walk =
+            GlobWalk { sb: self, matcher: &matcher, include_dirs, limit, found: &mut found, rel: String::new() };
+        match walk.dir(&root) {
             Ok(_) => {}
             Err(e) => return format!("Error: Unexpected error searching paths: ValueError: {e}"),
         }
@@ -460,16 +466,8 @@ impl Sandbox {
             Err(e) => return format!("Error: Invalid regex pattern: {e}"),
         };
         let glob = glob.map(GlobMatcher::new);
-        let filter = search::LiteralFilter::new(pattern, literal, case_sensitive);
-        let mut g = GrepWalk {
-            sb: self,
-            matcher: &matcher,
-            filter: filter.as_ref(),
-            glob: glob.as_ref(),
-            limit,
-            found: Vec::new(),
-            buf: Vec::new(),
-        };
+        let mut g =
+            GrepWalk { sb: self, matcher: &matcher, glob: glob.as_ref(), limit, found: Vec::new(), buf: Vec::new() };
         let res = if is_file {
             let name = root.rsplit('/').next().unwrap_or_default().to_string();
             g.file(&root, &name).map(|_| ())
@@ -508,22 +506,25 @@ struct GlobWalk<'a> {
     include_dirs: bool,
     limit: usize,
     found: &'a mut Vec<String>,
+    /// The relative path being tested, in the matcher's form (`GlobMatcher::matches_lines`),
+    /// built in place: the current directory's part, then one entry's name at a time.
+    rel: String,
 }
 
 impl GlobWalk<'_> {
     /// `os.walk` order (sorted): a directory's matching subdirs (with `include_dirs`), then its
     /// matching files, then each subdirectory. `Ok(true)` once one match past the limit is found.
-    fn dir(&mut self, vdir: &str, rel_dir: &str) -> Result<bool, crate::glob::EmptyPattern> {
+    fn dir(&mut self, vdir: &str) -> Result<bool, crate::glob::EmptyPattern> {
         let Ok(list) = read_dir_sorted(&self.sb.layout, vdir) else { return Ok(false) };
-        let rel = |name: &str| if rel_dir.is_empty() { name.to_string() } else { format!("{rel_dir}/{name}") };
+        let dir_len = self.rel.len();
         let dirs: Vec<_> = list.iter().filter(|e| e.kind == Kind::Dir && !should_ignore_name(&e.name)).collect();
         if self.include_dirs {
             for d in &dirs {
-                if hidden(self.sb, &d.shown) {
+                if hidden(self.sb, d.shown()) {
                     continue;
                 }
-                if self.matcher.matches(&rel(&d.name))? {
-                    self.found.push(d.shown.clone());
+                if self.test(dir_len, &d.name)? {
+                    self.found.push(d.shown().to_string());
                     if self.found.len() > self.limit {
                         return Ok(true);
                     }
@@ -531,11 +532,11 @@ impl GlobWalk<'_> {
             }
         }
         for f in list.iter().filter(|e| e.kind != Kind::Dir) {
-            if should_ignore_name(&f.name) || hidden(self.sb, &f.shown) {
+            if should_ignore_name(&f.name) || hidden(self.sb, f.shown()) {
                 continue;
             }
-            if self.matcher.matches(&rel(&f.name))? {
-                self.found.push(f.shown.clone());
+            if self.test(dir_len, &f.name)? {
+                self.found.push(f.shown().to_string());
                 if self.found.len() > self.limit {
                     return Ok(true);
                 }
@@ -545,19 +546,36 @@ impl GlobWalk<'_> {
             if d.symlink || hidden(self.sb, &d.vpath) {
                 continue;
             }
-            if self.dir(&d.vpath, &rel(&d.name))? {
+            self.enter(dir_len, &d.name);
+            let done = self.dir(&d.vpath)?;
+            self.rel.truncate(dir_len);
+            if done {
                 return Ok(true);
             }
         }
         Ok(false)
+    }
+
+    /// Point `rel` at `name` inside the directory whose part is `rel[..dir_len]`.
+    fn enter(&mut self, dir_len: usize, name: &str) {
+        self.rel.truncate(dir_len);
+        if dir_len > 0 {
+            self.rel.push('\n');
+        }
+        crate::glob::push_swapped(&mut self.rel, name);
+    }
+
+    fn test(&mut self, dir_len: usize, name: &str) -> Result<bool, crate::glob::EmptyPattern> {
+        self.enter(dir_len, name);
+        let hit = self.matcher.matches_lines(&self.rel);
+        self.rel.truncate(dir_len);
+        hit
     }
 }
 
 struct GrepWalk<'a> {
     sb: &'a Sandbox,
     matcher: &'a search::Matcher,
-    /// Skips files that cannot match a plain-literal pattern (see `search::LiteralFilter`).
-    filter: Option<&'a search::LiteralFilter>,
     glob: Option<&'a GlobMatcher>,
     limit: usize,
     found: Vec<GrepMatch>,
@@ -595,21 +613,16 @@ impl GrepWalk<'_> {
                 return Ok(false);
             }
         }
-        if !search::load_candidate(&self.sb.layout.host.real(vpath), &mut self.buf) {
+        let Some(data) = search::load_candidate(&self.sb.layout.host.real(vpath), std::mem::take(&mut self.buf)) else {
             return Ok(false);
-        }
-        if self.filter.is_some_and(|f| !f.may_match(&self.buf)) {
-            return Ok(false);
-        }
+        };
         let room = self.limit + 1 - self.found.len().min(self.limit + 1);
-        search::search_buffer(self.matcher, &self.buf, vpath, room, &mut self.found);
+        search::search_buffer(self.matcher, &data, vpath, room, &mut self.found);
+        self.buf = data;
         Ok(self.found.len() > self.limit)
     }
 }
 
-/// `read_file` with a line range: Python's line iteration over universal newlines, failing like
-/// Python only when an undecodable byte lies within the chunks it would have decoded. `None`
-/// means "not UTF-8 text".
 /// Replace the whole content of an open file: write from the start, then cut the old tail.
 /// The bytes on disk end up as with open-truncate-write (Python's `open(path, "w")`), but a
 /// rewrite of a file of about the same size frees and reallocates no blocks, and ext4 does not
@@ -623,121 +636,6 @@ fn overwrite(file: fs::File, bytes: &[u8]) -> io::Result<()> {
         file.set_len(bytes.len() as u64)?;
     }
     Ok(())
-}
-
-/// Bytes read per step by `read_for_range`.
-const RANGE_READ_STEP: usize = 16 * 1024;
-
-/// The part of a file `ranged_read(…, Some(end))` looks at: everything up to one Python read
-/// chunk past the end of line `end + 1`, or the whole file when it is shorter. `ranged_read` gives
-/// the same answer on this prefix as on the whole file (tested), so a range near the top of a
-/// large file no longer copies all of it into guest memory.
-fn read_for_range(file: &fs::File, end: usize) -> io::Result<Vec<u8>> {
-    read_for_range_by(file, end, RANGE_READ_STEP)
-}
-
-fn read_for_range_by(file: &fs::File, end: usize, step: usize) -> io::Result<Vec<u8>> {
-    let mut buf: Vec<u8> = Vec::new();
-    // Newline scan state: lines seen and the next byte to look at.
-    let (mut line, mut i) = (0usize, 0usize);
-    let mut need: Option<usize> = None;
-    loop {
-        if need.is_some_and(|n| buf.len() >= n) {
-            return Ok(buf);
-        }
-        let old = buf.len();
-        buf.resize(old + step, 0);
-        let got = loop {
-            match crate::fsutil::read_at(file, &mut buf[old..], old as u64) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => break other,
-            }
-        };
-        let got = got?;
-        buf.truncate(old + got);
-        if got == 0 {
-            return Ok(buf);
-        }
-        if need.is_some() {
-            continue;
-        }
-        while i < buf.len() {
-            let b = buf[i];
-            if b == b'\n' || b == b'\r' {
-                if b == b'\r' {
-                    // Whether a '\n' follows is only known once the next byte is read.
-                    if i + 1 == buf.len() {
-                        break;
-                    }
-                    if buf[i + 1] == b'\n' {
-                        i += 1;
-                    }
-                }
-                line += 1;
-                if line > end {
-                    let stop = i + 1;
-                    need = Some(stop.div_ceil(PY_CHUNK).saturating_mul(PY_CHUNK).saturating_add(PY_CHUNK));
-                    break;
-                }
-            }
-            i += 1;
-        }
-    }
-}
-
-fn ranged_read(bytes: &[u8], start: usize, end: Option<usize>) -> Option<String> {
-    let check_upto = match end {
-        None => bytes.len(),
-        Some(e) => {
-            // Offset just past line `e + 1` (Python reads it to see the range is over).
-            let mut line = 0usize;
-            let mut i = 0usize;
-            let mut stop = bytes.len();
-            while i < bytes.len() {
-                let b = bytes[i];
-                if b == b'\n' || b == b'\r' {
-                    if b == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
-                        i += 1;
-                    }
-                    line += 1;
-                    if line > e {
-                        stop = i + 1;
-                        break;
-                    }
-                }
-                i += 1;
-            }
-            stop.div_ceil(PY_CHUNK).saturating_mul(PY_CHUNK).min(bytes.len())
-        }
-    };
-    if let Err(e) = std::str::from_utf8(bytes) {
-        let at_eof_incomplete = e.error_len().is_none();
-        if e.valid_up_to() < check_upto && !(at_eof_incomplete && check_upto < bytes.len()) {
-            return None;
-        }
-    }
-    let norm = universal_newlines(bytes);
-    let mut selected: Vec<&[u8]> = Vec::new();
-    for (idx, line) in norm.split_inclusive(|&b| b == b'\n').enumerate() {
-        let n = idx + 1;
-        if n < start {
-            continue;
-        }
-        if end.is_some_and(|e| n > e) {
-            break;
-        }
-        let mut l = line;
-        while let Some((last, rest)) = l.split_last() {
-            if *last == b'\n' || *last == b'\r' {
-                l = rest;
-            } else {
-                break;
-            }
-        }
-        selected.push(l);
-    }
-    let joined = selected.join(&b'\n');
-    Some(String::from_utf8_lossy(&joined).into_owned())
 }
 
 /// Replace `old` (first occurrence, or all) as Python does on the universal-newline view of the
@@ -790,90 +688,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_range_read_from_a_prefix_matches_one_from_the_whole_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f.txt");
-        // Files that stress the prefix: CRLF and lone CR at chunk boundaries, invalid UTF-8 and
-        // a split multi-byte character at and around the bytes a range consumes, no final newline.
-        let mut cases: Vec<Vec<u8>> = Vec::new();
-        let mut lines = Vec::new();
-        for n in 0..30_000u32 {
-            let sep: &[u8] = match n % 5 {
-                0 => b"\r\n",
-                1 => b"\r",
-                _ => b"\n",
-            };
-            lines.extend_from_slice(format!("line {n} {}", "x".repeat((n % 97) as usize)).as_bytes());
-            lines.extend_from_slice(sep);
-        }
-        cases.push(lines.clone());
-        for bad_at in [100usize, PY_CHUNK - 1, PY_CHUNK, 3 * PY_CHUNK + 5, 70_000, 200_000, lines.len() - 3] {
-            let mut c = lines.clone();
-            c[bad_at] = 0xff;
-            cases.push(c);
-            let mut c = lines.clone();
-            c.insert(bad_at, 0xe2); // the first byte of a three-byte character, alone
-            cases.push(c);
-        }
-        let mut cr_at_step = lines.clone();
-        cr_at_step[RANGE_READ_STEP - 1] = b'\r';
-        cr_at_step[RANGE_READ_STEP] = b'\n';
-        cases.push(cr_at_step);
-        cases.push(b"no newline at all".to_vec());
-        cases.push(Vec::new());
-        for (ci, bytes) in cases.iter().enumerate() {
-            std::fs::write(&path, bytes).unwrap();
-            for (start, end) in [
-                (1, 1),
-                (1, 5),
-                (100, 200),
-                (2000, 2100),
-                (5000, 5001),
-                (29_990, 30_010),
-                (40_000, 40_001),
-                (1, 29_999),
-            ] {
-                let whole = ranged_read(bytes, start, Some(end));
-                for step in [7, 4093, RANGE_READ_STEP] {
-                    if step == 7 && end > 2100 {
-                        continue; // byte-sized steps through a megabyte are slow in a debug build
-                    }
-                    let prefix = read_for_range_by(&fs::File::open(&path).unwrap(), end, step).unwrap();
-                    assert!(prefix.len() <= bytes.len() && bytes.starts_with(&prefix));
-                    assert_eq!(
-                        ranged_read(&prefix, start, Some(end)),
-                        whole,
-                        "case {ci}, lines {start}-{end}, step {step}, prefix {} of {} bytes",
-                        prefix.len(),
-                        bytes.len()
-                    );
-                }
-            }
-        }
-        // A range near the top of a large file reads a small prefix.
-        std::fs::write(&path, &lines).unwrap();
-        assert!(read_for_range(&fs::File::open(&path).unwrap(), 200).unwrap().len() <= 2 * RANGE_READ_STEP);
-    }
-
-    #[test]
     fn keeps_crlf_bytes() {
         let raw = b"line1\r\nline2 TODO\r\nline3\r\n";
         assert_eq!(replace_keeping_bytes(raw, "line2", "LINE2", false).unwrap(), b"line1\r\nLINE2 TODO\r\nline3\r\n");
         assert_eq!(replace_keeping_bytes(raw, "line1\nline2", "x", false).unwrap(), b"x TODO\r\nline3\r\n");
         assert!(replace_keeping_bytes(raw, "line1\r\nline2", "x", false).is_none());
         assert_eq!(replace_keeping_bytes(b"x x x", "x", "y", true).unwrap(), b"y y y");
-    }
-
-    #[test]
-    fn ranges() {
-        assert_eq!(ranged_read(b"a\r\nb\rc", 2, Some(3)).unwrap(), "b\nc");
-        assert_eq!(ranged_read(b"", 1, Some(5)).unwrap(), "");
-        // An undecodable byte far past the range is never decoded by Python.
-        let mut big = b"ok\nb\n".to_vec();
-        big.extend(std::iter::repeat_n(b'a', 20000));
-        big.push(0xff);
-        assert_eq!(ranged_read(&big, 1, Some(1)).unwrap(), "ok");
-        assert!(ranged_read(&big, 1, None).is_none());
     }
 
     #[test]

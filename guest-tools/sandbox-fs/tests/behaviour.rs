@@ -128,7 +128,11 @@ fn escaping_symlinks_are_never_followed() {
 #[test]
 fn skills_root_and_disabled_skills() {
     let t = setup();
-    assert_eq!(run(&t, "ls", json!({"path": "/mnt/skills"})), "/mnt/skills/custom/\n/mnt/skills/public/");
+    // Every DeerFlow category root, on disk here (custom, public) or not (integrations, legacy).
+    assert_eq!(
+        run(&t, "ls", json!({"path": "/mnt/skills"})),
+        "/mnt/skills/custom/\n/mnt/skills/integrations/\n/mnt/skills/legacy/\n/mnt/skills/public/"
+    );
     assert_eq!(
         run(&t, "ls", json!({"path": "/mnt/skills/public"})),
         "/mnt/skills/public/demo/\n/mnt/skills/public/demo/SKILL.md"
@@ -143,6 +147,38 @@ fn skills_root_and_disabled_skills() {
     );
     assert!(run(&t, "read_file", json!({"path": "/mnt/skills/public/off/SKILL.md"}))
         .starts_with("Error: Skill 'off' is disabled."));
+}
+
+/// DeerFlow's `ls` of the skills root lists its four category roots even when this skills
+/// directory holds none of them: its skill projection creates each root (empty when it has no
+/// skill) and mounts it, and the local sandbox's `list_dir` overlays the mounts below the listed
+/// path (deerflow/sandbox/local/local_sandbox.py, `list_dir`; skills/projection.py). A root that
+/// is not on disk lists as DeerFlow's empty root does; other directories here are listed too.
+#[test]
+fn skills_root_lists_deerflows_category_roots_even_when_absent() {
+    let t = setup();
+    std::fs::remove_dir_all(t.root.join("skills")).expect("rm");
+    std::fs::create_dir_all(t.root.join("skills/notes")).expect("mkdir");
+    assert_eq!(
+        run(&t, "ls", json!({"path": "/mnt/skills"})),
+        "/mnt/skills/custom/\n/mnt/skills/integrations/\n/mnt/skills/legacy/\n/mnt/skills/notes/\n/mnt/skills/public/"
+    );
+    assert_eq!(run(&t, "ls", json!({"path": "/mnt/skills/"})), run(&t, "ls", json!({"path": "/mnt/skills"})));
+    for root in ["custom", "integrations", "legacy", "public"] {
+        assert_eq!(run(&t, "ls", json!({"path": format!("/mnt/skills/{root}")})), "(empty)", "{root}");
+    }
+    // Only the category roots themselves: below them a missing directory is still an error.
+    assert_eq!(
+        run(&t, "ls", json!({"path": "/mnt/skills/public/nope"})),
+        "Error: Directory not found: /mnt/skills/public/nope"
+    );
+    assert_eq!(run(&t, "ls", json!({"path": "/mnt/skills/other"})), "Error: Directory not found: /mnt/skills/other");
+    // With no skills directory at all, the roots are still there.
+    std::fs::remove_dir_all(t.root.join("skills")).expect("rm");
+    assert_eq!(
+        run(&t, "ls", json!({"path": "/mnt/skills"})),
+        "/mnt/skills/custom/\n/mnt/skills/integrations/\n/mnt/skills/legacy/\n/mnt/skills/public/"
+    );
 }
 
 #[test]

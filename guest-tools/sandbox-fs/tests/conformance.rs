@@ -1,7 +1,7 @@
-//! Runs every case and sequence of conformance/sandbox_fs.json natively: the fixture tree is
+//! Runs every case and sequence of tests/conformance/sandbox_fs.json natively: the fixture tree is
 //! rebuilt in a temp dir, the virtual roots are mapped onto it, and each tool's text and the
 //! files it changed are compared with the vectors. Where toolhost deliberately differs from
-//! DeerFlow (conformance/README.md, "Where toolhost deliberately differs"), the expected value is
+//! DeerFlow (tests/conformance/README.md, "Where toolhost deliberately differs"), the expected value is
 //! derived from the vector by that deviation's rule, and the test names the deviation.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use sandbox_fs::{call, HostMap, Sandbox, SandboxSettings};
 use serde_json::{json, Value};
 
-const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/conformance/sandbox_fs.json");
+const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/sandbox_fs.json");
 
 /// Shared with the host's end-to-end test (tests/file_tools.rs), so both apply the same rules.
 #[path = "../../../tests/support/sandbox_fs_vectors.rs"]

@@ -152,6 +152,7 @@ fn open(cli: &Cli) -> anyhow::Result<Toolhost> {
         cache_dir: None,
         extensions_path: cli.extensions.clone(),
         extra_ca_certs: crate::host::extra_ca_certs_from_env(),
+        write_file_max_bytes: std::env::var("DEERFLOW_WRITE_FILE_MAX_BYTES").ok(),
     };
     let host = Toolhost::open(opts)?;
     for p in host.problems() {

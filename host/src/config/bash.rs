@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use super::NetworkHost;
+use crate::runtime::capabilities::NetworkEntry;
 
 /// `sandbox.bash_confinement`: `full` (the default) or `off`.
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
@@ -34,7 +34,7 @@ pub enum BashNetworkConfig {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AllowlistConfig {
-    allow: Vec<NetworkHost>,
+    allow: Vec<NetworkEntry>,
     #[serde(default)]
     allow_private_addresses: bool,
 }

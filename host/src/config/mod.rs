@@ -4,7 +4,6 @@
 
 mod bash;
 mod env;
-mod limits;
 mod uses;
 
 use std::path::{Path, PathBuf};
@@ -15,12 +14,10 @@ use serde_json::Value;
 
 pub use bash::{BashConfinement, BashNetworkConfig, BashUserConfig, EnvName, FileSizeMb};
 pub use env::expand_env;
-pub use limits::{
-    check_handles, check_memory_mb, check_output_bytes, check_timeout_s, IntLimit, ToolhostConfig, CONCURRENT_CALLS,
-    CONCURRENT_CALLS_PER_THREAD, HANDLES, MAX_HANDLES, MAX_OUTPUT_BYTES, MAX_TIMEOUT_S, MEMORY_MB, MIN_HANDLES,
-    OUTPUT_BYTES,
-};
-pub use uses::{resolve_use, ComponentRef, ResolvedUse, BASH_TOOL_USE};
+pub use uses::{resolve_use, ResolvedUse, BASH_TOOL_USE};
+
+pub use crate::runtime::capabilities::CapabilitiesConfig;
+pub use crate::runtime::ToolhostConfig;
 
 /// A config problem, with where it is.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -34,7 +31,7 @@ pub struct ConfigError {
 
 /// What can go wrong loading a config file.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub enum ConfigLoadError {
     #[error("cannot read {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("{0}")]
@@ -93,68 +90,13 @@ pub struct ToolConfig {
     pub group: String,
     #[serde(rename = "use")]
     pub use_: String,
+    /// toolhost's `capabilities:` block (DeerFlow's loader ignores it); merged over a bundled
+    /// component's defaults.
     #[serde(default)]
-    pub capabilities: Option<Capabilities>,
+    pub capabilities: Option<CapabilitiesConfig>,
     /// Every other key: this tool's own config, handed to it at call time.
     #[serde(flatten)]
     pub extra: IndexMap<String, Value>,
-}
-
-/// What a component tool may touch. Absent means nothing: no env, no network, no files.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Capabilities {
-    /// Outbound HTTPS hosts (`api.example.com`, `*.example.com`, `host:8443`). Raw sockets are
-    /// never granted.
-    #[serde(default)]
-    pub network: Vec<NetworkHost>,
-    #[serde(default)]
-    pub filesystem: Option<FilesystemAccess>,
-    /// Host env var names passed through.
-    #[serde(default)]
-    pub env: Vec<String>,
-    /// Linear memory limit, MiB (1 to 4096).
-    #[serde(default, deserialize_with = "limits::memory_mb")]
-    pub memory_mb: Option<u64>,
-    /// Deadline of a call, seconds (above 0, at most a day); waiting for a free slot counts.
-    #[serde(default, deserialize_with = "limits::timeout_s")]
-    pub timeout_s: Option<f64>,
-    /// Result size cap, bytes.
-    #[serde(default, deserialize_with = "limits::output_bytes")]
-    pub output_bytes: Option<u64>,
-    /// WASI handles (files, directories, streams, HTTP objects) a call may hold open at once;
-    /// each open file or directory is a host file descriptor.
-    #[serde(default, deserialize_with = "limits::handles")]
-    pub handles: Option<u64>,
-    #[serde(default)]
-    pub allow_private_addresses: bool,
-}
-
-/// One `capabilities.network` entry, parsed when the config is read so a bad one is reported
-/// with its line and column.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(try_from = "String")]
-pub struct NetworkHost(pub crate::runtime::HostRule);
-
-impl TryFrom<String> for NetworkHost {
-    type Error = String;
-
-    fn try_from(entry: String) -> Result<Self, String> {
-        crate::runtime::HostRule::parse(&entry).map(Self)
-    }
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum FilesystemAccess {
-    /// No files at all.
-    None,
-    /// The thread's directories, read-only.
-    ReadOnly,
-    /// The thread's user-data read-write, skills and ACP workspace read-only, configured mounts.
-    UserData,
-    /// Only `/mnt/user-data/outputs`, read-write (e.g. `web_capture` writing its screenshot).
-    Outputs,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -324,11 +266,12 @@ impl LoadedConfig {
 }
 
 /// Read and parse a config file.
-pub fn load(path: &Path) -> Result<LoadedConfig, LoadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read { path: path.to_path_buf(), source })?;
+pub fn load(path: &Path) -> Result<LoadedConfig, ConfigLoadError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|source| ConfigLoadError::Read { path: path.to_path_buf(), source })?;
     parse(&text, &path.display().to_string())
         .map(|(config, warnings)| LoadedConfig { path: path.to_path_buf(), config, warnings })
-        .map_err(LoadError::Invalid)
+        .map_err(ConfigLoadError::Invalid)
 }
 
 /// Parse config text. `file` names it in errors. Strings starting with `$` are replaced by the
@@ -596,8 +539,7 @@ mod tests {
 
     #[test]
     fn loads_deerflow_example_config_unchanged() {
-        let path =
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/conformance/deerflow-configs/config.example.yaml");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/conformance/deerflow-configs/config.example.yaml");
         let loaded = load(Path::new(path)).unwrap();
         assert_eq!(loaded.config.config_version, Some(34));
         assert!(loaded.config.tools.iter().any(|t| t.name == "read_file"));

@@ -3,31 +3,13 @@
 //! community tool that toolhost does not provide. The community paths live in
 //! [`crate::community`].
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::community::Community;
+pub use crate::runtime::ComponentRef;
 
 /// DeerFlow's host bash tool.
 pub const BASH_TOOL_USE: &str = "deerflow.sandbox.tools:bash_tool";
-
-/// Which component file a tool comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ComponentRef {
-    /// Shipped with toolhost (`sandbox-fs`, `hello`).
-    Bundled(String),
-    /// A file, optionally pinned to a sha256 digest (lower-case hex).
-    File { path: PathBuf, sha256: Option<String> },
-}
-
-impl std::fmt::Display for ComponentRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ComponentRef::Bundled(n) => write!(f, "{n}"),
-            ComponentRef::File { path, sha256: Some(h) } => write!(f, "{}@sha256:{h}", path.display()),
-            ComponentRef::File { path, sha256: None } => write!(f, "{}", path.display()),
-        }
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResolvedUse {
@@ -143,6 +125,7 @@ fn split_tool(use_: &str) -> (&str, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     const B: &[&str] = &["sandbox-fs", "hello"];
 

@@ -7,13 +7,13 @@ use toolhost_core::ToolOutcome;
 
 use super::{Middleware, Next, ToolRequest};
 
-pub struct Clarification {
+pub struct ClarificationMiddleware {
     /// `disable_clarification`: tell the agent to go on instead of ending the run.
     pub disable: bool,
 }
 
 #[async_trait]
-impl Middleware for Clarification {
+impl Middleware for ClarificationMiddleware {
     fn name(&self) -> &'static str {
         "clarification"
     }

@@ -1,4 +1,4 @@
-//! ThreadDiskQuota (toolhost's own, not a DeerFlow middleware; present only when
+//! ThreadDiskQuotaMiddleware (toolhost's own, not a DeerFlow middleware; present only when
 //! `sandbox.thread_disk_quota_mb` is set): `write_file` and `str_replace` are refused when the
 //! thread's user data would grow past the quota. Usage is what the files occupy on disk
 //! (allocated blocks, so a sparse file counts what it really uses), measured through the thread
@@ -13,13 +13,13 @@ use toolhost_core::{CallContext, ToolOutcome};
 
 use super::{Middleware, Next, ToolRequest};
 
-pub struct ThreadDiskQuota {
+pub struct ThreadDiskQuotaMiddleware {
     quota_bytes: u64,
     /// Bytes in use per thread, as last measured; `None` once a write may have changed it.
     usage: Mutex<HashMap<String, u64>>,
 }
 
-impl ThreadDiskQuota {
+impl ThreadDiskQuotaMiddleware {
     pub fn new(quota_mb: u64) -> Self {
         Self { quota_bytes: quota_mb.saturating_mul(1 << 20), usage: Mutex::new(HashMap::new()) }
     }
@@ -61,7 +61,7 @@ fn growth(name: &str, args: &Value) -> u64 {
 }
 
 #[async_trait]
-impl Middleware for ThreadDiskQuota {
+impl Middleware for ThreadDiskQuotaMiddleware {
     fn name(&self) -> &'static str {
         "thread_disk_quota"
     }

@@ -2,14 +2,14 @@
 //! explicit list ([`Pipeline::layers`]). The first layer is the outermost wrapper. The same
 //! layers filter the tool list the model sees.
 
-mod audit;
 mod clarification;
-mod deferred;
+mod deferred_tool_filter;
 mod disk_quota;
-mod error_handling;
 mod read_before_write;
-mod result_sanitization;
-mod skill_policy;
+mod sandbox_audit;
+mod skill_tool_policy;
+mod tool_error_handling;
+mod tool_result_sanitization;
 
 use std::sync::Arc;
 
@@ -19,14 +19,14 @@ use toolhost_core::{CallContext, Tool, ToolOutcome};
 
 use crate::assembly::Deferred;
 
-pub use audit::SandboxAudit;
-pub use clarification::Clarification;
-pub use deferred::DeferredGate;
-pub use disk_quota::ThreadDiskQuota;
-pub use error_handling::{format_exception, ToolErrorHandling};
-pub use read_before_write::ReadBeforeWrite;
-pub use result_sanitization::ToolResultSanitization;
-pub use skill_policy::SkillPolicy;
+pub use clarification::ClarificationMiddleware;
+pub use deferred_tool_filter::DeferredToolFilterMiddleware;
+pub use disk_quota::ThreadDiskQuotaMiddleware;
+pub use read_before_write::ReadBeforeWriteMiddleware;
+pub use sandbox_audit::SandboxAuditMiddleware;
+pub use skill_tool_policy::SkillToolPolicyMiddleware;
+pub use tool_error_handling::{format_exception, ToolErrorHandlingMiddleware};
+pub use tool_result_sanitization::ToolResultSanitizationMiddleware;
 
 /// One tool call travelling through the pipeline.
 pub struct ToolRequest<'a> {

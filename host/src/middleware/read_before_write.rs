@@ -28,13 +28,13 @@ const BLOCK_MESSAGE: &str = "Error: {tool_name} blocked — {path} already exist
 
 type LockMap = Mutex<HashMap<(String, String), Weak<tokio::sync::Mutex<()>>>>;
 
-pub struct ReadBeforeWrite {
+pub struct ReadBeforeWriteMiddleware {
     /// `read_before_write.enabled`; when false only the per-path write lock remains.
     pub enabled: bool,
     locks: LockMap,
 }
 
-impl ReadBeforeWrite {
+impl ReadBeforeWriteMiddleware {
     pub fn new(enabled: bool) -> Self {
         Self { enabled, locks: Mutex::new(HashMap::new()) }
     }
@@ -128,7 +128,7 @@ fn requested_path(args: &Value) -> Option<&str> {
 }
 
 #[async_trait]
-impl Middleware for ReadBeforeWrite {
+impl Middleware for ReadBeforeWriteMiddleware {
     fn name(&self) -> &'static str {
         "read_before_write"
     }

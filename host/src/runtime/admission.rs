@@ -31,6 +31,44 @@ impl Default for ConcurrencyLimits {
     }
 }
 
+/// The `toolhost:` section: settings of toolhost itself, beside DeerFlow's sections (DeerFlow's
+/// loader ignores top-level keys it does not know).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolhostConfig {
+    /// Component calls running at once in the whole process; more wait in line (first come,
+    /// first served) within their own `timeout_s`.
+    #[serde(deserialize_with = "concurrent_calls")]
+    pub concurrent_calls: usize,
+    /// Component calls running at once in one thread (one `serve` session is one thread).
+    #[serde(deserialize_with = "concurrent_calls_per_thread")]
+    pub concurrent_calls_per_thread: usize,
+}
+
+impl Default for ToolhostConfig {
+    fn default() -> Self {
+        let d = ConcurrencyLimits::default();
+        Self { concurrent_calls: d.global, concurrent_calls_per_thread: d.per_thread }
+    }
+}
+
+impl ToolhostConfig {
+    /// The queue sizes this section asks for.
+    pub fn concurrency(&self) -> ConcurrencyLimits {
+        ConcurrencyLimits { global: self.concurrent_calls, per_thread: self.concurrent_calls_per_thread }
+    }
+}
+
+fn concurrent_calls<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    d.deserialize_any(super::capabilities::limits::IntVisitor(super::capabilities::limits::CONCURRENT_CALLS))
+        .map(|n| n as usize)
+}
+
+fn concurrent_calls_per_thread<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    d.deserialize_any(super::capabilities::limits::IntVisitor(super::capabilities::limits::CONCURRENT_CALLS_PER_THREAD))
+        .map(|n| n as usize)
+}
+
 /// The right to run one call until `deadline`; dropping it lets the next waiting call in.
 #[derive(Debug)]
 pub struct CallPermit {

@@ -4,7 +4,7 @@
 
 mod admission;
 mod cache;
-mod capabilities;
+pub mod capabilities;
 mod exec;
 mod net;
 mod watchdog;
@@ -18,12 +18,10 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
-pub use admission::{CallPermit, ConcurrencyLimits, MAX_CONCURRENT_CALLS};
-pub use capabilities::{CapabilitySet, FsGrant, Preopen, PreopenDir, DEFAULT_HANDLES};
+pub use admission::{CallPermit, ConcurrencyLimits, ToolhostConfig, MAX_CONCURRENT_CALLS};
+pub use capabilities::{CapabilitiesConfig, CapabilitySet, FilesGrant, Preopen, PreopenDir, DEFAULT_HANDLES};
 pub use exec::{CallLimits, CallRequest, ComponentCallError, RawResult};
 pub use toolhost_net::{forbidden_address, HostRule, NetGrant};
-
-use crate::config::ComponentRef;
 
 wasmtime::component::bindgen!({
     world: "tool-component",
@@ -45,9 +43,28 @@ const MEMORY_KEEP_RESIDENT: usize = 2 << 20;
 /// Bytes of each pooled table kept resident between instances.
 const TABLE_KEEP_RESIDENT: usize = 64 << 10;
 
+/// Which component file a tool comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ComponentRef {
+    /// Shipped with toolhost (`sandbox-fs`, `community`, `hello`).
+    Bundled(String),
+    /// A file, optionally pinned to a sha256 digest (lower-case hex).
+    File { path: PathBuf, sha256: Option<String> },
+}
+
+impl std::fmt::Display for ComponentRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ComponentRef::Bundled(n) => write!(f, "{n}"),
+            ComponentRef::File { path, sha256: Some(h) } => write!(f, "{}@sha256:{h}", path.display()),
+            ComponentRef::File { path, sha256: None } => write!(f, "{}", path.display()),
+        }
+    }
+}
+
 /// What can go wrong loading a component.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub enum ComponentLoadError {
     #[error("cannot read component {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("component {component}: sha256 is {actual}, but the config pins {expected}; refusing to load it")]
@@ -288,28 +305,34 @@ impl Runtime {
         &self,
         component: &ComponentRef,
         bytes_of_bundled: &dyn Fn(&str) -> Option<&'static [u8]>,
-    ) -> Result<Arc<LoadedComponent>, LoadError> {
+    ) -> Result<Arc<LoadedComponent>, ComponentLoadError> {
         let label = component.to_string();
         let bytes: std::borrow::Cow<'static, [u8]> = match component {
             ComponentRef::Bundled(name) => match bytes_of_bundled(name) {
                 Some(b) => std::borrow::Cow::Borrowed(b),
-                None => return Err(LoadError::UnknownBundled(name.clone(), crate::bundled::names().join(", "))),
+                None => {
+                    return Err(ComponentLoadError::UnknownBundled(name.clone(), crate::bundled::names().join(", ")))
+                }
             },
             ComponentRef::File { path, .. } => std::fs::read(path)
                 .map(std::borrow::Cow::Owned)
-                .map_err(|source| LoadError::Read { path: path.clone(), source })?,
+                .map_err(|source| ComponentLoadError::Read { path: path.clone(), source })?,
         };
         let sha256 = hex::encode(Sha256::digest(&bytes));
         if let ComponentRef::File { sha256: Some(expected), .. } = component {
             if *expected != sha256 {
-                return Err(LoadError::DigestMismatch { component: label, expected: expected.clone(), actual: sha256 });
+                return Err(ComponentLoadError::DigestMismatch {
+                    component: label,
+                    expected: expected.clone(),
+                    actual: sha256,
+                });
             }
         }
         if let Some(found) = self.components.lock().unwrap_or_else(|p| p.into_inner()).get(&sha256) {
             return Ok(found.clone());
         }
         let (compiled_component, compiled) = self.compile_cached(&bytes, &sha256, &label)?;
-        let invalid = |message: String| LoadError::Invalid { component: label.clone(), message };
+        let invalid = |message: String| ComponentLoadError::Invalid { component: label.clone(), message };
         let instance_pre = self.linker.instantiate_pre(&compiled_component).map_err(|e| invalid(format!("{e:#}")))?;
         let pre = ToolComponentPre::new(instance_pre).map_err(|e| invalid(format!("{e:#}")))?;
         let tools = exec::list_tools(self, &pre).map_err(|e| invalid(e.to_string()))?;
@@ -318,8 +341,8 @@ impl Runtime {
         Ok(loaded)
     }
 
-    fn compile_cached(&self, bytes: &[u8], sha256: &str, label: &str) -> Result<(Component, bool), LoadError> {
-        let invalid = |message: String| LoadError::Invalid { component: label.to_string(), message };
+    fn compile_cached(&self, bytes: &[u8], sha256: &str, label: &str) -> Result<(Component, bool), ComponentLoadError> {
+        let invalid = |message: String| ComponentLoadError::Invalid { component: label.to_string(), message };
         let compile = || Component::new(&self.engine, bytes).map_err(|e| invalid(format!("{e:#}")));
         let Some(cache) = &self.cache else { return Ok((compile()?, true)) };
         let name = cache::artifact_name(&self.engine, sha256);
@@ -339,8 +362,9 @@ impl Runtime {
     }
 
     /// Inspect a component file without registering it: its tools, imports and sha256.
-    pub fn inspect(&self, path: &Path) -> Result<Inspection, LoadError> {
-        let bytes = std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_path_buf(), source })?;
+    pub fn inspect(&self, path: &Path) -> Result<Inspection, ComponentLoadError> {
+        let bytes =
+            std::fs::read(path).map_err(|source| ComponentLoadError::Read { path: path.to_path_buf(), source })?;
         let sha256 = hex::encode(Sha256::digest(&bytes));
         let label = path.display().to_string();
         let (component, _) = self.compile_cached(&bytes, &sha256, &label)?;

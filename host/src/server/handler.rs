@@ -18,16 +18,16 @@ use crate::host::Toolhost;
 
 /// One MCP session's handler, bound to one toolhost thread.
 #[derive(Clone)]
-pub struct Session {
+pub struct McpSessionHandler {
     host: Arc<Toolhost>,
     request: Arc<AssemblyRequest>,
     /// stdio: named up front (`--thread`). Streamable HTTP: a random id per session
-    /// ([`session_thread_id`]), unrelated to the `Mcp-Session-Id`, so that a thread directory's
+    /// ([`session_thread_id`]), unrelated to the `Mcp-McpSessionHandler-Id`, so that a thread directory's
     /// name never tells anyone how to speak in that session.
     thread: String,
 }
 
-impl Session {
+impl McpSessionHandler {
     pub fn new(host: Arc<Toolhost>, request: Arc<AssemblyRequest>, thread: String) -> Self {
         Self { host, request, thread }
     }
@@ -97,7 +97,7 @@ fn promoted_something(outcome: &ToolOutcome) -> bool {
         .is_some_and(|names| !names.is_empty())
 }
 
-impl ServerHandler for Session {
+impl ServerHandler for McpSessionHandler {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))

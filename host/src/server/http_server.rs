@@ -14,7 +14,7 @@ use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::handler::{session_thread_id, Session};
+use super::handler::{session_thread_id, McpSessionHandler};
 use super::ServeError;
 use crate::assembly::AssemblyRequest;
 use crate::host::Toolhost;
@@ -48,7 +48,7 @@ pub fn check_auth(opts: &HttpOptions) -> Result<(), ServeError> {
     Ok(())
 }
 
-type Service = StreamableHttpService<Session, LocalSessionManager>;
+type Service = StreamableHttpService<McpSessionHandler, LocalSessionManager>;
 
 /// rmcp's config: allowed Hosts and Origins from the loopback names and `allow_hosts`.
 fn service_config(allow_hosts: &[String]) -> Result<StreamableHttpServerConfig, ServeError> {
@@ -130,7 +130,7 @@ pub async fn serve_http(
     }
     // rmcp calls the factory once per MCP session (and once per stateless request): each gets
     // a thread of its own.
-    let factory = move || Ok(Session::new(host.clone(), request.clone(), session_thread_id()?));
+    let factory = move || Ok(McpSessionHandler::new(host.clone(), request.clone(), session_thread_id()?));
     let svc: Service = StreamableHttpService::new(factory, LocalSessionManager::default().into(), config);
     let token: Option<Arc<str>> = opts.token.map(Arc::from);
     let listener = tokio::net::TcpListener::bind(opts.addr)

@@ -13,7 +13,7 @@ use rmcp::ServiceExt as _;
 use crate::assembly::AssemblyRequest;
 use crate::host::Toolhost;
 
-pub use handler::{outcome_to_result, sanitize_thread_id, session_thread_id, Session};
+pub use handler::{outcome_to_result, sanitize_thread_id, session_thread_id, McpSessionHandler};
 pub use http_server::{check_auth, serve_http, HttpOptions, MCP_PATH};
 
 /// The thread of the one stdio session when `--thread` is not given.
@@ -99,7 +99,7 @@ pub async fn serve_stdio(host: Arc<Toolhost>, request: Arc<AssemblyRequest>, thr
     if toolhost_core::ThreadPaths::new(std::path::Path::new(""), &thread).is_err() {
         return Err(ServeError::InvalidThread(thread));
     }
-    let session = Session::new(host, request, thread);
+    let session = McpSessionHandler::new(host, request, thread);
     let running = session.serve(rmcp::transport::stdio()).await.map_err(|e| ServeError::Stdio(e.to_string()))?;
     running.waiting().await.map_err(|e| ServeError::Stdio(e.to_string()))?;
     Ok(())

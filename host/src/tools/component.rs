@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use toolhost_core::{CallContext, StateUpdate, ThreadDir, Tool, ToolOutcome, ToolSpec, VIRTUAL_ACP};
 
 use crate::runtime::{
-    CallRequest, CapabilitySet, ComponentCallError, FsGrant, LoadedComponent, Preopen, PreopenDir, Runtime,
+    CallRequest, CapabilitySet, ComponentCallError, FilesGrant, LoadedComponent, Preopen, PreopenDir, Runtime,
 };
 
 /// A component tool.
@@ -57,14 +57,14 @@ impl ComponentTool {
     /// handles (a thread directory swapped for a link is refused there, never followed), then the
     /// shared skills directory and mounts. Directories are created on first use.
     fn preopens(&self, ctx: &CallContext) -> Result<Vec<Preopen>, String> {
-        if self.caps.fs == FsGrant::None {
+        if self.caps.fs == FilesGrant::None {
             return Ok(Vec::new());
         }
         let open = |dir: ThreadDir, guest: &str, read_only: bool| -> Result<Preopen, String> {
             let fd = ctx.fs.dir(dir).map_err(|e| e.to_string())?;
             Ok(Preopen { host: PreopenDir::Open(fd), guest: guest.into(), read_only })
         };
-        if self.caps.fs == FsGrant::Outputs {
+        if self.caps.fs == FilesGrant::Outputs {
             return Ok(vec![open(ThreadDir::Outputs, "/mnt/user-data/outputs", false)?]);
         }
         let mut out = vec![
