@@ -13,9 +13,8 @@ use std::time::Instant;
 use base64::Engine;
 use serde_json::{json, Value};
 use toolhost::assembly::AssemblyRequest;
-use toolhost::config::ComponentRef;
 use toolhost::core::{ContentPart, Progress, ProgressSink};
-use toolhost::runtime::InterfaceVersion;
+use toolhost::runtime::{ComponentRef, InterfaceVersion};
 use toolhost::{HostOptions, Severity, Toolhost};
 
 #[path = "support/hostile.rs"]
@@ -35,6 +34,11 @@ struct Env {
 /// A host whose config is `yaml`; `{legacy}`, `{hostile}` and `{dir}` are replaced by the
 /// legacy component, the hostile component and the temp dir.
 fn host_with(yaml: &str) -> Env {
+    host_with_write_cap(yaml, None)
+}
+
+/// [`host_with`], with `write_file_max_bytes` (DeerFlow's `DEERFLOW_WRITE_FILE_MAX_BYTES` text).
+fn host_with_write_cap(yaml: &str, write_file_max_bytes: Option<&str>) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let yaml = yaml
         .replace("{legacy}", &legacy_wasm().display().to_string())
@@ -49,6 +53,7 @@ fn host_with(yaml: &str) -> Env {
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: None,
         extra_ca_certs: None,
+        write_file_max_bytes: write_file_max_bytes.map(str::to_string),
     };
     let host = Toolhost::open(opts).unwrap();
     let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
@@ -108,16 +113,13 @@ sandbox:
 skills:
   container_path: /mnt/my-skills
 "#;
-    let env = host_with(yaml);
+    let env = host_with_write_cap(yaml, Some(" 2000 "));
     let (text, err) = call(&env.host, "legacy_sandbox", json!({})).await;
     assert!(!err, "{text}");
-    let write_cap = serde_json::to_string(&std::env::var("DEERFLOW_WRITE_FILE_MAX_BYTES").ok()).unwrap();
-    // Byte for byte what a 0.1.0 host sent: these keys, in this order.
+    // Byte for byte what a 0.1.0 host sent: these keys, in this order, the write cap as raw text.
     assert_eq!(
         text,
-        format!(
-            r#"{{"read_file_output_max_chars":1234,"ls_output_max_chars":99,"mounts":[{{"container_path":"/mnt/data","read_only":true}}],"skills_container_path":"/mnt/my-skills","write_file_max_bytes":{write_cap},"disabled_skills":[]}}"#
-        )
+        r#"{"read_file_output_max_chars":1234,"ls_output_max_chars":99,"mounts":[{"container_path":"/mnt/data","read_only":true}],"skills_container_path":"/mnt/my-skills","write_file_max_bytes":" 2000 ","disabled_skills":[]}"#
     );
 }
 

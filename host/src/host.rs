@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use toolhost_core::{
-    CallContext, SharedDir, SharedRoots, ThreadFs, ThreadPaths, Threads, Tool, ToolOutcome, ToolSource, ToolSpec,
+    CallContext, ProgressSink, SharedDir, SharedRoots, ThreadFs, ThreadPaths, Threads, Tool, ToolOutcome, ToolSource, ToolSpec,
     VIRTUAL_SKILLS,
 };
 
@@ -16,7 +16,9 @@ use crate::assembly::{
 };
 use crate::config::{self, AppConfig, CapabilitiesConfig, LoadedConfig, ResolvedUse, ToolConfig};
 use crate::middleware::{Pipeline, ToolRequest};
-use crate::runtime::{CapabilitySet, ComponentRef, ConcurrencyLimits, FilesGrant, Runtime, RuntimeOptions};
+use crate::runtime::{
+    CapabilitySet, ComponentRef, ConcurrencyLimits, FilesGrant, Runtime, RuntimeOptions, SandboxMount, SandboxSettings,
+};
 use crate::state_store::{StateError, ThreadStore};
 use crate::tools::component::ComponentTool;
 
@@ -151,7 +153,7 @@ impl Toolhost {
         let public_skills = crate::wiring::public_skill_states(extensions.as_ref());
         let disabled_skills = crate::wiring::disabled_skill_dirs(&skills, &public_skills, &mut problems);
         let sandbox_json =
-            sandbox_json(&config.config, &shared, &disabled_skills, opts.write_file_max_bytes.as_deref());
+            sandbox_settings(&config.config, &shared, &disabled_skills, opts.write_file_max_bytes.as_deref());
         let mut entries = Vec::new();
         let mut host_bash = None;
         for (i, tc) in config.config.tools.iter().enumerate() {
@@ -350,8 +352,40 @@ impl Toolhost {
         args: Value,
         tool_call_id: Option<String>,
     ) -> Result<CallResult, HostError> {
-        let results = self.call_turn(req, thread_id, vec![(name.to_string(), args, tool_call_id)]).await?;
-        Ok(results
+        self.call_reporting(req, thread_id, name, args, tool_call_id, None).await
+    }
+
+    /// [`call`](Self::call), with the tool's progress reports going to `progress` as it runs
+    /// (component tools report through the WIT's `host.progress`; the runtime thins them, see
+    /// `runtime::progress`). The sink runs on the thread that runs the tool: it must not block.
+    pub async fn call_with_progress(
+        &self,
+        req: &AssemblyRequest,
+        thread_id: &str,
+        name: &str,
+        args: Value,
+        tool_call_id: Option<String>,
+        progress: ProgressSink,
+    ) -> Result<CallResult, HostError> {
+        self.call_reporting(req, thread_id, name, args, tool_call_id, Some(progress)).await
+    }
+
+    async fn call_reporting(
+        &self,
+        req: &AssemblyRequest,
+        thread_id: &str,
+        name: &str,
+        args: Value,
+        tool_call_id: Option<String>,
+        progress: Option<ProgressSink>,
+    ) -> Result<CallResult, HostError> {
+        let calls = vec![(name.to_string(), args, tool_call_id)];
+        let fs = self.thread_fs(thread_id)?;
+        let state = self.states.get(&fs).await?;
+        let outcomes = self.run_turn(req, &fs, state, &calls, progress).await;
+        let updates: Vec<&toolhost_core::StateUpdate> = outcomes.iter().map(|o| &o.update).collect();
+        let merged = self.states.apply(&fs, &updates).await?;
+        Ok(results(outcomes, merged)
             .into_iter()
             .next()
             .unwrap_or_else(|| CallResult { outcome: ToolOutcome::error("Error: no result"), state_errors: vec![] }))
@@ -368,7 +402,7 @@ impl Toolhost {
     ) -> Result<Vec<CallResult>, HostError> {
         let fs = self.thread_fs(thread_id)?;
         let state = self.states.get(&fs).await?;
-        let outcomes = self.run_turn(req, &fs, state, &calls).await;
+        let outcomes = self.run_turn(req, &fs, state, &calls, None).await;
         let updates: Vec<&toolhost_core::StateUpdate> = outcomes.iter().map(|o| &o.update).collect();
         let merged = self.states.apply(&fs, &updates).await?;
         Ok(results(outcomes, merged))
@@ -384,7 +418,7 @@ impl Toolhost {
         calls: Vec<(String, Value, Option<String>)>,
     ) -> Result<Vec<CallResult>, HostError> {
         let fs = self.thread_fs(thread_id)?;
-        let outcomes = self.run_turn(req, &fs, state.clone(), &calls).await;
+        let outcomes = self.run_turn(req, &fs, state.clone(), &calls, None).await;
         let merged = state.apply_turn(outcomes.iter().map(|o| &o.update));
         Ok(results(outcomes, merged))
     }
@@ -432,12 +466,19 @@ impl Toolhost {
         fs: &Arc<ThreadFs>,
         state: toolhost_core::ThreadState,
         calls: &[(String, Value, Option<String>)],
+        progress: Option<ProgressSink>,
     ) -> Vec<ToolOutcome> {
         let assembly = self.get_available_tools(req).await;
         let state = Arc::new(state);
         let contexts: Vec<CallContext> = calls
             .iter()
-            .map(|(_, _, id)| CallContext::new(fs.clone(), self.new_call_id(id.clone()), state.clone()))
+            .map(|(_, _, id)| {
+                let ctx = CallContext::new(fs.clone(), self.new_call_id(id.clone()), state.clone());
+                match &progress {
+                    Some(sink) => ctx.with_progress(sink.clone()),
+                    None => ctx,
+                }
+            })
             .collect();
         let futures = calls.iter().zip(&contexts).map(|((name, args, _), ctx)| {
             let tool = assembly.tools.iter().find(|t| t.spec().name == *name);
@@ -553,21 +594,25 @@ fn resolve(base: &Path, p: &str) -> PathBuf {
     }
 }
 
-/// The sandbox settings component tools receive (see `wit/tool.wit`, `call-context.sandbox`).
-fn sandbox_json(
+/// The sandbox settings component tools receive (see `wit/tool.wit`, `sandbox-settings`).
+fn sandbox_settings(
     c: &AppConfig,
     shared: &SharedRoots,
     disabled_skills: &[String],
     write_file_max_bytes: Option<&str>,
-) -> Value {
+) -> Arc<SandboxSettings> {
     let s = c.sandbox_or_default();
-    serde_json::json!({
-        "read_file_output_max_chars": s.read_file_output_max_chars,
-        "ls_output_max_chars": s.ls_output_max_chars,
-        "mounts": shared.mounts().iter().map(|m| serde_json::json!({"container_path": m.vpath, "read_only": m.read_only})).collect::<Vec<_>>(),
-        "skills_container_path": c.skills.container_path,
-        "write_file_max_bytes": write_file_max_bytes,
-        "disabled_skills": disabled_skills,
+    Arc::new(SandboxSettings {
+        read_file_output_max_chars: s.read_file_output_max_chars,
+        ls_output_max_chars: s.ls_output_max_chars,
+        mounts: shared
+            .mounts()
+            .iter()
+            .map(|m| SandboxMount { container_path: m.vpath.clone(), read_only: m.read_only })
+            .collect(),
+        skills_container_path: c.skills.container_path.clone(),
+        write_file_max_bytes: write_file_max_bytes.map(str::to_string),
+        disabled_skills: disabled_skills.to_vec(),
     })
 }
 
@@ -609,7 +654,7 @@ fn build_entry(
     config: &LoadedConfig,
     runtime: &Arc<Runtime>,
     shared: &Arc<SharedRoots>,
-    sandbox_json: &Value,
+    sandbox_json: &Arc<SandboxSettings>,
     extensions: Option<&Value>,
     grants: &mut Option<String>,
     bash: &mut Option<crate::wiring::HostBashEntry>,

@@ -5,9 +5,12 @@
 mod admission;
 mod cache;
 pub mod capabilities;
+pub mod content;
 mod exec;
 mod net;
+pub mod progress;
 mod watchdog;
+pub mod wit;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,14 +25,7 @@ pub use admission::{CallPermit, ConcurrencyLimits, ToolhostConfig, MAX_CONCURREN
 pub use capabilities::{CapabilitiesConfig, CapabilitySet, FilesGrant, Preopen, PreopenDir, DEFAULT_HANDLES};
 pub use exec::{CallLimits, CallRequest, ComponentCallError, RawResult};
 pub use toolhost_net::{forbidden_address, HostRule, NetGrant};
-
-wasmtime::component::bindgen!({
-    world: "tool-component",
-    path: "../wit",
-    // Exports run as futures, so a call's deadline also bounds time the guest spends blocked in
-    // the host (a sleep, a slow HTTP response), where the epoch cannot interrupt it.
-    exports: { default: async },
-});
+pub use wit::{InterfaceVersion, SandboxMount, SandboxSettings};
 
 /// How often the epoch ticks. Deadlines are whole ticks, so a call overruns its timeout by at
 /// most one tick.
@@ -79,7 +75,9 @@ pub enum ComponentLoadError {
 pub struct LoadedComponent {
     pub label: String,
     pub sha256: String,
-    pub pre: ToolComponentPre<exec::HostState>,
+    /// The version of `toolhost:tool` it exports.
+    pub interface: InterfaceVersion,
+    pub pre: wit::ToolPre,
     pub tools: Vec<ListedTool>,
     /// Whether this load compiled (false: it came from the precompile cache).
     pub compiled: bool,
@@ -169,7 +167,7 @@ impl Runtime {
         // Always linked, so a component that imports wasi:http loads; whether a request may leave
         // is decided per call by the tool's network grant (see `net`).
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
-        ToolComponent::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
+        wit::add_to_linker(&mut linker)?;
         let mut warnings = Vec::new();
         let cache = opts.cache_dir.as_deref().and_then(|dir| match cache::Cache::open(dir) {
             Ok(c) => Some(c),
@@ -333,10 +331,12 @@ impl Runtime {
         }
         let (compiled_component, compiled) = self.compile_cached(&bytes, &sha256, &label)?;
         let invalid = |message: String| ComponentLoadError::Invalid { component: label.clone(), message };
+        let ty = compiled_component.component_type();
+        let interface = wit::detect(ty.exports(&self.engine).map(|(name, _)| name)).map_err(invalid)?;
         let instance_pre = self.linker.instantiate_pre(&compiled_component).map_err(|e| invalid(format!("{e:#}")))?;
-        let pre = ToolComponentPre::new(instance_pre).map_err(|e| invalid(format!("{e:#}")))?;
+        let pre = wit::ToolPre::new(interface, instance_pre).map_err(|e| invalid(format!("{e:#}")))?;
         let tools = exec::list_tools(self, &pre).map_err(|e| invalid(e.to_string()))?;
-        let loaded = Arc::new(LoadedComponent { label, sha256: sha256.clone(), pre, tools, compiled });
+        let loaded = Arc::new(LoadedComponent { label, sha256: sha256.clone(), interface, pre, tools, compiled });
         self.components.lock().unwrap_or_else(|p| p.into_inner()).insert(sha256, loaded.clone());
         Ok(loaded)
     }
@@ -372,7 +372,14 @@ impl Runtime {
         let imports = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
         let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
         let loaded = self.load(&ComponentRef::File { path: path.to_path_buf(), sha256: None }, &|_| None)?;
-        Ok(Inspection { sha256, imports, exports, tools: loaded.tools.clone(), size: bytes.len() })
+        Ok(Inspection {
+            sha256,
+            imports,
+            exports,
+            interface: loaded.interface,
+            tools: loaded.tools.clone(),
+            size: bytes.len(),
+        })
     }
 }
 
@@ -383,6 +390,8 @@ pub struct Inspection {
     pub size: usize,
     pub imports: Vec<String>,
     pub exports: Vec<String>,
+    /// The version of `toolhost:tool` it exports.
+    pub interface: InterfaceVersion,
     pub tools: Vec<ListedTool>,
 }
 
