@@ -39,7 +39,11 @@ fn host_with(yaml: &str) -> Env {
 
 /// [`host_with`], with `write_file_max_bytes` (DeerFlow's `DEERFLOW_WRITE_FILE_MAX_BYTES` text).
 fn host_with_write_cap(yaml: &str, write_file_max_bytes: Option<&str>) -> Env {
-    let dir = tempfile::tempdir().unwrap();
+    host_in(tempfile::tempdir().unwrap(), yaml, write_file_max_bytes)
+}
+
+/// [`host_with_write_cap`] in `dir`, whose `extensions_config.json` is used when there is one.
+fn host_in(dir: tempfile::TempDir, yaml: &str, write_file_max_bytes: Option<&str>) -> Env {
     let yaml = yaml
         .replace("{legacy}", &legacy_wasm().display().to_string())
         .replace("{hostile}", &hostile_wasm().display().to_string())
@@ -51,7 +55,7 @@ fn host_with_write_cap(yaml: &str, write_file_max_bytes: Option<&str>) -> Env {
         data_dir: dir.path().join("data"),
         persist_state: false,
         cache_dir: Some(dir.path().join("cache")),
-        extensions_path: None,
+        extensions_path: Some(dir.path().join("extensions_config.json")).filter(|p| p.exists()),
         extra_ca_certs: None,
         write_file_max_bytes: write_file_max_bytes.map(str::to_string),
     };
@@ -121,6 +125,68 @@ skills:
         text,
         r#"{"read_file_output_max_chars":1234,"ls_output_max_chars":99,"mounts":[{"container_path":"/mnt/data","read_only":true}],"skills_container_path":"/mnt/my-skills","write_file_max_bytes":" 2000 ","disabled_skills":[]}"#
     );
+}
+
+#[tokio::test]
+async fn the_typed_sandbox_record_reaches_a_0_2_0_component_field_by_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("data-ro")).unwrap();
+    std::fs::create_dir_all(root.join("data-rw")).unwrap();
+    for skill in ["kept", "dropped"] {
+        let d = root.join(format!("skills/public/{skill}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("SKILL.md"), format!("---\nname: {skill}\ndescription: A skill.\n---\n# {skill}\n"))
+            .unwrap();
+    }
+    std::fs::write(
+        root.join("extensions_config.json"),
+        r#"{"mcpServers": {}, "skills": {"dropped": {"enabled": false}}}"#,
+    )
+    .unwrap();
+    let yaml = r#"tools:
+  - {name: sandbox_settings, group: g, use: "{hostile}:sandbox_settings"}
+  - {name: ok, group: g, use: "{hostile}:ok"}
+sandbox:
+  use: deerflow.sandbox.local:LocalSandboxProvider
+  read_file_output_max_chars: 1234
+  ls_output_max_chars: 0
+  mounts:
+    - {host_path: "{dir}/data-ro", container_path: /mnt/ro, read_only: true}
+    - {host_path: "{dir}/data-rw", container_path: /mnt/rw}
+    - {host_path: "{dir}/missing", container_path: /mnt/missing}
+skills:
+  path: skills
+  container_path: /mnt/my-skills
+"#;
+    // DeerFlow's raw text, spaces and all: the tool parses it with Python's `int()` rules.
+    let env = host_in(dir, yaml, Some(" 2000 "));
+    let (text, err) = call(&env.host, "sandbox_settings", json!({})).await;
+    assert!(!err, "{text}");
+    let got: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        got,
+        json!({
+            "read_file_output_max_chars": 1234,
+            "ls_output_max_chars": 0,
+            // A mount whose host directory does not exist is not offered.
+            "mounts": [
+                {"container_path": "/mnt/ro", "read_only": true},
+                {"container_path": "/mnt/rw", "read_only": false},
+            ],
+            "skills_container_path": "/mnt/my-skills",
+            "write_file_max_bytes": " 2000 ",
+            "disabled_skills": ["/mnt/my-skills/public/dropped"],
+        })
+    );
+    // Unset, the write cap is absent rather than empty text.
+    let env = host_with(r#"tools:
+  - {name: sandbox_settings, group: g, use: "{hostile}:sandbox_settings"}
+"#);
+    let (text, _) = call(&env.host, "sandbox_settings", json!({})).await;
+    let got: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(got["write_file_max_bytes"], Value::Null);
+    assert_eq!((got["read_file_output_max_chars"].as_u64(), got["ls_output_max_chars"].as_u64()), (Some(50_000), Some(20_000)));
 }
 
 #[tokio::test]
@@ -383,4 +449,137 @@ fn inspect_reports_the_interface_version() {
         assert!(o.status.success(), "{out}{}", String::from_utf8_lossy(&o.stderr));
         assert!(out.contains(&format!("interface: {version}")), "{}: {out}", wasm.display());
     }
+}
+
+/// An MCP client that records the progress notifications it receives.
+#[derive(Clone, Default)]
+struct ProgressClient {
+    seen: Arc<Mutex<Vec<rmcp::model::ProgressNotificationParam>>>,
+}
+
+impl rmcp::ClientHandler for ProgressClient {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _cx: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.seen.lock().unwrap().push(params);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_maps_content_blocks_and_sends_progress_notifications() {
+    use rmcp::model::{CallToolRequestParams, ContentBlock};
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    use rmcp::ServiceExt;
+
+    let env = host_with(MIXED);
+    let cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhost")).configure(|c| {
+        c.args(["serve", "--thread", "t-mcp", "--config"])
+            .arg(&env.config)
+            .env("TOOLHOST_HOME", env.dir.path().join("serve-data"))
+            .env_remove("DEER_FLOW_EXTENSIONS_CONFIG_PATH")
+            .stderr(std::process::Stdio::null());
+    });
+    let client = ProgressClient::default();
+    let session = client.clone().serve(TokioChildProcess::new(cmd).unwrap()).await.expect("initialize");
+    let params = |name: &str, args: Value| {
+        CallToolRequestParams::new(name.to_string()).with_arguments(args.as_object().unwrap().clone())
+    };
+
+    // Each block kind arrives as MCP's content of that kind, in order.
+    let r = session.call_tool(params("blocks", rich_args())).await.unwrap();
+    assert_eq!(r.is_error, Some(false));
+    let wire = serde_json::to_value(&r.content).unwrap();
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    assert_eq!(
+        wire,
+        json!([
+            {"type": "text", "text": "Here is the chart:"},
+            {"type": "image", "data": b64(PNG), "mimeType": "image/png"},
+            {"type": "audio", "data": b64(WAV), "mimeType": "audio/wav"},
+            {"type": "resource_link", "uri": "https://example.com/report?id=7#summary", "name": "report.html",
+             "description": "The full report", "mimeType": "text/html"},
+        ])
+    );
+    assert!(matches!(&r.content[1], ContentBlock::Image(_)) && matches!(&r.content[2], ContentBlock::Audio(_)));
+
+    // rmcp's client puts a progress token on every request: the reports arrive as
+    // notifications/progress carrying it (the exact token and its absence: see the raw test below).
+    let steps = json!({"steps": [{"progress": 1, "total": 2, "message": "half"}, {"progress": 2, "total": 2}]});
+    let r = session.call_tool(params("progress", steps)).await.unwrap();
+    assert_eq!(r.content[0].as_text().map(|t| t.text.as_str()), Some("sent 2 reports"));
+    let seen: Vec<(f64, Option<String>)> =
+        client.seen.lock().unwrap().iter().map(|n| (n.progress, n.message.clone())).collect();
+    assert_eq!(seen, [(1.0, Some("half".to_string())), (2.0, None)]);
+
+    // A refused block is an error result naming the rule, and the session keeps serving.
+    let bad = json!({"blocks": [{"kind": "link", "uri": "file:///etc/passwd", "name": "passwd"}]});
+    let r = session.call_tool(params("blocks", bad)).await.unwrap();
+    assert_eq!(r.is_error, Some(true));
+    assert!(r.content.iter().all(|c| c.as_text().is_some()), "no link reached the client: {:?}", r.content);
+    assert!(r.content[0].as_text().unwrap().text.contains("file: URIs are refused"), "{:?}", r.content);
+    let r = session.call_tool(params("ok", json!({}))).await.unwrap();
+    assert_eq!(r.content[0].as_text().map(|t| t.text.as_str()), Some("ok"));
+    session.cancel().await.unwrap();
+}
+
+/// `toolhost serve` over stdio spoken to line by line: the requests, then every line it wrote
+/// until the response to the last one (id 9).
+fn raw_stdio(env: &Env, calls: &[Value]) -> Vec<Value> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["serve", "--thread", "t-raw", "--config"])
+        .arg(&env.config)
+        .env("TOOLHOST_HOME", env.dir.path().join("raw-data"))
+        .env_remove("DEER_FLOW_EXTENSIONS_CONFIG_PATH")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}));
+    let init: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(init["id"], 0, "{init}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut out = Vec::new();
+    for (i, params) in calls.iter().enumerate() {
+        let id = if i + 1 == calls.len() { 9 } else { i + 1 };
+        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+        loop {
+            let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            let done = line["id"] == id;
+            out.push(line);
+            if done {
+                break;
+            }
+        }
+    }
+    drop(stdin);
+    child.wait().unwrap();
+    out
+}
+
+#[test]
+fn serve_sends_progress_only_for_a_progress_token_and_before_the_result() {
+    let env = host_with(MIXED);
+    let steps = json!({"steps": [{"progress": 1, "total": 2, "message": "half"}, {"progress": 2, "total": 2}]});
+    let lines = raw_stdio(
+        &env,
+        &[
+            json!({"name": "progress", "arguments": steps}),
+            json!({"name": "progress", "arguments": steps, "_meta": {"progressToken": "tok-7"}}),
+        ],
+    );
+    let kinds: Vec<String> =
+        lines.iter().map(|l| l["method"].as_str().map_or(format!("result {}", l["id"]), str::to_string)).collect();
+    // The call without a token: its result only. The call with one: both reports, then its result.
+    assert_eq!(kinds, ["result 1", "notifications/progress", "notifications/progress", "result 9"], "{lines:?}");
+    assert_eq!(lines[1]["params"], json!({"progressToken": "tok-7", "progress": 1.0, "total": 2.0, "message": "half"}));
+    assert_eq!(lines[2]["params"], json!({"progressToken": "tok-7", "progress": 2.0, "total": 2.0}));
+    assert_eq!(lines[3]["result"]["content"][0]["text"], "sent 2 reports");
 }

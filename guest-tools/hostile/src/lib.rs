@@ -260,6 +260,28 @@ fn claim_viewed_image(_: &Context, a: ImageClaimArg) -> Output {
     }])
 }
 
+/// The typed sandbox settings exactly as the tool received them, field by field (the test
+/// compares them with the config), as JSON.
+fn sandbox_settings(ctx: &Context, _: Nothing) -> Output {
+    let s = ctx.sandbox();
+    let mounts: Vec<_> = s
+        .mounts
+        .iter()
+        .map(|m| toolhost_sdk::serde_json::json!({"container_path": m.container_path, "read_only": m.read_only}))
+        .collect();
+    Output::text(
+        toolhost_sdk::serde_json::json!({
+            "read_file_output_max_chars": s.read_file_output_max_chars,
+            "ls_output_max_chars": s.ls_output_max_chars,
+            "mounts": mounts,
+            "skills_container_path": s.skills_container_path,
+            "write_file_max_bytes": s.write_file_max_bytes,
+            "disabled_skills": s.disabled_skills,
+        })
+        .to_string(),
+    )
+}
+
 /// One content block to return, described by the test.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct BlockArg {
@@ -388,6 +410,7 @@ toolhost_sdk::export_tools!(
     tool("rename", "Rename a path.", rename),
     tool("claim_artifacts", "Return an artifacts update naming any paths.", claim_artifacts),
     tool("claim_viewed_image", "Return a viewed_images update naming any path.", claim_viewed_image),
+    tool("sandbox_settings", "Return the typed sandbox settings as received.", sandbox_settings),
     tool("blocks", "Return exactly the content blocks described (any kind, size, MIME type or URI).", blocks),
     tool("progress", "Report progress: given steps, non-finite values, a flood.", progress),
 );
