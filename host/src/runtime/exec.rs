@@ -125,6 +125,19 @@ pub struct RawResult {
     pub elapsed: Duration,
 }
 
+impl RawResult {
+    /// The text blocks joined, as the model reads the result.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|p| match p {
+                ContentPart::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// Why a component call produced no result.
 #[derive(Debug, thiserror::Error)]
 pub enum ComponentCallError {
