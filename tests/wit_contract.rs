@@ -180,13 +180,18 @@ skills:
         })
     );
     // Unset, the write cap is absent rather than empty text.
-    let env = host_with(r#"tools:
+    let env = host_with(
+        r#"tools:
   - {name: sandbox_settings, group: g, use: "{hostile}:sandbox_settings"}
-"#);
+"#,
+    );
     let (text, _) = call(&env.host, "sandbox_settings", json!({})).await;
     let got: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(got["write_file_max_bytes"], Value::Null);
-    assert_eq!((got["read_file_output_max_chars"].as_u64(), got["ls_output_max_chars"].as_u64()), (Some(50_000), Some(20_000)));
+    assert_eq!(
+        (got["read_file_output_max_chars"].as_u64(), got["ls_output_max_chars"].as_u64()),
+        (Some(50_000), Some(20_000))
+    );
 }
 
 #[tokio::test]
@@ -381,7 +386,10 @@ async fn progress_reaches_the_sink_in_order() {
         total: Some(3.0),
         message: message.map(str::to_string),
     };
-    assert_eq!(*seen.lock().unwrap(), vec![report(1.0, Some("fetching")), report(2.0, None), report(3.0, Some("done"))]);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![report(1.0, Some("fetching")), report(2.0, None), report(3.0, Some("done"))]
+    );
     // Without a sink the same calls are simply not reported.
     let (text, err) = call(&env.host, "progress", args).await;
     assert!(!err && text == "sent 3 reports", "{text}");
@@ -407,11 +415,7 @@ async fn a_progress_flood_is_thinned_cut_and_capped() {
         "message_bytes": 5000,
     });
     let start = Instant::now();
-    let r = env
-        .host
-        .call_with_progress(&AssemblyRequest::default(), "t1", "progress", args, None, sink)
-        .await
-        .unwrap();
+    let r = env.host.call_with_progress(&AssemblyRequest::default(), "t1", "progress", args, None, sink).await.unwrap();
     let elapsed = start.elapsed().as_secs_f64();
     assert_eq!(r.outcome.text_content(), format!("sent {} reports", flood + 7));
     let seen = seen.lock().unwrap().clone();

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use toolhost_core::{
-    CallContext, ProgressSink, SharedDir, SharedRoots, ThreadFs, ThreadPaths, Threads, Tool, ToolOutcome, ToolSource, ToolSpec,
-    VIRTUAL_SKILLS,
+    CallContext, ProgressSink, SharedDir, SharedRoots, ThreadFs, ThreadPaths, Threads, Tool, ToolOutcome, ToolSource,
+    ToolSpec, VIRTUAL_SKILLS,
 };
 
 use crate::assembly::{

@@ -74,8 +74,11 @@ impl SandboxSettings {
                     .collect()
             })
             .unwrap_or_default();
-        let skills_container_path =
-            v.get("skills_container_path").and_then(Value::as_str).map(str::to_string).unwrap_or(d.skills_container_path);
+        let skills_container_path = v
+            .get("skills_container_path")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or(d.skills_container_path);
         let write_file_max_bytes = match v.get("write_file_max_bytes") {
             Some(Value::String(s)) => Some(s.clone()),
             Some(Value::Number(n)) => Some(n.to_string()),

@@ -72,9 +72,7 @@ fn block_size(b: &ContentBlock) -> u64 {
 fn convert(n: usize, block: ContentBlock) -> Result<ContentPart, String> {
     let media = |kind: &str, what: &str, m: types::Media| -> Result<(String, String), String> {
         match mime_type(&m.mime_type) {
-            Some((top, full)) if top == kind => {
-                Ok((base64::engine::general_purpose::STANDARD.encode(&m.bytes), full))
-            }
+            Some((top, full)) if top == kind => Ok((base64::engine::general_purpose::STANDARD.encode(&m.bytes), full)),
             _ => Err(format!(
                 "content block {n}, {what}, with MIME type {:?}; it must be {kind}/<subtype>",
                 shorten(&m.mime_type)
@@ -150,7 +148,10 @@ pub fn check_link_uri(uri: &str) -> Result<(), String> {
         if !allowed {
             return Err(format!("it contains {c:?}, which a URI cannot (RFC 3986: percent-encode it)"));
         }
-        if c == '%' && !(bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit) && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit)) {
+        if c == '%'
+            && !(bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+        {
             return Err("it has a '%' that is not followed by two hex digits".into());
         }
     }

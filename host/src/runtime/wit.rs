@@ -191,7 +191,11 @@ impl ToolPre {
                     sandbox: ctx.sandbox.to_wit(),
                 };
                 let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
-                instance.toolhost_tool_tool().call_call(&mut *store, &wit_ctx, ctx.tool, ctx.args).await.map_err(Failure::Trap)
+                instance
+                    .toolhost_tool_tool()
+                    .call_call(&mut *store, &wit_ctx, ctx.tool, ctx.args)
+                    .await
+                    .map_err(Failure::Trap)
             }
         }
     }

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
-use toolhost_core::{CallContext, ContentPart, StateUpdate, Status, ThreadDir, Tool, ToolOutcome, ToolSpec, VIRTUAL_ACP};
+use toolhost_core::{
+    CallContext, ContentPart, StateUpdate, Status, ThreadDir, Tool, ToolOutcome, ToolSpec, VIRTUAL_ACP,
+};
 
 use crate::runtime::{
     CallRequest, CapabilitySet, ComponentCallError, FilesGrant, LoadedComponent, Preopen, PreopenDir, Runtime,
@@ -35,15 +37,7 @@ impl ComponentTool {
         config: Map<String, Value>,
         sandbox: Arc<SandboxSettings>,
     ) -> Self {
-        Self {
-            spec,
-            inner_name,
-            runtime,
-            component,
-            caps,
-            config: Value::Object(config).to_string(),
-            sandbox,
-        }
+        Self { spec, inner_name, runtime, component, caps, config: Value::Object(config).to_string(), sandbox }
     }
 
     pub fn capabilities(&self) -> &CapabilitySet {
