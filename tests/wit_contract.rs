@@ -333,8 +333,17 @@ async fn hostile_blocks_are_refused_and_the_host_keeps_serving() {
         ),
     ];
     for (blocks, expected) in cases {
-        let (text, err) = call(&env.host, "blocks", json!({"blocks": blocks})).await;
+        let r =
+            env.host.call(&AssemblyRequest::default(), "t1", "blocks", json!({"blocks": blocks}), None).await.unwrap();
+        let (text, err) = (r.outcome.text_content(), r.outcome.is_error());
         assert!(err, "{blocks}: accepted: {text}");
+        // Nothing of the refused result reaches the caller: one text part, the error, short.
+        assert!(
+            matches!(r.outcome.content.as_slice(), [ContentPart::Text { .. }]),
+            "{blocks}: {:?}",
+            r.outcome.content
+        );
+        assert!(text.len() < 600, "{blocks}: an error as long as {} bytes", text.len());
         assert!(text.starts_with("Error: Tool 'blocks' failed with "), "{blocks}: {text}");
         assert!(text.contains(expected), "{blocks}: {text}");
         assert_ok_still_works(&env.host).await;
@@ -428,12 +437,29 @@ async fn a_progress_flood_is_thinned_cut_and_capped() {
     assert!((values.len() as f64) <= bound, "{} reports in {elapsed:.2}s", values.len());
     assert_eq!(values.last(), Some(&(1e6 + (flood - 1) as f64)));
     assert!(seen.iter().skip(2).all(|p| p.message.as_ref().is_some_and(|m| m.len() == 1024)));
+    // What must not have passed: a non-finite value, a message past 1024 characters.
+    assert!(seen.iter().all(|p| p.progress.is_finite() && p.total.is_none_or(f64::is_finite)), "{seen:?}");
+    assert!(seen.iter().all(|p| p.message.as_ref().is_none_or(|m| m.chars().count() <= 1024)));
     assert_ok_still_works(&env.host).await;
     // The next call starts with a fresh budget.
     let (sink, seen) = recorder();
     let args = json!({"steps": [{"progress": 1}, {"progress": 2}]});
     env.host.call_with_progress(&AssemblyRequest::default(), "t1", "progress", args, None, sink).await.unwrap();
     assert_eq!(seen.lock().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_huge_progress_message_is_cut_and_the_host_keeps_serving() {
+    let env = host_with(MIXED);
+    let (sink, seen) = recorder();
+    // 8 MiB of message in each of three reports: copied out of the guest, then cut.
+    let args = json!({"flood": 3, "message_bytes": 8 << 20});
+    let r = env.host.call_with_progress(&AssemblyRequest::default(), "t1", "progress", args, None, sink).await.unwrap();
+    assert_eq!(r.outcome.text_content(), "sent 3 reports");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    assert!(seen.iter().all(|p| p.message.as_deref() == Some("m".repeat(1024).as_str())));
+    assert_ok_still_works(&env.host).await;
 }
 
 #[test]
@@ -513,6 +539,14 @@ async fn serve_maps_content_blocks_and_sends_progress_notifications() {
     let steps = json!({"steps": [{"progress": 1, "total": 2, "message": "half"}, {"progress": 2, "total": 2}]});
     let r = session.call_tool(params("progress", steps)).await.unwrap();
     assert_eq!(r.content[0].as_text().map(|t| t.text.as_str()), Some("sent 2 reports"));
+    // The client handles notifications on a task of their own, possibly after the result (the
+    // raw test below shows the order on the wire): wait for them.
+    for _ in 0..500 {
+        if client.seen.lock().unwrap().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let seen: Vec<(f64, Option<String>)> =
         client.seen.lock().unwrap().iter().map(|n| (n.progress, n.message.clone())).collect();
     assert_eq!(seen, [(1.0, Some("half".to_string())), (2.0, None)]);
