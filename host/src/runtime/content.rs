@@ -178,6 +178,7 @@ pub fn check_link_uri(uri: &str) -> Result<(), String> {
     if authority.contains('@') {
         return Err("it carries user info (user@host), which can disguise the real host".into());
     }
+    let literal = authority.starts_with('[');
     let (host, port) = if let Some(literal) = authority.strip_prefix('[') {
         let Some((inside, after)) = literal.split_once(']') else {
             return Err("its IP literal has no closing ']'".into());
@@ -199,7 +200,7 @@ pub fn check_link_uri(uri: &str) -> Result<(), String> {
     if host.is_empty() {
         return Err("it has no host (scheme://host/…)".into());
     }
-    if host.contains(['[', ']', ':']) {
+    if !literal && host.contains(['[', ']', ':']) {
         return Err("its host is malformed".into());
     }
     if let Some(p) = port {
