@@ -39,7 +39,8 @@ fn request(tool: &str, args: Value) -> CallRequest {
         thread_id: "t1".into(),
         tool_call_id: "c1".into(),
         config: "{}".into(),
-        sandbox: "{}".into(),
+        sandbox: Default::default(),
+        progress: None,
     }
 }
 
@@ -48,7 +49,7 @@ fn load_and_greet(rt: &Runtime) -> (bool, Vec<String>, String) {
     let loaded = rt.load(&file_ref(hello_wasm()), &|_| None).unwrap();
     let tools = loaded.tools.iter().map(|t| t.name.clone()).collect();
     let greeting = exec_call(rt, &loaded, &CapabilitySet::default(), &[], &request("hello", json!({"name": "A"})))
-        .map(|r| r.content)
+        .map(|r| r.text())
         .unwrap_or_else(|e| format!("call failed: {e}"));
     (loaded.compiled, tools, greeting)
 }

@@ -193,7 +193,8 @@ fn breakdown() {
         thread_id: THREAD.into(),
         tool_call_id: "c".into(),
         config: "{}".into(),
-        sandbox: "{}".into(),
+        sandbox: Default::default(),
+        progress: None,
     };
     let small = req(json!({"description": "d", "path": format!("{WS}/README.md")}));
     let ranged =

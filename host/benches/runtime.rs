@@ -66,7 +66,8 @@ fn hello_request() -> CallRequest {
         thread_id: "t1".into(),
         tool_call_id: "call_1".into(),
         config: "{}".into(),
-        sandbox: "{}".into(),
+        sandbox: Default::default(),
+        progress: None,
     }
 }
 
@@ -77,7 +78,7 @@ fn load_hello(rt: &Runtime) -> Arc<LoadedComponent> {
 
 fn call_hello(rt: &Runtime, hello: &LoadedComponent, caps: &CapabilitySet, req: &CallRequest) {
     let r = exec_call(rt, hello, caps, &[], req).expect("hello call");
-    assert_eq!(r.content, "Hello, bench.");
+    assert_eq!(r.text(), "Hello, bench.");
 }
 
 /// (a) The runtime alone: fresh store + instance from the `InstancePre`, WASI context, call, drop.

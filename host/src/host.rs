@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use toolhost_core::{CallContext, ErrorKind, ThreadFs, ThreadPaths, ThreadState, Threads, ToolOutcome, ToolSpec};
+use toolhost_core::{
+    CallContext, ErrorKind, ProgressSink, ThreadFs, ThreadPaths, ThreadState, Threads, ToolOutcome, ToolSpec,
+};
 
 use crate::assembly::{self, Assembly, AssemblyFacts, AssemblyRequest, Builtin, Sources, ToolLayer};
 use crate::config::{self, AppConfig, LoadedConfig};
@@ -302,8 +304,41 @@ impl Toolhost {
         args: Value,
         tool_call_id: Option<String>,
     ) -> Result<CallResult, HostError> {
-        let call = ToolCall { id: tool_call_id, name: name.to_string(), args };
-        let mut results = self.call_turn(req, thread_id, vec![(call.name, call.args, call.id)]).await?;
+        self.call_reporting(req, thread_id, name, args, tool_call_id, None).await
+    }
+
+    /// [`call`](Self::call), with the tool's progress reports going to `progress` as it runs
+    /// (component tools report through the WIT's `host.progress`; the runtime thins them, see
+    /// `runtime::progress`). The sink runs on the thread that runs the tool: it must not block.
+    pub async fn call_with_progress(
+        &self,
+        req: &AssemblyRequest,
+        thread_id: &str,
+        name: &str,
+        args: Value,
+        tool_call_id: Option<String>,
+        progress: ProgressSink,
+    ) -> Result<CallResult, HostError> {
+        self.call_reporting(req, thread_id, name, args, tool_call_id, Some(progress)).await
+    }
+
+    async fn call_reporting(
+        &self,
+        req: &AssemblyRequest,
+        thread_id: &str,
+        name: &str,
+        args: Value,
+        tool_call_id: Option<String>,
+        progress: Option<ProgressSink>,
+    ) -> Result<CallResult, HostError> {
+        require_tokio()?;
+        let calls = vec![(name.to_string(), args, tool_call_id)];
+        let fs = self.thread_fs(thread_id)?;
+        let state = self.states.get(&fs).await?;
+        let outcomes = self.run_turn(req, &fs, state, &calls, progress).await;
+        let updates: Vec<&toolhost_core::StateUpdate> = outcomes.iter().map(|o| &o.update).collect();
+        let merged = self.states.apply(&fs, &updates).await?;
+        let mut results = results(outcomes, merged);
         Ok(results.pop().expect("one result per call"))
     }
 
@@ -319,7 +354,7 @@ impl Toolhost {
         require_tokio()?;
         let fs = self.thread_fs(thread_id)?;
         let state = self.states.get(&fs).await?;
-        let outcomes = self.run_turn(req, &fs, state, &calls).await;
+        let outcomes = self.run_turn(req, &fs, state, &calls, None).await;
         let updates: Vec<&toolhost_core::StateUpdate> = outcomes.iter().map(|o| &o.update).collect();
         let merged = self.states.apply(&fs, &updates).await?;
         Ok(results(outcomes, merged))
@@ -336,7 +371,7 @@ impl Toolhost {
     ) -> Result<Vec<CallResult>, HostError> {
         require_tokio()?;
         let fs = self.thread_fs(thread_id)?;
-        let outcomes = self.run_turn(req, &fs, state.clone(), &calls).await;
+        let outcomes = self.run_turn(req, &fs, state.clone(), &calls, None).await;
         let merged = state.apply_turn(outcomes.iter().map(|o| &o.update));
         Ok(results(outcomes, merged))
     }
@@ -384,6 +419,7 @@ impl Toolhost {
         fs: &Arc<ThreadFs>,
         state: ThreadState,
         calls: &[(String, Value, Option<String>)],
+        progress: Option<ProgressSink>,
     ) -> Vec<ToolOutcome> {
         let assembly = self.get_available_tools(req).await;
         let state = Arc::new(state);
@@ -393,7 +429,11 @@ impl Toolhost {
         let contexts: Vec<CallContext> = calls
             .iter()
             .map(|(_, _, id)| {
-                CallContext::new(fs.clone(), self.new_call_id(id.clone()), state.clone()).alone_in_turn(alone)
+                let ctx = CallContext::new(fs.clone(), self.new_call_id(id.clone()), state.clone()).alone_in_turn(alone);
+                match &progress {
+                    Some(sink) => ctx.with_progress(sink.clone()),
+                    None => ctx,
+                }
             })
             .collect();
         let futures = calls.iter().zip(&contexts).map(|((name, args, _), ctx)| {

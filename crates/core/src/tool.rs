@@ -48,16 +48,33 @@ impl ToolSpec {
     }
 }
 
-/// One part of a tool result. DeerFlow's tools almost always return one text part.
+/// One part of a tool result. DeerFlow's tools almost always return one text part. Serialized
+/// with a `type` tag (`text`, `image`, `audio`, `resource_link`, `resource`) and MCP's field
+/// meanings; the names are stable (`toolhost call --json` prints them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
     Text {
         text: String,
     },
+    /// An image, base64-encoded.
     Image {
         data: String,
         mime_type: String,
+    },
+    /// An audio clip, base64-encoded (MCP's `audio` content).
+    Audio {
+        data: String,
+        mime_type: String,
+    },
+    /// A link to a resource the client may read or open (MCP's `resource_link`).
+    ResourceLink {
+        uri: String,
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
     },
     /// An embedded or linked resource (MCP); kept as the server sent it.
     Resource {
@@ -169,7 +186,8 @@ impl ToolOutcome {
         self.status == Status::Error
     }
 
-    /// All text parts joined, as a string `ToolMessage.content` would read.
+    /// All text parts joined, as a string `ToolMessage.content` would read (images, audio and
+    /// links are not text).
     pub fn text_content(&self) -> String {
         let mut out = String::new();
         for part in &self.content {
@@ -178,6 +196,49 @@ impl ToolOutcome {
             }
         }
         out
+    }
+}
+
+/// How far a running call has come (MCP's `notifications/progress`): `progress` grows from one
+/// report of a call to the next; `total` is its value at completion, when known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// The call the report is about.
+    pub tool_call_id: String,
+    pub progress: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Where the progress reports of a call go: set by whoever makes the call
+/// ([`CallContext::with_progress`]), fed by the tool. It runs on the thread that runs the tool,
+/// so it must not block: hand the report on (a channel, an MCP notification queue) and return.
+///
+/// ```
+/// use toolhost_core::ProgressSink;
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let sink = ProgressSink::new(move |p| drop(tx.send(p)));
+/// # drop((sink, rx));
+/// ```
+#[derive(Clone)]
+pub struct ProgressSink(Arc<dyn Fn(Progress) + Send + Sync>);
+
+impl ProgressSink {
+    pub fn new(f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// Hand a report on.
+    pub fn report(&self, progress: Progress) {
+        (self.0)(progress)
+    }
+}
+
+impl std::fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
     }
 }
 
@@ -194,6 +255,10 @@ pub struct CallContext {
     /// The only call of its turn: nothing runs beside it, so a tool that blocks (a component)
     /// may block the calling thread instead of handing the work to another thread and back.
     pub alone_in_turn: bool,
+    /// Where the tool's progress reports go; `None`: nobody listens. Component tools report
+    /// through the WIT `progress` import (thinned by the runtime); a native tool may report here
+    /// directly.
+    pub progress: Option<ProgressSink>,
 }
 
 impl CallContext {
@@ -205,12 +270,19 @@ impl CallContext {
             fs,
             state,
             alone_in_turn: false,
+            progress: None,
         }
     }
 
     /// Mark the call as the only one of its turn (see [`CallContext::alone_in_turn`]).
     pub fn alone_in_turn(mut self, alone: bool) -> Self {
         self.alone_in_turn = alone;
+        self
+    }
+
+    /// The same call, with its progress reports going to `sink`.
+    pub fn with_progress(mut self, sink: ProgressSink) -> Self {
+        self.progress = Some(sink);
         self
     }
 
@@ -226,4 +298,49 @@ impl CallContext {
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
     async fn call(&self, ctx: &CallContext, args: Value) -> ToolOutcome;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_parts_serialize_stably() {
+        let parts = vec![
+            ContentPart::Text { text: "t".into() },
+            ContentPart::Image { data: "AA==".into(), mime_type: "image/png".into() },
+            ContentPart::Audio { data: "AQ==".into(), mime_type: "audio/wav".into() },
+            ContentPart::ResourceLink {
+                uri: "https://example.com/a".into(),
+                name: "a".into(),
+                mime_type: None,
+                description: Some("d".into()),
+            },
+            ContentPart::Resource { resource: serde_json::json!({"uri": "x://y"}) },
+        ];
+        let json = serde_json::to_value(&parts).unwrap();
+        // Pinned: `toolhost call --json` prints these, and stored outcomes read them back.
+        assert_eq!(
+            json,
+            serde_json::json!([
+                {"type": "text", "text": "t"},
+                {"type": "image", "data": "AA==", "mime_type": "image/png"},
+                {"type": "audio", "data": "AQ==", "mime_type": "audio/wav"},
+                {"type": "resource_link", "uri": "https://example.com/a", "name": "a", "description": "d"},
+                {"type": "resource", "resource": {"uri": "x://y"}},
+            ])
+        );
+        let back: Vec<ContentPart> = serde_json::from_value(json).unwrap();
+        assert_eq!(back, parts);
+    }
+
+    #[test]
+    fn a_progress_sink_receives_reports() {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s = seen.clone();
+        let sink = ProgressSink::new(move |p| s.lock().unwrap().push(p.progress));
+        sink.report(Progress { tool_call_id: "c".into(), progress: 0.5, total: Some(1.0), message: None });
+        assert_eq!(*seen.lock().unwrap(), vec![0.5]);
+        assert_eq!(format!("{sink:?}"), "ProgressSink");
+    }
 }

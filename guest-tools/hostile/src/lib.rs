@@ -1,7 +1,7 @@
 //! A component that misbehaves on purpose, for the sandbox tests. Each tool tries one thing a
 //! tool must not be able to do, or breaks in one way the host must survive.
 
-use toolhost_sdk::{tool, Context, Output};
+use toolhost_sdk::{tool, Block, Context, Output, ResourceLink};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Nothing {}
@@ -260,6 +260,133 @@ fn claim_viewed_image(_: &Context, a: ImageClaimArg) -> Output {
     }])
 }
 
+/// The typed sandbox settings exactly as the tool received them, field by field (the test
+/// compares them with the config), as JSON.
+fn sandbox_settings(ctx: &Context, _: Nothing) -> Output {
+    let s = ctx.sandbox();
+    let mounts: Vec<_> = s
+        .mounts
+        .iter()
+        .map(|m| toolhost_sdk::serde_json::json!({"container_path": m.container_path, "read_only": m.read_only}))
+        .collect();
+    Output::text(
+        toolhost_sdk::serde_json::json!({
+            "read_file_output_max_chars": s.read_file_output_max_chars,
+            "ls_output_max_chars": s.ls_output_max_chars,
+            "mounts": mounts,
+            "skills_container_path": s.skills_container_path,
+            "write_file_max_bytes": s.write_file_max_bytes,
+            "disabled_skills": s.disabled_skills,
+        })
+        .to_string(),
+    )
+}
+
+/// One content block to return, described by the test.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct BlockArg {
+    /// `text`, `image`, `audio` or `link`.
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    /// The bytes of an image or audio block...
+    #[serde(default)]
+    bytes: Option<Vec<u8>>,
+    /// ...or this many filler bytes.
+    #[serde(default)]
+    size: Option<u64>,
+    #[serde(default)]
+    mime_type: Option<String>,
+    #[serde(default)]
+    uri: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    /// Return the block this many times.
+    #[serde(default)]
+    repeat: Option<u32>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct BlocksArg {
+    blocks: Vec<BlockArg>,
+}
+
+fn blocks(_: &Context, a: BlocksArg) -> Output {
+    // Whatever the test asks for, unchecked: the host is what must refuse a bad block.
+    let mut out = Output::default();
+    for b in a.blocks {
+        let media = || b.bytes.clone().unwrap_or_else(|| vec![0x5a; b.size.unwrap_or(0) as usize]);
+        let mime = b.mime_type.clone().unwrap_or_default();
+        let block = match b.kind.as_str() {
+            "image" => Block::image(media(), mime),
+            "audio" => Block::audio(media(), mime),
+            "link" => Block::ResourceLink(ResourceLink {
+                uri: b.uri.clone().unwrap_or_default(),
+                name: b.name.clone().unwrap_or_default(),
+                mime_type: b.mime_type.clone(),
+                description: b.description.clone(),
+            }),
+            _ => Block::text(b.text.clone().unwrap_or_else(|| "x".repeat(b.size.unwrap_or(0) as usize))),
+        };
+        for _ in 0..b.repeat.unwrap_or(1) {
+            out = out.with_block(block.clone());
+        }
+    }
+    out
+}
+
+/// One progress report.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Step {
+    progress: f64,
+    #[serde(default)]
+    total: Option<f64>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct ProgressArg {
+    /// Reports to send first, in order.
+    #[serde(default)]
+    steps: Vec<Step>,
+    /// Wait this long after each step.
+    #[serde(default)]
+    step_ms: u64,
+    /// Before the steps, reports JSON cannot carry: NaN, infinity, a NaN total.
+    #[serde(default)]
+    non_finite: bool,
+    /// Then this many more reports as fast as possible (progress 1e6 + i)...
+    #[serde(default)]
+    flood: u64,
+    /// ...each with a message of this many bytes.
+    #[serde(default)]
+    message_bytes: u64,
+}
+
+fn progress(_: &Context, a: ProgressArg) -> Output {
+    let mut sent = 0u64;
+    if a.non_finite {
+        toolhost_sdk::progress(f64::NAN, None, Some("nan"));
+        toolhost_sdk::progress(f64::INFINITY, None, Some("infinite"));
+        toolhost_sdk::progress(0.5, Some(f64::NAN), Some("nan total"));
+        sent += 3;
+    }
+    for s in &a.steps {
+        toolhost_sdk::progress(s.progress, s.total, s.message.as_deref());
+        sent += 1;
+        std::thread::sleep(std::time::Duration::from_millis(a.step_ms));
+    }
+    let message = "m".repeat(a.message_bytes as usize);
+    for i in 0..a.flood {
+        toolhost_sdk::progress(1e6 + i as f64, None, Some(&message));
+        sent += 1;
+    }
+    Output::text(format!("sent {sent} reports"))
+}
+
 toolhost_sdk::export_tools!(
     tool("spin", "Loop forever.", spin),
     tool("alloc", "Allocate until something stops it.", alloc),
@@ -283,4 +410,7 @@ toolhost_sdk::export_tools!(
     tool("rename", "Rename a path.", rename),
     tool("claim_artifacts", "Return an artifacts update naming any paths.", claim_artifacts),
     tool("claim_viewed_image", "Return a viewed_images update naming any path.", claim_viewed_image),
+    tool("sandbox_settings", "Return the typed sandbox settings as received.", sandbox_settings),
+    tool("blocks", "Return exactly the content blocks described (any kind, size, MIME type or URI).", blocks),
+    tool("progress", "Report progress: given steps, non-finite values, a flood.", progress),
 );

@@ -209,17 +209,37 @@ mod component {
 
     use toolhost_sdk::{Context, Output, ToolDef};
 
-    use super::{call, specs, HostMap, Sandbox, SandboxSettings};
+    use super::{call, settings::Mount, specs, HostMap, Sandbox, SandboxSettings};
+
+    /// The typed settings of `toolhost:tool@0.2.0`, normalized as the JSON ones are.
+    fn settings(ctx: &Context) -> SandboxSettings {
+        let s = ctx.sandbox();
+        // wasm32: a limit past usize means "no practical limit", as `from_json` reads it.
+        let chars = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        SandboxSettings {
+            read_file_output_max_chars: chars(s.read_file_output_max_chars),
+            ls_output_max_chars: chars(s.ls_output_max_chars),
+            mounts: s
+                .mounts
+                .iter()
+                .map(|m| Mount { container_path: m.container_path.clone(), read_only: m.read_only })
+                .collect(),
+            skills_container_path: s.skills_container_path.clone(),
+            write_file_max_bytes: s.write_file_max_bytes.clone(),
+            disabled_skills: s.disabled_skills.clone(),
+        }
+        .normalized()
+    }
 
     /// The tools in `schemas.json` order; only listing the tools reads their specs (each call is
     /// a fresh instance, so nothing parsed on a call is ever reused).
     fn def(index: usize) -> ToolDef {
         let name: &'static str = super::TOOL_NAMES[index];
         toolhost_sdk::tool(name, "", move |ctx: &Context, args: serde_json::Value| {
-            let sb =
-                Sandbox::new(SandboxSettings::from_json(&ctx.sandbox), HostMap::identity(), !ctx.thread_id.is_empty());
+            let sb = Sandbox::new(settings(ctx), HostMap::identity(), !ctx.thread_id.is_empty());
             match call(&sb, name, &args, &ctx.config) {
-                Ok(o) => Output { content: o.content, is_error: o.is_error, ..Output::default() },
+                Ok(o) if o.is_error => Output::error(o.content),
+                Ok(o) => Output::text(o.content),
                 Err(e) => Output::error(e.to_string()),
             }
         })

@@ -1,6 +1,7 @@
-//! The per-call settings this component reads: `ctx.sandbox` (limits, mounts, skills, the
-//! write-size guard) and `ctx.config` (per-tool keys). Parsing is lenient on purpose: a missing or
-//! mistyped key falls back to DeerFlow's default, the way DeerFlow's config loader behaves.
+//! The per-call settings this component reads: the sandbox settings (limits, mounts, skills, the
+//! write-size guard; typed in `toolhost:tool@0.2.0`, a JSON object in the conformance vectors) and
+//! `ctx.config` (per-tool keys). Parsing is lenient on purpose: a missing or mistyped key falls
+//! back to DeerFlow's default, the way DeerFlow's config loader behaves.
 
 use serde_json::Value;
 
@@ -56,7 +57,8 @@ fn usize_key(v: &Value, key: &str, default: usize) -> usize {
 }
 
 impl SandboxSettings {
-    /// Read the settings from the `ctx.sandbox` JSON object.
+    /// Read the settings from a JSON object with the WIT record's fields (`snake_case`), as the
+    /// conformance vectors write them and `toolhost:tool@0.1.0` sent them.
     pub fn from_json(v: &Value) -> Self {
         let d = Self::default();
         let mounts = v
@@ -75,15 +77,7 @@ impl SandboxSettings {
         let skills_container_path = v
             .get("skills_container_path")
             .and_then(Value::as_str)
-            .filter(|s| s.starts_with('/'))
-            .map(|s| {
-                let t = s.trim_end_matches('/');
-                if t.is_empty() {
-                    "/".to_string()
-                } else {
-                    t.to_string()
-                }
-            })
+            .map(str::to_string)
             .unwrap_or(d.skills_container_path);
         let write_file_max_bytes = match v.get("write_file_max_bytes") {
             Some(Value::String(s)) => Some(s.clone()),
@@ -93,13 +87,7 @@ impl SandboxSettings {
         let disabled_skills = v
             .get("disabled_skills")
             .and_then(Value::as_array)
-            .map(|l| {
-                l.iter()
-                    .filter_map(Value::as_str)
-                    .map(|s| s.trim_end_matches('/').to_string())
-                    .filter(|s| !s.is_empty())
-                    .collect()
-            })
+            .map(|l| l.iter().filter_map(Value::as_str).map(str::to_string).collect())
             .unwrap_or_default();
         Self {
             read_file_output_max_chars: usize_key(v, "read_file_output_max_chars", d.read_file_output_max_chars),
@@ -109,6 +97,29 @@ impl SandboxSettings {
             write_file_max_bytes,
             disabled_skills,
         }
+        .normalized()
+    }
+
+    /// The settings as the tools use them, whatever their source: a skills path that is not
+    /// absolute falls back to the default and loses a trailing `/`; disabled skills lose theirs,
+    /// and empty ones are dropped.
+    pub fn normalized(mut self) -> Self {
+        self.skills_container_path = if self.skills_container_path.starts_with('/') {
+            let t = self.skills_container_path.trim_end_matches('/');
+            if t.is_empty() {
+                "/".to_string()
+            } else {
+                t.to_string()
+            }
+        } else {
+            DEFAULT_SKILLS_CONTAINER_PATH.to_string()
+        };
+        self.disabled_skills = std::mem::take(&mut self.disabled_skills)
+            .into_iter()
+            .map(|s| s.trim_end_matches('/').to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        self
     }
 
     /// The active `write_file` cap: the env value parsed like Python's `int()`, the default when
@@ -180,5 +191,22 @@ mod tests {
         assert_eq!(s.mounts, vec![Mount { container_path: "/mnt/data".into(), read_only: true }]);
         assert_eq!(s.write_cap(), 81920);
         assert_eq!(s.disabled_skills, vec!["/mnt/skills/public/x".to_string()]);
+    }
+
+    #[test]
+    fn typed_settings_are_normalized_like_json() {
+        let raw = SandboxSettings {
+            skills_container_path: "/mnt/sk/".into(),
+            disabled_skills: vec!["/mnt/sk/a/".into(), "/".into(), String::new()],
+            ..SandboxSettings::default()
+        };
+        let json = SandboxSettings::from_json(&serde_json::json!({
+            "skills_container_path": "/mnt/sk/", "disabled_skills": ["/mnt/sk/a/", "/", ""]
+        }));
+        assert_eq!(raw.normalized(), json);
+        assert_eq!(json.skills_container_path, "/mnt/sk");
+        assert_eq!(json.disabled_skills, vec!["/mnt/sk/a".to_string()]);
+        let relative = SandboxSettings { skills_container_path: "skills".into(), ..SandboxSettings::default() };
+        assert_eq!(relative.normalized().skills_container_path, DEFAULT_SKILLS_CONTAINER_PATH);
     }
 }

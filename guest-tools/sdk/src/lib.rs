@@ -17,6 +17,10 @@
 //!
 //! toolhost_sdk::export_tools!(tool("hello", "Greet someone by name.", hello));
 //! ```
+//!
+//! A result is a list of blocks (`toolhost:tool@0.2.0`): text, images, audio and resource links
+//! (`Output::text("chart:").with_block(Block::image(png, "image/png"))`). A long call may report
+//! its progress with [`progress`]; the sandbox settings arrive typed as [`Context::sandbox`].
 
 #[cfg(feature = "http")]
 pub mod http;
@@ -49,14 +53,87 @@ pub struct Context {
     pub tool_call_id: String,
     /// The tool's own config keys (config.yaml), `$VAR`s expanded.
     pub config: Value,
-    /// Sandbox settings: output limits, mounts, skills path (see the WIT).
-    pub sandbox: Value,
+    sandbox: SandboxSettings,
 }
 
 impl Context {
+    /// A context as the host would send it (for testing a tool function natively).
+    pub fn new(
+        thread_id: impl Into<String>,
+        tool_call_id: impl Into<String>,
+        config: Value,
+        sandbox: SandboxSettings,
+    ) -> Self {
+        Self { thread_id: thread_id.into(), tool_call_id: tool_call_id.into(), config, sandbox }
+    }
+
     /// A config key as `T`, or `None` when absent or of another type.
     pub fn config_value<T: DeserializeOwned>(&self, key: &str) -> Option<T> {
         self.config.get(key).and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+
+    /// The sandbox settings of the config: output limits, mounts, the skills path, disabled
+    /// skills and the `write_file` size guard.
+    pub fn sandbox(&self) -> &SandboxSettings {
+        &self.sandbox
+    }
+}
+
+/// The sandbox settings every tool of a config receives (`sandbox-settings` in the WIT).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSettings {
+    /// `read_file` output is cut to this many characters; 0 disables the cut.
+    pub read_file_output_max_chars: u64,
+    /// `ls` output is cut to this many characters; 0 disables the cut.
+    pub ls_output_max_chars: u64,
+    /// The configured mounts whose host directory exists.
+    pub mounts: Vec<Mount>,
+    /// Where the skills directory is seen (`/mnt/skills`).
+    pub skills_container_path: String,
+    /// `DEERFLOW_WRITE_FILE_MAX_BYTES` as the host read it, unparsed (DeerFlow parses it with
+    /// Python's `int()`); `None` when it is not set.
+    pub write_file_max_bytes: Option<String>,
+    /// Sandbox directories of disabled skills (`/mnt/skills/public/some-skill`).
+    pub disabled_skills: Vec<String>,
+}
+
+impl Default for SandboxSettings {
+    /// DeerFlow's defaults.
+    fn default() -> Self {
+        Self {
+            read_file_output_max_chars: 50_000,
+            ls_output_max_chars: 20_000,
+            mounts: Vec::new(),
+            skills_container_path: "/mnt/skills".to_string(),
+            write_file_max_bytes: None,
+            disabled_skills: Vec::new(),
+        }
+    }
+}
+
+/// A configured mount as the tool sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// The absolute path inside the sandbox.
+    pub container_path: String,
+    /// Writes under it are refused.
+    pub read_only: bool,
+}
+
+impl From<types::SandboxSettings> for SandboxSettings {
+    fn from(s: types::SandboxSettings) -> Self {
+        Self {
+            read_file_output_max_chars: s.read_file_output_max_chars,
+            ls_output_max_chars: s.ls_output_max_chars,
+            mounts: s
+                .mounts
+                .into_iter()
+                .map(|m| Mount { container_path: m.container_path, read_only: m.read_only })
+                .collect(),
+            skills_container_path: s.skills_container_path,
+            write_file_max_bytes: s.write_file_max_bytes,
+            disabled_skills: s.disabled_skills,
+        }
     }
 }
 
@@ -69,10 +146,66 @@ pub struct ViewedImage {
     pub actual_path: String,
 }
 
-/// A tool's answer: text for the model, an error flag and optional state writes.
+/// One piece of a result (`content-block` in the WIT). The host refuses an image whose MIME type
+/// is not `image/*`, audio that is not `audio/*`, and a link that is not `https://` or `http://`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    /// Text the model reads.
+    Text(String),
+    /// An encoded image (PNG, JPEG, …) and its MIME type.
+    Image { bytes: Vec<u8>, mime_type: String },
+    /// An encoded audio clip (WAV, MP3, …) and its MIME type.
+    Audio { bytes: Vec<u8>, mime_type: String },
+    /// A link to a resource.
+    ResourceLink(ResourceLink),
+}
+
+impl Block {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text(text.into())
+    }
+    pub fn image(bytes: impl Into<Vec<u8>>, mime_type: impl Into<String>) -> Self {
+        Self::Image { bytes: bytes.into(), mime_type: mime_type.into() }
+    }
+    pub fn audio(bytes: impl Into<Vec<u8>>, mime_type: impl Into<String>) -> Self {
+        Self::Audio { bytes: bytes.into(), mime_type: mime_type.into() }
+    }
+}
+
+/// A link to a resource (MCP's `resource_link`): `https://` or `http://`, with a host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceLink {
+    pub uri: String,
+    pub name: String,
+    pub mime_type: Option<String>,
+    pub description: Option<String>,
+}
+
+impl ResourceLink {
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Self { uri: uri.into(), name: name.into(), mime_type: None, description: None }
+    }
+    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+}
+
+impl From<ResourceLink> for Block {
+    fn from(link: ResourceLink) -> Self {
+        Block::ResourceLink(link)
+    }
+}
+
+/// A tool's answer: content blocks for the model (usually one text), an error flag and optional
+/// state writes.
 #[derive(Debug, Clone, Default)]
 pub struct Output {
-    pub content: String,
+    pub content: Vec<Block>,
     pub is_error: bool,
     pub artifacts: Option<Vec<String>>,
     pub viewed_images: Option<Vec<ViewedImage>>,
@@ -83,15 +216,34 @@ pub struct Output {
 }
 
 impl Output {
+    /// One text block.
     pub fn text(content: impl Into<String>) -> Self {
-        Self { content: content.into(), ..Self::default() }
+        Self { content: vec![Block::Text(content.into())], ..Self::default() }
     }
+    /// A failed call: one text block saying why (DeerFlow's strings start `Error:`).
     pub fn error(content: impl Into<String>) -> Self {
-        Self { content: content.into(), is_error: true, ..Self::default() }
+        Self { is_error: true, ..Self::text(content) }
     }
     /// Raise `class` (an exception name ending in `Error` or `Exception`) with `detail`.
     pub fn raised(class: impl Into<String>, detail: impl Into<String>) -> Self {
         Self { raised: Some((class.into(), detail.into())), is_error: true, ..Self::default() }
+    }
+    /// One image block.
+    pub fn image(bytes: impl Into<Vec<u8>>, mime_type: impl Into<String>) -> Self {
+        Self { content: vec![Block::image(bytes, mime_type)], ..Self::default() }
+    }
+    /// One audio block.
+    pub fn audio(bytes: impl Into<Vec<u8>>, mime_type: impl Into<String>) -> Self {
+        Self { content: vec![Block::audio(bytes, mime_type)], ..Self::default() }
+    }
+    /// One resource-link block.
+    pub fn resource_link(link: ResourceLink) -> Self {
+        Self { content: vec![Block::ResourceLink(link)], ..Self::default() }
+    }
+    /// Append a block: `Output::text("Here it is:").with_block(Block::image(png, "image/png"))`.
+    pub fn with_block(mut self, block: impl Into<Block>) -> Self {
+        self.content.push(block.into());
+        self
     }
     pub fn with_artifacts(mut self, artifacts: Vec<String>) -> Self {
         self.artifacts = Some(artifacts);
@@ -104,6 +256,16 @@ impl Output {
     pub fn with_todos(mut self, todos: Value) -> Self {
         self.todos = Some(todos);
         self
+    }
+    /// The text blocks joined, as a model reading only text sees the result.
+    pub fn text_content(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect()
     }
 }
 
@@ -193,6 +355,21 @@ pub fn resolve_host(name: &str) -> Vec<std::net::IpAddr> {
     }
 }
 
+/// Report how far the current call has come (see `progress` in the WIT): `progress` must grow
+/// from one report to the next, `total` is the value at completion when known. The host passes a
+/// few reports per second to whoever listens (an MCP client's progress notifications) and drops
+/// the rest, so report as often as is convenient.
+///
+/// ```ignore
+/// for (i, chunk) in chunks.iter().enumerate() {
+///     toolhost_sdk::progress(i as f64, Some(chunks.len() as f64), Some("indexing"));
+///     index(chunk);
+/// }
+/// ```
+pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) {
+    host::progress(progress, total, message);
+}
+
 /// Write a log line to the host's log.
 pub fn log_info(message: &str) {
     host::log(host::Level::Info, message);
@@ -231,7 +408,7 @@ pub fn __call(
         thread_id: ctx.thread_id,
         tool_call_id: ctx.tool_call_id,
         config: parse(&ctx.config, "config")?,
-        sandbox: parse(&ctx.sandbox, "sandbox settings")?,
+        sandbox: ctx.sandbox.into(),
     };
     let out = (def.handler)(&context, &args).map_err(types::CallError::InvalidArguments)?;
     if let Some((class, detail)) = out.raised {
@@ -256,7 +433,22 @@ pub fn __call(
     } else {
         None
     };
-    Ok(types::ToolResult { content: out.content, is_error: out.is_error, update })
+    let content = out.content.into_iter().map(block_to_wit).collect();
+    Ok(types::ToolResult { content, is_error: out.is_error, update })
+}
+
+fn block_to_wit(b: Block) -> types::ContentBlock {
+    match b {
+        Block::Text(t) => types::ContentBlock::Text(t),
+        Block::Image { bytes, mime_type } => types::ContentBlock::Image(types::Media { bytes, mime_type }),
+        Block::Audio { bytes, mime_type } => types::ContentBlock::Audio(types::Media { bytes, mime_type }),
+        Block::ResourceLink(l) => types::ContentBlock::ResourceLink(types::ResourceLink {
+            uri: l.uri,
+            name: l.name,
+            mime_type: l.mime_type,
+            description: l.description,
+        }),
+    }
 }
 
 /// Export the listed tools as this component's `tool` interface.

@@ -14,7 +14,9 @@ use super::{Builtin, ConfigEntry, ConfigEntryState, ToolLayer};
 use crate::config::{self, AppConfig, LoadedConfig, ResolvedUse, ToolConfig};
 use crate::error::Problem;
 use crate::options::{Environment, HostOptions};
-use crate::runtime::{CapabilitiesConfig, CapabilitySet, ComponentRef, FilesGrant, Runtime};
+use crate::runtime::{
+    CapabilitiesConfig, CapabilitySet, ComponentRef, FilesGrant, Runtime, SandboxMount, SandboxSettings,
+};
 use crate::tools::component::ComponentTool;
 
 /// DeerFlow's `extensions_config.json`, read once when the host opens.
@@ -148,7 +150,7 @@ struct EntryBuild<'a> {
     config: &'a LoadedConfig,
     runtime: &'a Arc<Runtime>,
     shared: &'a Arc<SharedRoots>,
-    sandbox: &'a Value,
+    sandbox: &'a Arc<SandboxSettings>,
     extensions: &'a Extensions,
     env: &'a Environment,
 }
@@ -291,21 +293,25 @@ fn resolve(base: &Path, p: &str) -> PathBuf {
     }
 }
 
-/// The sandbox settings component tools receive (see `wit/tool.wit`, `call-context.sandbox`).
+/// The sandbox settings component tools receive (see `wit/tool.wit`, `sandbox-settings`).
 fn sandbox_settings(
     c: &AppConfig,
     shared: &SharedRoots,
     disabled_skills: &[String],
     write_file_max_bytes: Option<&str>,
-) -> Value {
+) -> Arc<SandboxSettings> {
     let s = c.sandbox_or_default();
-    serde_json::json!({
-        "read_file_output_max_chars": s.read_file_output_max_chars,
-        "ls_output_max_chars": s.ls_output_max_chars,
-        "mounts": shared.mounts().iter().map(|m| serde_json::json!({"container_path": m.vpath, "read_only": m.read_only})).collect::<Vec<_>>(),
-        "skills_container_path": c.skills.container_path,
-        "write_file_max_bytes": write_file_max_bytes,
-        "disabled_skills": disabled_skills,
+    Arc::new(SandboxSettings {
+        read_file_output_max_chars: s.read_file_output_max_chars,
+        ls_output_max_chars: s.ls_output_max_chars,
+        mounts: shared
+            .mounts()
+            .iter()
+            .map(|m| SandboxMount { container_path: m.vpath.clone(), read_only: m.read_only })
+            .collect(),
+        skills_container_path: c.skills.container_path.clone(),
+        write_file_max_bytes: write_file_max_bytes.map(str::to_string),
+        disabled_skills: disabled_skills.to_vec(),
     })
 }
 

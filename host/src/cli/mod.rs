@@ -315,6 +315,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             println!("file:    {}", file.display());
             println!("sha256:  {}", i.sha256);
             println!("size:    {} bytes", i.size);
+            println!("interface: {}", i.interface);
             println!("pin:     use: {}@sha256:{}", file.display(), i.sha256);
             println!("imports:");
             for im in &i.imports {

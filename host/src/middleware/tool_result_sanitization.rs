@@ -36,16 +36,18 @@ pub fn sanitize_outcome(outcome: &mut ToolOutcome) -> bool {
     let mut changed = false;
     for part in &mut outcome.content {
         match part {
-            ContentPart::Text { text } => {
-                let clean = sanitize_untrusted(text);
-                changed |= clean != *text;
-                *text = clean;
-            }
+            ContentPart::Text { text } => changed |= sanitize_in_place(text),
             ContentPart::Resource { resource } => changed |= sanitize_json(resource),
-            ContentPart::Image { mime_type, .. } => {
-                let clean = sanitize_untrusted(mime_type);
-                changed |= clean != *mime_type;
-                *mime_type = clean;
+            ContentPart::Image { mime_type, .. } | ContentPart::Audio { mime_type, .. } => {
+                changed |= sanitize_in_place(mime_type);
+            }
+            // The URI of a component's link is checked by the runtime (web URIs, ASCII); what a
+            // client shows beside it is free text.
+            ContentPart::ResourceLink { uri, name, mime_type, description } => {
+                changed |= sanitize_in_place(uri) | sanitize_in_place(name);
+                for s in [mime_type, description].into_iter().flatten() {
+                    changed |= sanitize_in_place(s);
+                }
             }
         }
     }
@@ -57,6 +59,14 @@ pub fn sanitize_outcome(outcome: &mut ToolOutcome) -> bool {
         changed |= clean != e.detail;
         e.detail = clean;
     }
+    changed
+}
+
+/// Sanitize `s`; `true` when it changed.
+fn sanitize_in_place(s: &mut String) -> bool {
+    let clean = sanitize_untrusted(s);
+    let changed = clean != *s;
+    *s = clean;
     changed
 }
 

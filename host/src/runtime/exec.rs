@@ -10,10 +10,14 @@ use wasmtime::{ResourceLimiter, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use toolhost_core::{ContentPart, ProgressSink};
+
 use super::capabilities::{CapabilitySet, Preopen};
 use super::net::NetHooks;
-use super::toolhost::tool::{host, types};
-use super::{ListedTool, Runtime, ToolComponentPre, EPOCH_TICK};
+use super::progress::ProgressRelay;
+use super::wit::v0_2::toolhost::tool::types;
+use super::wit::{CallInput, Failure, SandboxSettings, ToolPre};
+use super::{ListedTool, Runtime, EPOCH_TICK};
 
 /// Per-call limits.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,7 +33,8 @@ pub struct CallLimits {
     pub handles: usize,
 }
 
-/// The data of one store: WASI state, the limiter, and the tool's label for logs.
+/// The data of one store: WASI state, the limiter, the tool's label for logs, and where its
+/// progress reports go.
 pub struct HostState {
     ctx: WasiCtx,
     table: ResourceTable,
@@ -37,6 +42,7 @@ pub struct HostState {
     label: String,
     http: wasmtime_wasi_http::WasiHttpCtx,
     net: NetHooks,
+    progress: ProgressRelay,
 }
 
 impl WasiView for HostState {
@@ -51,23 +57,26 @@ impl wasmtime_wasi_http::WasiHttpView for HostState {
     }
 }
 
-impl types::Host for HostState {}
-
-impl host::Host for HostState {
-    fn resolve_host(&mut self, name: String) -> Result<Vec<String>, String> {
-        self.net.resolve_for_guest(&name)
+// The `host` interface of the WIT, shared by every version (`wit` binds each to these).
+impl HostState {
+    pub(super) fn resolve_for_guest(&mut self, name: &str) -> Result<Vec<String>, String> {
+        self.net.resolve_for_guest(name)
     }
 
-    fn log(&mut self, level: host::Level, message: String) {
+    pub(super) fn write_log(&mut self, level: tracing::Level, message: &str) {
         let message: String = message.chars().take(4096).collect();
         let label = &self.label;
         match level {
-            host::Level::Trace => tracing::trace!(component = %label, "{message}"),
-            host::Level::Debug => tracing::debug!(component = %label, "{message}"),
-            host::Level::Info => tracing::info!(component = %label, "{message}"),
-            host::Level::Warn => tracing::warn!(component = %label, "{message}"),
-            host::Level::Error => tracing::error!(component = %label, "{message}"),
+            tracing::Level::TRACE => tracing::trace!(component = %label, "{message}"),
+            tracing::Level::DEBUG => tracing::debug!(component = %label, "{message}"),
+            tracing::Level::INFO => tracing::info!(component = %label, "{message}"),
+            tracing::Level::WARN => tracing::warn!(component = %label, "{message}"),
+            tracing::Level::ERROR => tracing::error!(component = %label, "{message}"),
         }
+    }
+
+    pub(super) fn report_progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
+        self.progress.report(progress, total, message);
     }
 }
 
@@ -104,21 +113,37 @@ pub struct CallRequest {
     pub tool_call_id: String,
     /// The tool's own config keys, JSON.
     pub config: String,
-    /// Sandbox settings for the tool, JSON.
-    pub sandbox: String,
+    /// The config's sandbox settings.
+    pub sandbox: std::sync::Arc<SandboxSettings>,
+    /// Where the call's progress reports go (thinned, see `progress`); `None`: nobody listens.
+    pub progress: Option<ProgressSink>,
 }
 
-/// A call's result as the component returned it.
+/// A call's result as the component returned it, its content blocks checked and converted
+/// (`content`).
 #[derive(Debug, Clone)]
 pub struct RawResult {
-    /// The text the model reads.
-    pub content: String,
+    /// The content blocks, checked and converted.
+    pub content: Vec<ContentPart>,
     /// The tool reports an error (`content` says why).
     pub is_error: bool,
     /// The state update the tool asks for, unchecked.
     pub update: Option<types::StateUpdate>,
     /// Wall time of the call, instantiation included.
     pub elapsed: Duration,
+}
+
+impl RawResult {
+    /// The text blocks joined, as the model reads the result.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|p| match p {
+                ContentPart::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// Why a component call produced no result.
@@ -145,10 +170,13 @@ pub enum ComponentCallError {
     /// The result was larger than `output_bytes`.
     OutputTooLarge {
         /// The size returned, in bytes.
-        size: usize,
+        size: u64,
         /// The limit, in bytes.
         limit: u64,
     },
+    /// A result whose content blocks break the contract (see `content`).
+    #[error("returned {0}")]
+    InvalidContent(String),
     #[error("crashed: {0}")]
     /// The component trapped (a panic, an unreachable, a bad memory access).
     Trap(String),
@@ -173,6 +201,7 @@ impl ComponentCallError {
             Self::Timeout(_) | Self::QueueTimeout { .. } => "TimeoutError",
             Self::Memory(_) => "MemoryError",
             Self::TooManyHandles(_) => "OSError",
+            Self::InvalidContent(_) => "ValueError",
             _ => "RuntimeError",
         }
     }
@@ -185,6 +214,7 @@ fn new_store(
     label: &str,
     stderr: MemoryOutputPipe,
     deadline: Instant,
+    progress: ProgressRelay,
 ) -> Result<Store<HostState>, ComponentCallError> {
     let ctx = caps.wasi_ctx(preopens, stderr).map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
     let mut table = ResourceTable::new();
@@ -196,6 +226,7 @@ fn new_store(
         label: label.to_string(),
         http: wasmtime_wasi_http::WasiHttpCtx::new(),
         net: NetHooks::new(caps.network.clone(), rt.net().clone(), deadline),
+        progress,
     };
     let mut store = Store::new(rt.engine(), state);
     store.limiter(|s| &mut s.limiter);
@@ -245,7 +276,7 @@ fn run_bounded<F: std::future::Future>(timeout: Duration, fut: F) -> Option<F::O
 /// Call `req.tool` in a fresh instance; it must end by `deadline`.
 pub fn call(
     rt: &Runtime,
-    pre: &ToolComponentPre<HostState>,
+    pre: &ToolPre,
     caps: &CapabilitySet,
     preopens: &[Preopen],
     label: &str,
@@ -258,32 +289,32 @@ pub fn call(
         return Err(ComponentCallError::Timeout(caps.limits.timeout));
     }
     let stderr = MemoryOutputPipe::new(16 * 1024);
-    let mut store = new_store(rt, caps, preopens, label, stderr.clone(), deadline)?;
+    let relay = ProgressRelay::new(req.progress.clone(), &req.tool_call_id);
+    let mut store = new_store(rt, caps, preopens, label, stderr.clone(), deadline, relay)?;
     // This thread runs the guest's file I/O: past the deadline, a blocked system call is
     // interrupted so the epoch can end the call (see `watchdog`).
     let _watch = rt.watchdog().watch(deadline);
-    let ctx = types::CallContext {
-        thread_id: req.thread_id.clone(),
-        tool_call_id: req.tool_call_id.clone(),
-        config: req.config.clone(),
-        sandbox: req.sandbox.clone(),
+    let input = CallInput {
+        thread_id: &req.thread_id,
+        tool_call_id: &req.tool_call_id,
+        config: &req.config,
+        sandbox: &req.sandbox,
+        tool: &req.tool,
+        args: &req.args,
     };
-    let run = async {
-        let instance = match pre.instantiate_async(&mut store).await {
-            Ok(i) => i,
-            Err(e) => return Err(e),
-        };
-        Ok(instance.toolhost_tool_tool().call_call(&mut store, &ctx, &req.tool, &req.args).await)
-    };
-    let result = match run_bounded(left, run) {
+    let outcome = run_bounded(left, pre.call(&mut store, &input));
+    // Whatever the call's end, the report the rate held back is the component's last word.
+    store.data_mut().progress.finish(label);
+    let result = match outcome {
         None => return Err(ComponentCallError::Timeout(caps.limits.timeout)),
-        Some(Err(e)) => {
+        Some(Err(Failure::Instantiate(e))) => {
             return Err(match classify(e, &store, caps, &stderr) {
                 ComponentCallError::Trap(t) => ComponentCallError::Instantiate(t),
                 other => other,
             })
         }
-        Some(Ok(result)) => result,
+        Some(Err(Failure::Trap(e))) => Err(e),
+        Some(Ok(result)) => Ok(result),
     };
     // When the call failed and the host refused an outbound request on the way, say so: the
     // guest only saw an error code, the model should see which rule refused what.
@@ -297,12 +328,20 @@ pub fn call(
         Ok(Err(types::CallError::InvalidArguments(m))) => Err(ComponentCallError::InvalidArguments(m)),
         Ok(Err(types::CallError::Failed(m))) => Err(ComponentCallError::Failed(m + &refused())),
         Ok(Ok(r)) => {
-            let size = r.content.len() + r.update.as_ref().and_then(|u| u.todos.as_ref()).map_or(0, String::len);
-            if size as u64 > caps.limits.output_bytes {
-                return Err(ComponentCallError::OutputTooLarge { size, limit: caps.limits.output_bytes });
+            let mut r = super::content::accept(r, caps.limits.output_bytes)?;
+            if r.is_error {
+                let note = refused();
+                if !note.is_empty() {
+                    match r.content.iter_mut().rev().find_map(|p| match p {
+                        ContentPart::Text { text } => Some(text),
+                        _ => None,
+                    }) {
+                        Some(text) => text.push_str(&note),
+                        None => r.content.push(ContentPart::Text { text: note }),
+                    }
+                }
             }
-            let content = if r.is_error { r.content + &refused() } else { r.content };
-            Ok(RawResult { content, is_error: r.is_error, update: r.update, elapsed: start.elapsed() })
+            Ok(RawResult { content: r.content, is_error: r.is_error, update: r.update, elapsed: start.elapsed() })
         }
     }
 }
@@ -316,15 +355,17 @@ fn refusal_note(refusals: &[String]) -> String {
 }
 
 /// Instantiate once with no capabilities and ask for the tool list.
-pub fn list_tools(rt: &Runtime, pre: &ToolComponentPre<HostState>) -> Result<Vec<ListedTool>, ComponentCallError> {
+pub fn list_tools(rt: &Runtime, pre: &ToolPre) -> Result<Vec<ListedTool>, ComponentCallError> {
     let caps = CapabilitySet::default();
     let stderr = MemoryOutputPipe::new(16 * 1024);
     let deadline = Instant::now() + caps.limits.timeout;
-    let mut store = new_store(rt, &caps, &[], "list-tools", stderr.clone(), deadline)?;
+    let mut store = new_store(rt, &caps, &[], "list-tools", stderr.clone(), deadline, ProgressRelay::new(None, ""))?;
     let run = async {
-        let instance =
-            pre.instantiate_async(&mut store).await.map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
-        Ok::<_, ComponentCallError>(instance.toolhost_tool_tool().call_list_tools(&mut store).await)
+        match pre.list_tools(&mut store).await {
+            Ok(specs) => Ok(Ok(specs)),
+            Err(Failure::Instantiate(e)) => Err(ComponentCallError::Instantiate(format!("{e:#}"))),
+            Err(Failure::Trap(e)) => Ok(Err(e)),
+        }
     };
     // Loading may happen on an async worker (a host opened inside a runtime), which must not
     // block: list on a thread of its own.

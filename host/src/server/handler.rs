@@ -1,17 +1,20 @@
 //! The MCP `ServerHandler` of `toolhost serve`: one value per MCP session, bound to one toolhost
 //! thread. tools/list is the model's view in that thread; tools/call runs through the pipeline
-//! there; promotions by `tool_search` are announced with `notifications/tools/list_changed`.
+//! there; promotions by `tool_search` are announced with `notifications/tools/list_changed`; a
+//! call whose request carries a `progressToken` has its tool's progress reports sent as
+//! `notifications/progress`.
 
 use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
-    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, RequestParamsMeta,
+    Resource, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
-use toolhost_core::{ContentPart, ToolOutcome};
+use toolhost_core::{ContentPart, Progress, ProgressSink, ToolOutcome};
 
 use crate::assembly::AssemblyRequest;
 use crate::host::Toolhost;
@@ -52,8 +55,9 @@ fn internal(e: impl std::fmt::Display) -> McpError {
     McpError::internal_error(e.to_string(), None)
 }
 
-/// A toolhost outcome as an MCP tool result: text and image parts as such, MCP resources as the
-/// server sent them, `isError` from the status, `structuredContent` when present.
+/// A toolhost outcome as an MCP tool result: text, image, audio and resource-link parts as MCP's
+/// content of that type, MCP resources as the server sent them, `isError` from the status,
+/// `structuredContent` when present.
 pub fn outcome_to_result(outcome: &ToolOutcome) -> CallToolResult {
     let content: Vec<ContentBlock> = outcome
         .content
@@ -61,6 +65,13 @@ pub fn outcome_to_result(outcome: &ToolOutcome) -> CallToolResult {
         .map(|part| match part {
             ContentPart::Text { text } => ContentBlock::text(text.clone()),
             ContentPart::Image { data, mime_type } => ContentBlock::image(data.clone(), mime_type.clone()),
+            ContentPart::Audio { data, mime_type } => ContentBlock::audio(data.clone(), mime_type.clone()),
+            ContentPart::ResourceLink { uri, name, mime_type, description } => {
+                let mut link = Resource::new(uri.clone(), name.clone());
+                link.mime_type = mime_type.clone();
+                link.description = description.clone();
+                ContentBlock::resource_link(link)
+            }
             // The MCP layer keeps the whole block it received; anything else is shown as JSON text.
             ContentPart::Resource { resource } => serde_json::from_value::<ContentBlock>(resource.clone())
                 .unwrap_or_else(|_| ContentBlock::text(resource.to_string())),
@@ -122,10 +133,36 @@ impl ServerHandler for McpSessionHandler {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let thread = self.thread(&cx);
+        let token = req.progress_token().or_else(|| cx.meta.get_progress_token());
         let args = Value::Object(req.arguments.unwrap_or_default());
         let name = req.name.to_string();
         tracing::debug!(thread = %thread, tool = %name, "tools/call");
-        let result = self.host.call(&self.request, &thread, &name, args, None).await.map_err(internal)?;
+        let result = match token {
+            None => self.host.call(&self.request, &thread, &name, args, None).await,
+            Some(token) => {
+                // The tool reports on the thread that runs it; a task sends the notifications in
+                // order, and all of them are sent before the result.
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+                let peer = cx.peer.clone();
+                let forward = tokio::spawn(async move {
+                    while let Some(p) = rx.recv().await {
+                        let mut n = ProgressNotificationParam::new(token.clone(), p.progress);
+                        n.total = p.total;
+                        n.message = p.message;
+                        if let Err(e) = peer.notify_progress(n).await {
+                            tracing::debug!("cannot send a progress notification: {e}");
+                        }
+                    }
+                });
+                let sink = ProgressSink::new(move |p| drop(tx.send(p)));
+                let r = self.host.call_with_progress(&self.request, &thread, &name, args, None, sink).await;
+                if let Err(e) = forward.await {
+                    tracing::debug!("progress forwarding ended: {e}");
+                }
+                r
+            }
+        }
+        .map_err(internal)?;
         for e in &result.state_errors {
             tracing::warn!(thread = %thread, tool = %name, "state update refused: {e}");
         }
@@ -201,6 +238,24 @@ mod tests {
         assert_eq!(r.content.len(), 2);
         assert_eq!(r.content[0].as_text().map(|t| t.text.as_str()), Some("Error: nope"));
         assert!(matches!(&r.content[1], ContentBlock::Image(i) if i.mime_type == "image/png"));
+        let mut rich = ToolOutcome::text("t");
+        rich.content.push(ContentPart::Audio { data: "UklGRg==".into(), mime_type: "audio/wav".into() });
+        rich.content.push(ContentPart::ResourceLink {
+            uri: "https://example.com/r".into(),
+            name: "r".into(),
+            mime_type: Some("text/html".into()),
+            description: Some("d".into()),
+        });
+        let json = serde_json::to_value(&outcome_to_result(&rich).content).unwrap();
+        // MCP's wire shapes (2025-06-18 `AudioContent`, `ResourceLink`).
+        assert_eq!(
+            json,
+            serde_json::json!([
+                {"type": "text", "text": "t"},
+                {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+                {"type": "resource_link", "uri": "https://example.com/r", "name": "r", "description": "d", "mimeType": "text/html"},
+            ])
+        );
         assert_eq!(r.structured_content, Some(serde_json::json!({"k": 1})));
         let ok = outcome_to_result(&ToolOutcome::text("fine"));
         assert_eq!(ok.is_error, Some(false));

@@ -5,10 +5,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
-use toolhost_core::{CallContext, StateUpdate, ThreadDir, Tool, ToolOutcome, ToolSpec, VIRTUAL_ACP};
+use toolhost_core::{
+    CallContext, ContentPart, StateUpdate, Status, ThreadDir, Tool, ToolOutcome, ToolSpec, VIRTUAL_ACP,
+};
 
 use crate::runtime::{
     CallRequest, CapabilitySet, ComponentCallError, FilesGrant, LoadedComponent, Preopen, PreopenDir, Runtime,
+    SandboxSettings,
 };
 
 /// A component tool.
@@ -20,7 +23,7 @@ pub struct ComponentTool {
     component: Arc<LoadedComponent>,
     caps: CapabilitySet,
     config: String,
-    sandbox: String,
+    sandbox: Arc<SandboxSettings>,
 }
 
 impl ComponentTool {
@@ -32,17 +35,9 @@ impl ComponentTool {
         component: Arc<LoadedComponent>,
         caps: CapabilitySet,
         config: Map<String, Value>,
-        sandbox: Value,
+        sandbox: Arc<SandboxSettings>,
     ) -> Self {
-        Self {
-            spec,
-            inner_name,
-            runtime,
-            component,
-            caps,
-            config: Value::Object(config).to_string(),
-            sandbox: sandbox.to_string(),
-        }
+        Self { spec, inner_name, runtime, component, caps, config: Value::Object(config).to_string(), sandbox }
     }
 
     /// The preopens of a call in `ctx`'s thread: the thread filesystem layer's open directory
@@ -94,7 +89,7 @@ fn exception_of(message: &str) -> Option<(&str, &str)> {
 /// component's claim).
 fn convert_update(
     ctx: &CallContext,
-    u: crate::runtime::toolhost::tool::types::StateUpdate,
+    u: crate::runtime::wit::v0_2::toolhost::tool::types::StateUpdate,
 ) -> Result<StateUpdate, String> {
     let mut out = StateUpdate::default();
     if let Some(artifacts) = u.artifacts {
@@ -159,6 +154,7 @@ impl Tool for ComponentTool {
             tool_call_id: ctx.tool_call_id.clone(),
             config: self.config.clone(),
             sandbox: self.sandbox.clone(),
+            progress: ctx.progress.clone(),
         };
         // Wait in line (this thread's calls, then the host's) within the call's own timeout.
         let permit = match self.runtime.admit(&ctx.thread_id, self.caps.limits.timeout).await {
@@ -190,9 +186,21 @@ impl Tool for ComponentTool {
                     Ok(u) => u.unwrap_or_default(),
                     Err(e) => return ToolOutcome::raised("ValueError", format!("component tool '{name}' {e}")),
                 };
-                let content = ctx.paths().mask(&raw.content);
-                let outcome = if raw.is_error { ToolOutcome::error(content) } else { ToolOutcome::text(content) };
-                outcome.with_update(update)
+                let paths = ctx.paths();
+                let mut content: Vec<ContentPart> = raw
+                    .content
+                    .into_iter()
+                    .map(|p| match p {
+                        ContentPart::Text { text } => ContentPart::Text { text: paths.mask(&text) },
+                        other => other,
+                    })
+                    .collect();
+                if content.is_empty() {
+                    // A ToolMessage always has content: no blocks read as DeerFlow's empty string.
+                    content.push(ContentPart::Text { text: String::new() });
+                }
+                let status = if raw.is_error { Status::Error } else { Status::Success };
+                ToolOutcome { content, status, ..ToolOutcome::default() }.with_update(update)
             }
             Err(ComponentCallError::InvalidArguments(m)) => {
                 ToolOutcome::error_of(toolhost_core::ErrorKind::InvalidArguments, format!("Error: {m}"))

@@ -1,0 +1,411 @@
+//! The WIT contract, every version the host loads: `toolhost:tool@0.2.0` (`wit/`) and
+//! `toolhost:tool@0.1.0` (`wit/v0.1.0/`). Which one a component exports is read from its exports
+//! at load; a call then goes through that version's bindings, and what a 0.1.0 component returns
+//! is upgraded to 0.2.0's types, so the rest of the runtime handles one shape.
+
+use serde::Serialize;
+use wasmtime::component::{HasSelf, InstancePre, Linker};
+use wasmtime::Store;
+
+use super::exec::HostState;
+
+/// Bindings of `toolhost:tool@0.1.0`: the sandbox settings as a JSON string, one text result.
+#[allow(missing_docs)]
+pub mod v0_1 {
+    wasmtime::component::bindgen!({
+        world: "tool-component",
+        path: "../wit/v0.1.0",
+        // Exports run as futures, so a call's deadline also bounds time the guest spends blocked
+        // in the host (a sleep, a slow HTTP response), where the epoch cannot interrupt it.
+        exports: { default: async },
+    });
+}
+
+/// Bindings of `toolhost:tool@0.2.0`: typed sandbox settings, content blocks, progress.
+#[allow(missing_docs)]
+pub mod v0_2 {
+    wasmtime::component::bindgen!({
+        world: "tool-component",
+        path: "../wit",
+        exports: { default: async },
+    });
+}
+
+use v0_2::toolhost::tool::types;
+
+/// The version of `toolhost:tool` a component was built against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum InterfaceVersion {
+    /// `toolhost:tool@0.1.0`.
+    V0_1,
+    /// `toolhost:tool@0.2.0`, the current one.
+    V0_2,
+}
+
+impl InterfaceVersion {
+    /// The WIT package, `toolhost:tool@0.2.0`.
+    pub fn package(self) -> &'static str {
+        match self {
+            Self::V0_1 => "toolhost:tool@0.1.0",
+            Self::V0_2 => "toolhost:tool@0.2.0",
+        }
+    }
+}
+
+impl std::fmt::Display for InterfaceVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.package())
+    }
+}
+
+/// The `tool` interface a component exports, from its export names: 0.2.x is preferred over
+/// 0.1.x when a component has both. The error says what it exports instead.
+pub fn detect<'a>(export_names: impl IntoIterator<Item = &'a str>) -> Result<InterfaceVersion, String> {
+    const PREFIX: &str = "toolhost:tool/tool@";
+    let mut found = None;
+    let mut others = Vec::new();
+    for name in export_names {
+        let Some(version) = name.strip_prefix(PREFIX) else {
+            others.push(name.to_string());
+            continue;
+        };
+        // Semver: within 0.x the minor version is the breaking one; patch releases only add.
+        let mut parts = version.splitn(3, '.');
+        let known = match (parts.next(), parts.next()) {
+            (Some("0"), Some("1")) => Some(InterfaceVersion::V0_1),
+            (Some("0"), Some("2")) => Some(InterfaceVersion::V0_2),
+            _ => None,
+        };
+        match known {
+            Some(v) => found = found.max(Some(v)),
+            None => others.push(name.to_string()),
+        }
+    }
+    if let Some(v) = found {
+        return Ok(v);
+    }
+    let unknown: Vec<&String> = others.iter().filter(|n| n.starts_with(PREFIX)).collect();
+    if let Some(name) = unknown.first() {
+        return Err(format!(
+            "it exports {name}, a version this host does not load (it loads toolhost:tool@0.1 and @0.2)"
+        ));
+    }
+    Err(format!(
+        "it exports no toolhost:tool/tool interface (its exports: {}); build it against wit/ (toolhost:tool@0.2.0)",
+        if others.is_empty() { "none".to_string() } else { others.join(", ") }
+    ))
+}
+
+/// Link the `host` interface of every version (a component imports the one it was built with).
+pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
+    v0_1::ToolComponent::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+    v0_2::ToolComponent::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+    Ok(())
+}
+
+/// A component pre-linked with the bindings of its version.
+pub enum ToolPre {
+    V0_1(v0_1::ToolComponentPre<HostState>),
+    V0_2(v0_2::ToolComponentPre<HostState>),
+}
+
+/// Why a call into a component did not return.
+pub enum Failure {
+    /// The instance could not be made (a start function trapped, a limit hit).
+    Instantiate(wasmtime::Error),
+    /// The export trapped or was stopped.
+    Trap(wasmtime::Error),
+}
+
+/// A tool spec as any version lists it.
+pub struct Spec {
+    pub name: String,
+    pub description: String,
+    pub parameters: String,
+}
+
+impl ToolPre {
+    /// Bind `pre` with the bindings of `version`.
+    pub fn new(version: InterfaceVersion, pre: InstancePre<HostState>) -> wasmtime::Result<Self> {
+        Ok(match version {
+            InterfaceVersion::V0_1 => Self::V0_1(v0_1::ToolComponentPre::new(pre)?),
+            InterfaceVersion::V0_2 => Self::V0_2(v0_2::ToolComponentPre::new(pre)?),
+        })
+    }
+
+    pub fn version(&self) -> InterfaceVersion {
+        match self {
+            Self::V0_1(_) => InterfaceVersion::V0_1,
+            Self::V0_2(_) => InterfaceVersion::V0_2,
+        }
+    }
+
+    /// Instantiate and list the tools.
+    pub async fn list_tools(&self, store: &mut Store<HostState>) -> Result<Vec<Spec>, Failure> {
+        match self {
+            Self::V0_1(pre) => {
+                let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
+                let specs = instance.toolhost_tool_tool().call_list_tools(&mut *store).await.map_err(Failure::Trap)?;
+                Ok(specs
+                    .into_iter()
+                    .map(|s| Spec { name: s.name, description: s.description, parameters: s.parameters })
+                    .collect())
+            }
+            Self::V0_2(pre) => {
+                let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
+                let specs = instance.toolhost_tool_tool().call_list_tools(&mut *store).await.map_err(Failure::Trap)?;
+                Ok(specs
+                    .into_iter()
+                    .map(|s| Spec { name: s.name, description: s.description, parameters: s.parameters })
+                    .collect())
+            }
+        }
+    }
+
+    /// Instantiate and call; a 0.1.0 component gets its sandbox settings as JSON, and what it
+    /// returns comes back as 0.2.0's types.
+    pub async fn call(
+        &self,
+        store: &mut Store<HostState>,
+        ctx: &CallInput<'_>,
+    ) -> Result<Result<types::ToolResult, types::CallError>, Failure> {
+        match self {
+            Self::V0_1(pre) => {
+                let wit_ctx = v0_1::toolhost::tool::types::CallContext {
+                    thread_id: ctx.thread_id.to_string(),
+                    tool_call_id: ctx.tool_call_id.to_string(),
+                    config: ctx.config.to_string(),
+                    sandbox: ctx.sandbox.to_json(),
+                };
+                let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
+                let r = instance
+                    .toolhost_tool_tool()
+                    .call_call(&mut *store, &wit_ctx, ctx.tool, ctx.args)
+                    .await
+                    .map_err(Failure::Trap)?;
+                Ok(upgrade_result(r))
+            }
+            Self::V0_2(pre) => {
+                let wit_ctx = types::CallContext {
+                    thread_id: ctx.thread_id.to_string(),
+                    tool_call_id: ctx.tool_call_id.to_string(),
+                    config: ctx.config.to_string(),
+                    sandbox: ctx.sandbox.to_wit(),
+                };
+                let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
+                instance
+                    .toolhost_tool_tool()
+                    .call_call(&mut *store, &wit_ctx, ctx.tool, ctx.args)
+                    .await
+                    .map_err(Failure::Trap)
+            }
+        }
+    }
+}
+
+/// What a call sends, whatever the version.
+pub struct CallInput<'a> {
+    pub thread_id: &'a str,
+    pub tool_call_id: &'a str,
+    pub config: &'a str,
+    pub sandbox: &'a SandboxSettings,
+    pub tool: &'a str,
+    pub args: &'a str,
+}
+
+/// The sandbox settings every component of a config receives (`sandbox-settings` in the WIT; a
+/// JSON object with these field names for a 0.1.0 component).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SandboxSettings {
+    /// `sandbox.read_file_output_max_chars`; 0 disables the cut.
+    pub read_file_output_max_chars: usize,
+    /// `sandbox.ls_output_max_chars`; 0 disables the cut.
+    pub ls_output_max_chars: usize,
+    /// The configured mounts whose host directory could be opened.
+    pub mounts: Vec<SandboxMount>,
+    /// `skills.container_path`.
+    pub skills_container_path: String,
+    /// `DEERFLOW_WRITE_FILE_MAX_BYTES`, unparsed (the tool parses it as DeerFlow does).
+    pub write_file_max_bytes: Option<String>,
+    /// Sandbox directories of disabled skills.
+    pub disabled_skills: Vec<String>,
+}
+
+impl Default for SandboxSettings {
+    /// DeerFlow's defaults.
+    fn default() -> Self {
+        Self {
+            read_file_output_max_chars: 50_000,
+            ls_output_max_chars: 20_000,
+            mounts: Vec::new(),
+            skills_container_path: toolhost_core::VIRTUAL_SKILLS.to_string(),
+            write_file_max_bytes: None,
+            disabled_skills: Vec::new(),
+        }
+    }
+}
+
+/// A mount as a component sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SandboxMount {
+    pub container_path: String,
+    pub read_only: bool,
+}
+
+impl SandboxSettings {
+    /// The JSON object `toolhost:tool@0.1.0` sends: these field names, in this order.
+    pub fn to_json(&self) -> String {
+        // Plain strings, numbers and lists: serializing cannot fail.
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_string())
+    }
+
+    fn to_wit(&self) -> types::SandboxSettings {
+        types::SandboxSettings {
+            read_file_output_max_chars: self.read_file_output_max_chars as u64,
+            ls_output_max_chars: self.ls_output_max_chars as u64,
+            mounts: self
+                .mounts
+                .iter()
+                .map(|m| types::Mount { container_path: m.container_path.clone(), read_only: m.read_only })
+                .collect(),
+            skills_container_path: self.skills_container_path.clone(),
+            write_file_max_bytes: self.write_file_max_bytes.clone(),
+            disabled_skills: self.disabled_skills.clone(),
+        }
+    }
+}
+
+/// A 0.1.0 result as 0.2.0's: its one string becomes one text block.
+fn upgrade_result(
+    r: Result<v0_1::toolhost::tool::types::ToolResult, v0_1::toolhost::tool::types::CallError>,
+) -> Result<types::ToolResult, types::CallError> {
+    use v0_1::toolhost::tool::types as old;
+    match r {
+        Ok(r) => Ok(types::ToolResult {
+            content: vec![types::ContentBlock::Text(r.content)],
+            is_error: r.is_error,
+            update: r.update.map(|u| types::StateUpdate {
+                artifacts: u.artifacts,
+                viewed_images: u.viewed_images.map(|images| {
+                    images
+                        .into_iter()
+                        .map(|i| types::ViewedImage {
+                            path: i.path,
+                            mime_type: i.mime_type,
+                            size: i.size,
+                            actual_path: i.actual_path,
+                        })
+                        .collect()
+                }),
+                todos: u.todos,
+            }),
+        }),
+        Err(old::CallError::UnknownTool(t)) => Err(types::CallError::UnknownTool(t)),
+        Err(old::CallError::InvalidArguments(m)) => Err(types::CallError::InvalidArguments(m)),
+        Err(old::CallError::Failed(m)) => Err(types::CallError::Failed(m)),
+    }
+}
+
+// The `host` interface, once per version; both share the same implementation on `HostState`.
+
+impl v0_1::toolhost::tool::types::Host for HostState {}
+impl types::Host for HostState {}
+
+impl v0_1::toolhost::tool::host::Host for HostState {
+    fn log(&mut self, level: v0_1::toolhost::tool::host::Level, message: String) {
+        use v0_1::toolhost::tool::host::Level as L;
+        let level = match level {
+            L::Trace => tracing::Level::TRACE,
+            L::Debug => tracing::Level::DEBUG,
+            L::Info => tracing::Level::INFO,
+            L::Warn => tracing::Level::WARN,
+            L::Error => tracing::Level::ERROR,
+        };
+        self.write_log(level, &message);
+    }
+
+    fn resolve_host(&mut self, name: String) -> Result<Vec<String>, String> {
+        self.resolve_for_guest(&name)
+    }
+}
+
+impl v0_2::toolhost::tool::host::Host for HostState {
+    fn log(&mut self, level: v0_2::toolhost::tool::host::Level, message: String) {
+        use v0_2::toolhost::tool::host::Level as L;
+        let level = match level {
+            L::Trace => tracing::Level::TRACE,
+            L::Debug => tracing::Level::DEBUG,
+            L::Info => tracing::Level::INFO,
+            L::Warn => tracing::Level::WARN,
+            L::Error => tracing::Level::ERROR,
+        };
+        self.write_log(level, &message);
+    }
+
+    fn resolve_host(&mut self, name: String) -> Result<Vec<String>, String> {
+        self.resolve_for_guest(&name)
+    }
+
+    fn progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
+        self.report_progress(progress, total, message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_read_from_export_names() {
+        assert_eq!(detect(["toolhost:tool/tool@0.1.0"]), Ok(InterfaceVersion::V0_1));
+        assert_eq!(detect(["toolhost:tool/tool@0.2.0"]), Ok(InterfaceVersion::V0_2));
+        // A patch release of 0.2 is 0.2; a component exporting both versions is served as 0.2.
+        assert_eq!(detect(["toolhost:tool/tool@0.2.3"]), Ok(InterfaceVersion::V0_2));
+        assert_eq!(detect(["toolhost:tool/tool@0.1.0", "toolhost:tool/tool@0.2.0"]), Ok(InterfaceVersion::V0_2));
+        let e = detect(["toolhost:tool/tool@0.3.0"]).unwrap_err();
+        assert!(e.contains("toolhost:tool/tool@0.3.0") && e.contains("does not load"), "{e}");
+        let e = detect(["wasi:http/incoming-handler@0.2.0"]).unwrap_err();
+        assert!(e.contains("no toolhost:tool/tool") && e.contains("wasi:http/incoming-handler@0.2.0"), "{e}");
+        assert!(detect([]).unwrap_err().contains("(its exports: none)"));
+    }
+
+    #[test]
+    fn json_settings_keep_the_0_1_0_shape() {
+        let s = SandboxSettings {
+            read_file_output_max_chars: 7,
+            ls_output_max_chars: 0,
+            mounts: vec![SandboxMount { container_path: "/mnt/data".into(), read_only: true }],
+            skills_container_path: "/mnt/skills".into(),
+            write_file_max_bytes: None,
+            disabled_skills: vec!["/mnt/skills/public/x".into()],
+        };
+        // The object 0.1.0 hosts built with `json!`, key for key and in the same order.
+        assert_eq!(
+            s.to_json(),
+            r#"{"read_file_output_max_chars":7,"ls_output_max_chars":0,"mounts":[{"container_path":"/mnt/data","read_only":true}],"skills_container_path":"/mnt/skills","write_file_max_bytes":null,"disabled_skills":["/mnt/skills/public/x"]}"#
+        );
+        let w = s.to_wit();
+        assert_eq!((w.read_file_output_max_chars, w.ls_output_max_chars), (7, 0));
+        assert_eq!(w.mounts[0].container_path, "/mnt/data");
+        assert!(w.mounts[0].read_only && w.write_file_max_bytes.is_none());
+    }
+
+    #[test]
+    fn a_0_1_0_result_becomes_one_text_block() {
+        use v0_1::toolhost::tool::types as old;
+        let r = upgrade_result(Ok(old::ToolResult {
+            content: "hi".into(),
+            is_error: true,
+            update: Some(old::StateUpdate { artifacts: Some(vec!["/a".into()]), viewed_images: None, todos: None }),
+        }))
+        .ok()
+        .unwrap();
+        assert!(matches!(r.content.as_slice(), [types::ContentBlock::Text(t)] if t == "hi"));
+        assert!(r.is_error);
+        assert_eq!(r.update.and_then(|u| u.artifacts), Some(vec!["/a".to_string()]));
+        assert!(matches!(
+            upgrade_result(Err(old::CallError::Failed("ValueError: x".into()))),
+            Err(types::CallError::Failed(m)) if m == "ValueError: x"
+        ));
+    }
+}
