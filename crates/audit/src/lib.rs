@@ -11,7 +11,6 @@
 
 pub mod paths;
 mod rules;
-pub mod shlex;
 pub mod split;
 mod truncate;
 
@@ -21,6 +20,7 @@ pub use split::{split_compound, split_parts, Part, SplitOptions};
 pub use truncate::truncate_middle;
 
 use rules::Level;
+use toolhost_py::str_methods::{collapse_whitespace, py_strip};
 
 /// DeerFlow's `_MAX_COMMAND_LENGTH`, in characters.
 pub const MAX_COMMAND_CHARS: usize = 10_000;
@@ -82,7 +82,7 @@ pub fn warn_suffix(command: &str) -> String {
 
 /// DeerFlow's `_validate_input`: the rejection reason, if any.
 pub fn validate_input(command: &str) -> Option<&'static str> {
-    if shlex::py_strip(command).is_empty() {
+    if py_strip(command).is_empty() {
         return Some("empty command");
     }
     // Length is counted in characters, as Python's `len` does.
@@ -106,7 +106,7 @@ pub fn classify_deerflow(command: &str) -> &'static str {
 }
 
 fn deerflow_level(command: &str) -> Level {
-    if rules::whole_command_is_high_risk(&shlex::collapse_whitespace(command)) {
+    if rules::whole_command_is_high_risk(&collapse_whitespace(command)) {
         return Level::Block;
     }
     let mut worst = Level::Pass;
@@ -129,7 +129,7 @@ pub fn strict_block(command: &str) -> Option<StrictRule> {
     if !(substitution || rm || pipe) {
         return None;
     }
-    if substitution && rules::code_string_substitution(&shlex::collapse_whitespace(command)) {
+    if substitution && rules::code_string_substitution(&collapse_whitespace(command)) {
         return Some(StrictRule::CodeStringSubstitution);
     }
     for part in split_parts(command, SplitOptions { pipes: true, background: true }) {

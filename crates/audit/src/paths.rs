@@ -6,7 +6,8 @@ use std::sync::LazyLock;
 
 use fancy_regex::Regex;
 
-use crate::shlex;
+use toolhost_py::shlex;
+use toolhost_py::str_methods::py_isspace;
 
 const VIRTUAL_PATH_PREFIX: &str = "/mnt/user-data";
 const SYSTEM_PATH_PREFIXES: [&str; 6] = ["/bin/", "/usr/bin/", "/usr/sbin/", "/sbin/", "/opt/homebrew/bin/", "/dev/"];
@@ -163,7 +164,7 @@ fn is_non_file_url_token(token: &str) -> bool {
 fn split_shell_tokens(command: &str) -> Vec<String> {
     let normalized = command.replace("\r\n", "\n").replace('\r', "\n").replace('\n', " ; ");
     shlex::split_punctuation(&normalized)
-        .unwrap_or_else(|_| command.split(shlex::py_isspace).filter(|w| !w.is_empty()).map(String::from).collect())
+        .unwrap_or_else(|_| command.split(py_isspace).filter(|w| !w.is_empty()).map(String::from).collect())
 }
 
 fn last_segment(token: &str) -> &str {

@@ -6,7 +6,8 @@ use std::sync::LazyLock;
 
 use regex::{Regex, RegexSet};
 
-use crate::shlex;
+use toolhost_py::shlex;
+use toolhost_py::str_methods::{collapse_whitespace, py_isspace};
 
 /// DeerFlow's `_RISKY_SUBSTITUTION_EXECUTABLES`.
 const EXE: &str = r"(?:curl|wget|bash|sh|python[\d.]*|ruby|perl|base64)\b";
@@ -92,7 +93,7 @@ pub fn whole_command_is_high_risk(normalized: &str) -> bool {
 
 /// `_classify_single_command`.
 pub fn classify_single(command: &str) -> Level {
-    let normalized = shlex::collapse_whitespace(command);
+    let normalized = collapse_whitespace(command);
     if HIGH_RISK_WITH_POSITION.is_match(&normalized) {
         return Level::Block;
     }
@@ -100,7 +101,7 @@ pub fn classify_single(command: &str) -> Level {
     // collapsed text already checked.
     let shlex_differs = command
         .chars()
-        .any(|c| matches!(c, '\'' | '"' | '\\') || (shlex::py_isspace(c) && !matches!(c, ' ' | '\t' | '\r' | '\n')));
+        .any(|c| matches!(c, '\'' | '"' | '\\') || (py_isspace(c) && !matches!(c, ' ' | '\t' | '\r' | '\n')));
     if shlex_differs {
         if let Ok(tokens) = shlex::split(command) {
             if HIGH_RISK_WITH_POSITION.is_match(&tokens.join(" ")) {
@@ -205,7 +206,7 @@ pub fn shell_words(text: &str) -> Vec<&str> {
     let mut depth = 0usize;
     let mut prev = '\0';
     for (i, c) in text.char_indices() {
-        let boundary = !single && !double && !backtick && depth == 0 && !escaping && shlex::py_isspace(c);
+        let boundary = !single && !double && !backtick && depth == 0 && !escaping && py_isspace(c);
         if boundary {
             if let Some(s) = start.take() {
                 words.push(&text[s..i]);

@@ -2,7 +2,7 @@
 //! sub-commands on unquoted `&&`, `||`, `;`, newlines and (optionally) `|`. toolhost's stricter
 //! mode also splits on a single `&` and on `|&`, and remembers which parts follow a pipe.
 
-use crate::shlex::py_strip;
+use toolhost_py::str_methods::py_strip;
 
 /// Which operators split, beyond DeerFlow's always-on `&&`, `||`, `;` and newline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,6 @@ use toolhost_core::state::py_str;
 use toolhost_core::{CallContext, Tool, ToolOutcome, ToolSpec};
 
 use crate::builtin_spec;
-use crate::pyjson;
 
 pub const NAME: &str = "ask_clarification";
 
@@ -266,7 +265,7 @@ pub fn normalize_fields(raw: Option<&Value>) -> Vec<Value> {
         }
         normalized.push(Value::Object(field));
     }
-    if pyjson::dumps(&Value::Array(normalized.clone())).len() > MAX_FORM_SERIALIZED_BYTES {
+    if toolhost_py::json::dumps(&Value::Array(normalized.clone())).len() > MAX_FORM_SERIALIZED_BYTES {
         return Vec::new();
     }
     normalized

@@ -9,7 +9,6 @@
 pub mod agents;
 pub mod clarification;
 pub mod present_files;
-pub mod pyjson;
 pub mod todos;
 pub mod uploads;
 pub mod view_image;

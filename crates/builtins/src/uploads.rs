@@ -12,7 +12,7 @@ use toolhost_core::threadfs::EntryKind;
 use toolhost_core::{CallContext, ThreadDir, ThreadFs, ThreadState, Tool, ToolOutcome, ToolSpec};
 
 use crate::view_image::py_suffix;
-use crate::{args_object, builtin_spec, invalid_args, pyjson};
+use crate::{args_object, builtin_spec, invalid_args};
 
 const NAME: &str = "list_uploaded_files";
 const DEFAULT_MAX_RESULTS: i64 = 20;
@@ -66,7 +66,7 @@ impl Tool for ListUploadedFilesTool {
         .await;
         match result {
             // LangChain hands a dict result to the model as json.dumps(…, ensure_ascii=False).
-            Ok(value) => ToolOutcome::text(pyjson::dumps(&value)),
+            Ok(value) => ToolOutcome::text(toolhost_py::json::dumps(&value)),
             Err(join) => ToolOutcome::error(format!("Error: Tool '{NAME}' failed: {join}")),
         }
     }

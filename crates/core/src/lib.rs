@@ -3,7 +3,6 @@
 //! `Command(update=…)`), thread state with DeerFlow's reducers, the thread directory layout and the thread filesystem layer through which host code touches thread files.
 
 pub mod paths;
-pub mod py;
 pub mod state;
 pub mod threadfs;
 pub mod tool;

@@ -298,6 +298,14 @@ impl CallContext {
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
     async fn call(&self, ctx: &CallContext, args: Value) -> ToolOutcome;
+
+    /// The argument schema with every number as its source wrote it, for a tool whose
+    /// `spec().parameters` cannot hold one exactly: serde_json keeps integers only up to 64 bits,
+    /// while DeerFlow hashes and renders an MCP server's schema as Python decoded it (an integer
+    /// of any size keeps all its digits). `None` (the default) when `parameters` is exact.
+    fn exact_parameters(&self) -> Option<&toolhost_py::json::PyValue> {
+        None
+    }
 }
 
 #[cfg(test)]

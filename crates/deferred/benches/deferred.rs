@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, BatchSize, Criterion};
 use serde_json::json;
 use toolhost_core::ToolSpec;
-use toolhost_deferred::pyre::CatalogRegex;
 use toolhost_deferred::{DeferredCatalog, DeferredToolInput, ToolSearchTool};
+use toolhost_py::re::CatalogRegex;
 
 const SERVICES: [&str; 10] =
     ["slack", "github", "calendar", "gmail", "notion", "jira", "gdrive", "postgres", "maps", "weather"];

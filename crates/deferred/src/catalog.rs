@@ -12,9 +12,9 @@ use toolhost_core::ToolSpec;
 
 use crate::convert::{convert_tool, OpenAiFunction};
 use crate::error::ConvertError;
-use crate::pyjson::{write_py_str, PyValue};
-use crate::pyre::CatalogRegex;
-use crate::pystr::{py_lower, py_split_once_ws, py_strip};
+use toolhost_py::json::{write_py_str, PyValue};
+use toolhost_py::re::CatalogRegex;
+use toolhost_py::str_methods::{py_lower, py_split_once_ws, py_strip};
 
 /// DeerFlow's `MAX_RESULTS`.
 pub const MAX_RESULTS: usize = 5;
@@ -37,6 +37,11 @@ impl DeferredToolInput {
             description: spec.description.clone(),
             schema: PyValue::from_json(&spec.parameters),
         }
+    }
+
+    /// From a tool spec whose schema is given exactly (see [`toolhost_core::Tool::exact_parameters`]).
+    pub fn from_spec_with_schema(spec: &ToolSpec, schema: PyValue) -> Self {
+        Self { name: spec.name.clone(), description: spec.description.clone(), schema }
     }
 
     /// From the schema's JSON text as the MCP server sent it: every number kept exactly.

@@ -4,7 +4,7 @@
 //! and `utils/json_schema.py`).
 
 use crate::error::ConvertError;
-use crate::pyjson::{write_indented_rm_titles, write_py_str, write_sorted_rm_titles, PyDict, PyValue};
+use toolhost_py::json::{write_indented_rm_titles, write_py_str, write_sorted_rm_titles, PyDict, PyValue};
 
 /// Deeper than Python's recursion limit would allow; deeper schemas are rejected.
 const MAX_DEPTH: usize = 400;

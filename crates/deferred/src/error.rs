@@ -1,13 +1,7 @@
 //! Typed errors of the deferred layer: bad JSON text, schemas langchain's conversion rejects,
 //! and the fail-closed refusal of `assemble_deferred_tools`.
 
-/// JSON text that does not parse.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid JSON at byte {offset}: {message}")]
-pub struct JsonError {
-    pub offset: usize,
-    pub message: String,
-}
+pub use toolhost_py::json::JsonError;
 
 /// Why a tool's schema cannot be converted the way langchain's `convert_to_openai_function`
 /// converts it (DeerFlow raises in these cases when it hashes the catalog).

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolhost_core::{Tool, ToolOutcome, ToolSpec};
 
-use crate::catalog::DeferredCatalog;
+use crate::catalog::{DeferredCatalog, DeferredToolInput};
 use crate::error::DeferredError;
 use crate::tool::ToolSearchTool;
 
@@ -60,11 +60,19 @@ pub fn build_deferred_tool_setup(
     if !enabled {
         return Ok(DeferredToolSetup::default());
     }
-    let deferred: Vec<&ToolSpec> = candidates.iter().map(|t| t.spec()).filter(|s| s.is_mcp()).collect();
+    let deferred: Vec<DeferredToolInput> = candidates
+        .iter()
+        .filter(|t| t.spec().is_mcp())
+        .map(|t| match t.exact_parameters() {
+            // Integers beyond 64 bits keep their digits, as in DeerFlow's catalog_hash.
+            Some(schema) => DeferredToolInput::from_spec_with_schema(t.spec(), schema.clone()),
+            None => DeferredToolInput::from_spec(t.spec()),
+        })
+        .collect();
     if deferred.is_empty() {
         return Ok(DeferredToolSetup::default());
     }
-    Ok(DeferredToolSetup::from_catalog(DeferredCatalog::from_specs(deferred)?))
+    Ok(DeferredToolSetup::from_catalog(DeferredCatalog::new(deferred)?))
 }
 
 /// `assemble_deferred_tools`: the final tool list (candidates, then `tool_search` when set up)
@@ -275,6 +283,41 @@ mod tests {
             source: ToolSource::Mcp { server: "s".into() },
         }));
         assert!(matches!(assemble_deferred_tools(vec![bad], true), Err(DeferredError::Convert(_))));
+    }
+
+    /// A tool whose schema holds an integer beyond 64 bits, exactly and as serde_json has it.
+    struct Exact(ToolSpec, toolhost_py::json::PyValue);
+
+    #[async_trait]
+    impl Tool for Exact {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        async fn call(&self, _ctx: &CallContext, _args: Value) -> ToolOutcome {
+            ToolOutcome::text("ran")
+        }
+        fn exact_parameters(&self) -> Option<&toolhost_py::json::PyValue> {
+            Some(&self.1)
+        }
+    }
+
+    #[test]
+    fn the_catalog_takes_a_tools_exact_schema() {
+        let text = r#"{"type": "object", "properties": {"n": {"type": "integer", "maximum": 123456789012345678901234567890}}}"#;
+        let spec = ToolSpec {
+            name: "mcp_big".into(),
+            description: "Big.".into(),
+            parameters: serde_json::from_str(text).unwrap(),
+            group: None,
+            source: ToolSource::Mcp { server: "s".into() },
+        };
+        let exact = toolhost_py::json::PyValue::parse(text).unwrap();
+        let lossy = build_deferred_tool_setup(&[Arc::new(Fixed(spec.clone())) as Arc<dyn Tool>], true).unwrap();
+        let kept = build_deferred_tool_setup(&[Arc::new(Exact(spec, exact)) as Arc<dyn Tool>], true).unwrap();
+        let blob = |s: &DeferredToolSetup| s.tool_search.as_ref().unwrap().catalog().hash_blob();
+        assert!(blob(&kept).contains("\"maximum\": 123456789012345678901234567890,"), "{}", blob(&kept));
+        assert!(!blob(&lossy).contains("123456789012345678901234567890"), "{}", blob(&lossy));
+        assert_ne!(kept.catalog_hash, lossy.catalog_hash);
     }
 
     #[test]

@@ -2,14 +2,10 @@
 //! `catalog_hash`, the `tool_search` tool, the `<available-deferred-tools>` prompt section, the
 //! deferred filter that hides and gates unpromoted MCP tools, and MCP routing auto-promotion.
 
-mod casefold_table;
 pub mod catalog;
 pub mod convert;
 pub mod error;
 pub mod filter;
-pub mod pyjson;
-pub mod pyre;
-pub mod pystr;
 pub mod routing;
 pub mod tool;
 
@@ -20,9 +16,9 @@ pub use filter::{
     assemble_deferred_tools, build_deferred_tool_setup, deferred_tools_prompt_section, finish_assembly,
     DeferredToolFilter, DeferredToolSetup,
 };
-pub use pyjson::{PyDict, PyValue};
 pub use routing::{
     build_routing_index, clamp_top_k, ChatMessage, HumanMessage, McpRouting, RoutingEntry, RoutingMeta,
     DEFAULT_AUTO_PROMOTE_TOP_K,
 };
 pub use tool::{tool_search_spec, SearchResult, ToolSearchTool, TOOL_SEARCH_DESCRIPTION, TOOL_SEARCH_NAME};
+pub use toolhost_py::json::{PyDict, PyValue};

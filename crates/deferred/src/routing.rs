@@ -5,7 +5,7 @@ use indexmap::IndexMap;
 use serde_json::json;
 use toolhost_core::StateUpdate;
 
-use crate::pystr::py_casefold;
+use toolhost_py::str_methods::py_casefold;
 
 /// Default of `tool_search.auto_promote_top_k`.
 pub const DEFAULT_AUTO_PROMOTE_TOP_K: i64 = 3;

@@ -133,10 +133,10 @@ impl Tool for ToolSearchTool {
 mod tests {
     use super::*;
     use crate::catalog::DeferredToolInput;
-    use crate::pyjson::PyValue;
     use std::future::Future;
     use std::task::{Context, Poll, Waker};
     use toolhost_core::ThreadState;
+    use toolhost_py::json::PyValue;
 
     fn catalog(names: &[&str]) -> Arc<DeferredCatalog> {
         let schema = PyValue::parse(r#"{"type":"object","properties":{"expression":{"type":"string"}}}"#).unwrap();

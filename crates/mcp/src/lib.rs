@@ -6,6 +6,7 @@
 //! [`McpTool`] is a `Tool` with `ToolSource::Mcp { server }`.
 
 pub mod config;
+mod exact;
 mod manager;
 pub mod oauth;
 mod pool;

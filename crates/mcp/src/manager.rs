@@ -253,7 +253,7 @@ async fn discover(runtime: Arc<ServerRuntime>, started: Instant) -> ServerState 
     let attempt = async {
         let session = runtime.session(None, None, false).await.map_err(|e| e.to_string())?;
         match session.service.peer().list_all_tools().await {
-            Ok(tools) => Ok(tools),
+            Ok(tools) => Ok((tools, session.exact.clone())),
             Err(e) => {
                 let note = session.stderr_note();
                 runtime.forget(None, &session).await;
@@ -268,7 +268,7 @@ async fn discover(runtime: Arc<ServerRuntime>, started: Instant) -> ServerState 
     let elapsed = started.elapsed();
     let transport = Some(runtime.transport());
     match listed {
-        Ok(listed) => {
+        Ok((listed, exact)) => {
             let mut tools = Vec::new();
             let mut warnings = Vec::new();
             let prefix = runtime.config().tool_name_prefix;
@@ -280,7 +280,8 @@ async fn discover(runtime: Arc<ServerRuntime>, started: Instant) -> ServerState 
                     warnings.push(w);
                     continue;
                 }
-                tools.push(Arc::new(McpTool::new(runtime.clone(), tool, exposed)));
+                let exact_schema = exact.as_ref().and_then(|e| e.get(&tool.name, &tool.input_schema));
+                tools.push(Arc::new(McpTool::new(runtime.clone(), tool, exposed, exact_schema)));
             }
             tracing::info!(server = %name, tools = tools.len(), ?elapsed, "MCP server discovered");
             let report = ServerReport { name, transport, tools: tools.len(), error: None, elapsed };

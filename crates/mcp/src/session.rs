@@ -13,12 +13,13 @@ use process_wrap::tokio::{CommandWrap, ProcessGroup};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientCacheConfig, ClientHandler, RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
 use crate::config::{McpServerConfig, Transport};
+use crate::exact::{ExactSchemas, StdioTransport};
 use crate::oauth::TokenSource;
 use crate::sse::SseClientTransport;
 
@@ -99,6 +100,8 @@ pub(crate) struct Session {
     pub(crate) stderr: Option<Arc<StderrTail>>,
     /// When the OAuth token this session was opened with is due for refresh.
     pub(crate) valid_until: Option<Instant>,
+    /// The listed tools' schemas with numbers serde_json cannot keep (stdio servers).
+    pub(crate) exact: Option<Arc<ExactSchemas>>,
 }
 
 impl Session {
@@ -175,9 +178,10 @@ impl ServerHandle {
     /// their temp dir goes under it too (`.mcp/tmp`), as in DeerFlow.
     pub(crate) async fn connect(&self, cwd: Option<&Path>) -> Result<Session, ConnectError> {
         let hooks = Hooks { server: self.name.clone(), signal: self.signal.clone() };
-        let (service, stderr, valid_until) = match self.transport {
+        let (service, stderr, valid_until, exact) = match self.transport {
             Transport::Stdio => {
-                let (transport, tail) = self.spawn_stdio(cwd)?;
+                let exact = Arc::new(ExactSchemas::default());
+                let (transport, tail) = self.spawn_stdio(cwd, exact.clone())?;
                 let service = match hooks.serve(transport).await {
                     Ok(s) => s,
                     Err(e) => {
@@ -189,7 +193,7 @@ impl ServerHandle {
                         });
                     }
                 };
-                (service, Some(tail), None)
+                (service, Some(tail), None, Some(exact))
             }
             Transport::Http => {
                 let (headers, valid_until) = self.http_headers().await?;
@@ -203,21 +207,22 @@ impl ServerHandle {
                     .serve(transport)
                     .await
                     .map_err(|e| ConnectError::Initialize { message: e.to_string(), stderr: String::new() })?;
-                (service, None, valid_until)
+                (service, None, valid_until, None)
             }
             Transport::Sse => {
                 let (headers, valid_until) = self.http_headers().await?;
                 let transport = SseClientTransport::connect(self.config.url.as_deref().unwrap_or(""), &headers).await?;
+                let exact = transport.exact_schemas();
                 let service = hooks
                     .serve(transport)
                     .await
                     .map_err(|e| ConnectError::Initialize { message: e.to_string(), stderr: String::new() })?;
-                (service, None, valid_until)
+                (service, None, valid_until, Some(exact))
             }
         };
         // rmcp serves a stale tools/list from its cache when the server has died; we want the error.
         service.peer().set_response_cache_config(ClientCacheConfig::disabled()).await;
-        Ok(Session { service, stderr, valid_until })
+        Ok(Session { service, stderr, valid_until, exact })
     }
 
     async fn http_headers(&self) -> Result<(HashMap<HeaderName, HeaderValue>, Option<Instant>), ConnectError> {
@@ -240,7 +245,11 @@ impl ServerHandle {
         Ok((headers, valid_until))
     }
 
-    fn spawn_stdio(&self, cwd: Option<&Path>) -> Result<(TokioChildProcess, Arc<StderrTail>), ConnectError> {
+    fn spawn_stdio(
+        &self,
+        cwd: Option<&Path>,
+        exact: Arc<ExactSchemas>,
+    ) -> Result<(StdioTransport, Arc<StderrTail>), ConnectError> {
         let command = self.config.command.clone().unwrap_or_default();
         let mut cmd = tokio::process::Command::new(&command);
         cmd.args(&self.config.args).env_clear();
@@ -262,10 +271,16 @@ impl ServerHandle {
         // Own process group: a server started through a wrapper (npx, uvx, sh) dies with all its
         // children when the session is dropped.
         wrapped.wrap(ProcessGroup::leader());
-        let (transport, stderr) = TokioChildProcess::builder(wrapped)
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| ConnectError::Spawn { command: command.clone(), source })?;
+        wrapped.command_mut().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let spawn_error = |source| ConnectError::Spawn { command: command.clone(), source };
+        let mut child = wrapped.spawn().map_err(spawn_error)?;
+        let (Some(stdin), Some(stdout)) = (child.stdin().take(), child.stdout().take()) else {
+            return Err(spawn_error(std::io::Error::other("the child's stdin or stdout is not a pipe")));
+        };
+        let stderr = child.stderr().take();
+        // Read through an observer: rmcp's own child-process transport decodes the server's lines
+        // where no exact number survives (see `exact`).
+        let transport = StdioTransport::new(child, stdout, stdin, exact);
         let tail = Arc::new(StderrTail::default());
         if let Some(stderr) = stderr {
             let tail = tail.clone();

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Arc;
 
 use futures::StreamExt;
 use http::{HeaderName, HeaderValue};
@@ -14,6 +15,8 @@ use rmcp::RoleClient;
 use sse_stream::SseStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+use crate::exact::ExactSchemas;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SseError {
@@ -38,6 +41,8 @@ pub struct SseClientTransport {
     headers: reqwest::header::HeaderMap,
     incoming: mpsc::Receiver<RxJsonRpcMessage<RoleClient>>,
     reader: JoinHandle<()>,
+    /// Listed schemas with numbers serde_json cannot keep (see `exact`).
+    exact: Arc<ExactSchemas>,
 }
 
 impl Drop for SseClientTransport {
@@ -86,6 +91,8 @@ impl SseClientTransport {
         };
         let (tx, incoming) = mpsc::channel(64);
         let server = url.to_string();
+        let exact = Arc::new(ExactSchemas::default());
+        let observer = exact.clone();
         let reader = tokio::spawn(async move {
             while let Some(ev) = events.next().await {
                 let ev = match ev {
@@ -99,6 +106,7 @@ impl SseClientTransport {
                     continue;
                 }
                 let Some(data) = ev.data else { continue };
+                observer.observe(data.as_bytes());
                 match serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(&data) {
                     Ok(msg) => {
                         if tx.send(msg).await.is_err() {
@@ -109,7 +117,12 @@ impl SseClientTransport {
                 }
             }
         });
-        Ok(Self { client, endpoint, headers: header_map, incoming, reader })
+        Ok(Self { client, endpoint, headers: header_map, incoming, reader, exact })
+    }
+
+    /// The exact schemas of the tools this session listed (see `exact`).
+    pub(crate) fn exact_schemas(&self) -> Arc<ExactSchemas> {
+        self.exact.clone()
     }
 }
 

@@ -11,6 +11,7 @@ use rmcp::ServiceError;
 use serde_json::{Map, Value};
 use toolhost_core::untrusted::sanitize_untrusted;
 use toolhost_core::{CallContext, ContentPart, Tool, ToolOutcome, ToolSource, ToolSpec};
+use toolhost_py::json::{PyDict, PyValue};
 
 use crate::config::{Routing, Transport};
 use crate::pool::ServerRuntime;
@@ -54,9 +55,27 @@ fn sanitize_schema_texts(v: &mut Value) {
     }
 }
 
+/// [`sanitize_schema_texts`] for a schema held as Python decoded it.
+fn sanitize_exact_schema_texts(v: PyValue) -> PyValue {
+    match v {
+        PyValue::Dict(map) => PyValue::Dict(PyDict::from_unique(map.into_iter().map(|(k, item)| {
+            let item = match item {
+                PyValue::Str(s) if k == "description" || k == "title" => PyValue::Str(sanitize_untrusted(&s)),
+                other => sanitize_exact_schema_texts(other),
+            };
+            (k, item)
+        }))),
+        PyValue::List(items) => PyValue::List(items.into_iter().map(sanitize_exact_schema_texts).collect()),
+        other => other,
+    }
+}
+
 /// One tool of one MCP server.
 pub struct McpTool {
     spec: ToolSpec,
+    /// The schema with every number as the server sent it, when `spec.parameters` cannot hold
+    /// one exactly (an integer beyond 64 bits).
+    exact_parameters: Option<PyValue>,
     original_name: String,
     routing: Option<Routing>,
     output_schema: Option<Value>,
@@ -70,7 +89,12 @@ impl std::fmt::Debug for McpTool {
 }
 
 impl McpTool {
-    pub(crate) fn new(runtime: Arc<ServerRuntime>, tool: rmcp::model::Tool, exposed: String) -> Self {
+    pub(crate) fn new(
+        runtime: Arc<ServerRuntime>,
+        tool: rmcp::model::Tool,
+        exposed: String,
+        exact_parameters: Option<PyValue>,
+    ) -> Self {
         let original_name = tool.name.to_string();
         // A server's description and schema texts reach the model as they are: neutralized here,
         // once, like its results are on every call.
@@ -85,7 +109,8 @@ impl McpTool {
         };
         let routing = runtime.config().effective_routing(&original_name);
         let output_schema = tool.output_schema.map(|s| Value::Object((*s).clone()));
-        Self { spec, original_name, routing, output_schema, runtime }
+        let exact_parameters = exact_parameters.map(sanitize_exact_schema_texts);
+        Self { spec, exact_parameters, original_name, routing, output_schema, runtime }
     }
 
     /// The configured server name.
@@ -120,6 +145,10 @@ impl McpTool {
 impl Tool for McpTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn exact_parameters(&self) -> Option<&PyValue> {
+        self.exact_parameters.as_ref()
     }
 
     async fn call(&self, ctx: &CallContext, args: Value) -> ToolOutcome {

@@ -419,3 +419,58 @@ async fn config_file_cache_follows_content_not_mtime() {
     assert!(set.tools.is_empty() && set.servers.is_empty());
     assert!(set.warnings.iter().any(|w| w.contains("my_package.mcp.auth:build_auth_interceptor")));
 }
+
+/// An integer beyond 64 bits in a server's input schema reaches the deferred catalog with all
+/// its digits, as in DeerFlow, where the Python MCP SDK decodes it as an `int`. The expected blob
+/// and hash were computed with Python 3 (`json.dumps([{"name", "schema":
+/// convert_to_openai_function(tool)}], sort_keys=True, ensure_ascii=False)`, then the first 16 hex
+/// of its sha256; the `title` of property `n` is one langchain's `_rm_titles` drops); the content
+/// is Python's `json.dumps([function], indent=2, ensure_ascii=False)`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn integers_beyond_64_bits_keep_their_digits_in_the_catalog() {
+    let mgr = manager(json!({ "big": fault("bigint", None, 20.0) }));
+    let set = mgr.tools().await.unwrap();
+    assert_eq!(names(&set.tools), ["big_limits"], "{:?}", set.warnings);
+    // serde_json alone cannot hold it: the spec's parameters have a float there.
+    let tool = find(&set.tools, "big_limits");
+    assert!(tool.spec().parameters["properties"]["n"]["maximum"].is_f64());
+    assert!(tool.exact_parameters().is_some(), "the stdio transport kept the schema's text");
+
+    let tools: Vec<Arc<dyn Tool>> = set.tools.iter().map(|t| t.clone() as Arc<dyn Tool>).collect();
+    let setup = toolhost_deferred::build_deferred_tool_setup(&tools, true).unwrap();
+    let blob = concat!(
+        r#"[{"name": "big_limits", "schema": {"description": "Bounds beyond 64 bits.", "name": "big_limits", "#,
+        r#""parameters": {"properties": {"n": {"maximum": 123456789012345678901234567890, "#,
+        r#""minimum": -98765432109876543210987654321, "type": "integer"}, "x": {"default": 1e-07, "#,
+        r#""multipleOf": 18446744073709551616, "type": "number"}}, "required": ["n"], "type": "object"}}}]"#
+    );
+    let search = setup.tool_search.as_ref().expect("tool_search is set up");
+    assert_eq!(search.catalog().hash_blob(), blob);
+    assert_eq!(setup.catalog_hash.as_deref(), Some("65e8061077d8a2a8"));
+    let content = toolhost_deferred::DeferredCatalog::render_content(&search.catalog().search("select:big_limits"));
+    let expected = r#"[
+  {
+    "name": "big_limits",
+    "description": "Bounds beyond 64 bits.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "n": {
+          "type": "integer",
+          "maximum": 123456789012345678901234567890,
+          "minimum": -98765432109876543210987654321
+        },
+        "x": {
+          "type": "number",
+          "default": 1e-07,
+          "multipleOf": 18446744073709551616
+        }
+      },
+      "required": [
+        "n"
+      ]
+    }
+  }
+]"#;
+    assert_eq!(content, expected);
+}

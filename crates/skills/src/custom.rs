@@ -368,7 +368,7 @@ pub fn python_json(value: &Value) -> String {
     }
 }
 
-pub use toolhost_core::py::utc_isoformat;
+pub use toolhost_py::datetime::utc_isoformat;
 
 #[cfg(test)]
 mod tests {

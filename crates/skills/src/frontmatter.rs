@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::yaml11::{safe_load, PyValue};
+use toolhost_py::yaml11::{safe_load, PyValue};
 
 /// Keys `validate_skill_frontmatter_content` accepts (spec §9).
 pub const ALLOWED_FRONTMATTER_PROPERTIES: [&str; 10] = [

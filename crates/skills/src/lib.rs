@@ -8,7 +8,6 @@ pub mod manage;
 pub mod policy;
 pub mod registry;
 pub mod states;
-pub mod yaml11;
 
 pub use frontmatter::{parse_skill_md, validate_skill_frontmatter, ParseError, SecretRequirement, SkillMeta};
 pub use manage::{

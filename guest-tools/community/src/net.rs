@@ -36,7 +36,7 @@ impl Request {
 
     /// A JSON body as Python's `json.dumps` writes it (what httpx and requests send).
     pub fn json(mut self, body: &Value) -> Self {
-        self.body = py::dumps(body, None).into_bytes();
+        self.body = py::dumps(body).into_bytes();
         if !self.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
             self.headers.push(("Content-Type".into(), "application/json".into()));
         }

@@ -42,7 +42,6 @@ pub mod fsutil;
 pub mod glob;
 pub mod paths;
 pub mod prefilter;
-pub mod pyre;
 pub mod ranged;
 pub mod search;
 pub mod settings;

@@ -15,9 +15,9 @@ use std::path::Path;
 use regex::{Regex, RegexBuilder};
 
 use crate::prefilter::Prefilter;
-use crate::pyre::{translate, Anchors};
 use crate::text::char_len;
 use crate::wasifs;
+use toolhost_py::re::grep::{translate, Anchors};
 
 /// DeerFlow skips files larger than this (ReDoS guard).
 pub const MAX_FILE_SIZE: u64 = 1_000_000;

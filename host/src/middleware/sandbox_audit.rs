@@ -7,8 +7,8 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use serde_json::Value;
 use toolhost_audit::{audit_log_command, audit_value, BlockReason, Verdict};
-use toolhost_core::py::utc_isoformat;
 use toolhost_core::{ContentPart, ToolOutcome};
+use toolhost_py::datetime::utc_isoformat;
 
 use super::{Middleware, Next, ToolRequest};
 

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::{arg_int, arg_str, dict_get, error_json, iterate, no_attr, Ctx, Out};
 use crate::net::{httpx_status_error, Client, PyError, Request};
-use crate::py::{self, dumps, object};
+use crate::py::{self, dumps_indented, object};
 use crate::url::{is_url_present, safe_public_url, urlencode, ImageGuard};
 
 pub const BASE: &str = "https://api.search.brave.com";
@@ -109,7 +109,7 @@ fn web_results(data: &Value, query: &str) -> Result<String, PyError> {
     }
     let doc =
         object(vec![("query", json!(query)), ("total_results", json!(out.len())), ("results", Value::Array(out))]);
-    Ok(dumps(&doc, Some(2)))
+    Ok(dumps_indented(&doc))
 }
 
 pub fn image_search(ctx: &Ctx, args: &Value) -> Out {
@@ -202,5 +202,5 @@ pub fn image_search(ctx: &Ctx, args: &Value) -> Out {
         ("results", Value::Array(results)),
         ("usage_hint", json!(super::serper::USAGE_HINT)),
     ]);
-    dumps(&out, Some(2)).into()
+    dumps_indented(&out).into()
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::{arg_int, arg_opt_str, arg_str, error_json, Ctx, Out};
 use crate::net::{Client, Request};
-use crate::py::{self, dumps, object};
+use crate::py::{self, dumps_indented, object};
 use crate::url::urlencode;
 
 pub const HTML_BASE: &str = "https://html.duckduckgo.com";
@@ -122,7 +122,7 @@ pub fn web_search(ctx: &Ctx, args: &Value) -> Out {
         .collect();
     let out =
         object(vec![("query", json!(query)), ("total_results", json!(items.len())), ("results", Value::Array(items))]);
-    dumps(&out, Some(2)).into()
+    dumps_indented(&out).into()
 }
 
 /// `_extract_vqd`.
@@ -213,5 +213,5 @@ pub fn image_search(ctx: &Ctx, args: &Value) -> Out {
         ("results", Value::Array(items)),
         ("usage_hint", json!(super::serper::USAGE_HINT)),
     ]);
-    dumps(&out, Some(2)).into()
+    dumps_indented(&out).into()
 }

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::{arg_str, dict_get, index, iterate, no_attr, Ctx, Out};
 use crate::net::{Client, PyError, Request};
-use crate::py::{self, dumps, object};
+use crate::py::{self, dumps_indented, object};
 
 pub const BASE: &str = "https://api.exa.ai";
 
@@ -85,7 +85,7 @@ fn search(ctx: &Ctx, query: &str) -> Result<String, PyError> {
         };
         out.push(object(vec![("title", text("title")), ("url", text("url")), ("snippet", snippet)]));
     }
-    Ok(dumps(&Value::Array(out), Some(2)))
+    Ok(dumps_indented(&Value::Array(out)))
 }
 
 pub fn web_search(ctx: &Ctx, args: &Value) -> Out {

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::{arg_str, Ctx, Out};
 use crate::net::{Client, PyError, Request, Response};
-use crate::py::{self, dumps, object};
+use crate::py::{self, dumps_indented, object};
 
 pub const FIRECRAWL_BASE: &str = "https://api.firecrawl.dev";
 pub const FASTCRW_BASE: &str = "https://fastcrw.com/api";
@@ -189,7 +189,7 @@ fn search(ctx: &Ctx, flavor: Flavor, query: &str) -> Result<String, PyError> {
         };
         out.push(object(vec![("title", field("title")), ("url", url), ("snippet", field("description"))]));
     }
-    Ok(dumps(&Value::Array(out), Some(2)))
+    Ok(dumps_indented(&Value::Array(out)))
 }
 
 pub fn web_search(ctx: &Ctx, args: &Value, flavor: Flavor) -> Out {

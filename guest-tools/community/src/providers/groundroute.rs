@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::{arg_int, arg_str, dict_get, error_json, iterate, no_attr, Ctx, Out};
 use crate::net::{httpx_status_error, Client, PyError, Request};
-use crate::py::{self, dumps, object};
+use crate::py::{self, dumps_indented, object};
 
 pub const BASE: &str = "https://api.groundroute.ai";
 
@@ -80,7 +80,7 @@ pub fn web_search(ctx: &Ctx, args: &Value) -> Out {
                 ("source_engine", super::get_or(&r, "source_engine", json!(""))),
             ]));
         }
-        Ok(dumps(&Value::Array(out), Some(2)))
+        Ok(dumps_indented(&Value::Array(out)))
     };
     match format() {
         Ok(s) => s.into(),

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::{arg_str, index, iterate, type_name, Ctx, Out};
 use crate::net::{requests_status_error, Client, PyError, Request};
-use crate::py::{self, dumps, object};
+use crate::py::{self, dumps_indented, object};
 
 pub const SEARCH_BASE: &str = "https://search.infoquest.bytepluses.com";
 pub const READER_BASE: &str = "https://reader.infoquest.bytepluses.com";
@@ -150,12 +150,12 @@ fn clean_images(raw: &Value) -> Result<Vec<Value>, PyError> {
 fn search_answer(raw: &Value, clean: fn(&Value) -> Result<Vec<Value>, PyError>, what: &str) -> Result<String, PyError> {
     if contains(raw, "search_result")? {
         let results = index(index(raw, "search_result")?, "results")?;
-        return Ok(dumps(&Value::Array(clean(results)?), Some(2)));
+        return Ok(dumps_indented(&Value::Array(clean(results)?)));
     }
     if contains(raw, "content")? {
         return Ok(format!("Error: {what} search API return wrong format"));
     }
-    Ok(dumps(raw, Some(2)))
+    Ok(dumps_indented(raw))
 }
 
 pub fn web_search(ctx: &Ctx, args: &Value) -> Out {

@@ -142,10 +142,10 @@ fn invalid(tool: &str, detail: &str) -> Out {
 
 /// `{"error": …, "query": …}` as the search tools print it.
 pub fn error_json(error: &str, key: &str, value: &str) -> String {
-    crate::py::dumps(
-        &crate::py::object(vec![("error", Value::String(error.into())), (key, Value::String(value.into()))]),
-        None,
-    )
+    crate::py::dumps(&crate::py::object(vec![
+        ("error", Value::String(error.into())),
+        (key, Value::String(value.into())),
+    ]))
 }
 
 /// Python's type name of a JSON value, for `AttributeError`/`TypeError` texts.

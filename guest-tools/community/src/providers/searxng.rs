@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::{arg_str, error_json, Ctx, Out};
 use crate::net::{httpx_status_error, Client, PyError, Request};
-use crate::py::{self, dumps, object};
+use crate::py::{self, dumps_indented, object};
 use crate::url::urlencode;
 
 pub const BASE: &str = "http://localhost:8088";
@@ -52,7 +52,7 @@ fn search(ctx: &Ctx, query: &str) -> Result<String, PyError> {
             ("snippet", super::get_or(&r, "content", json!(""))),
         ]));
     }
-    Ok(dumps(&Value::Array(out), Some(2)))
+    Ok(dumps_indented(&Value::Array(out)))
 }
 
 /// `results[:n]` with Python's negative bounds.

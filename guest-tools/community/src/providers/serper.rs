@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::{arg_int, arg_str, error_json, Ctx, Out};
 use crate::net::{httpx_status_error, Client, Request};
-use crate::py::{self, dumps, object};
+use crate::py::{self, dumps_indented, object};
 use crate::url::{is_url_present, safe_public_url, ImageGuard};
 
 pub const BASE: &str = "https://google.serper.dev";
@@ -99,7 +99,7 @@ pub fn web_search(ctx: &Ctx, args: &Value) -> Out {
         ("total_results", json!(results.len())),
         ("results", Value::Array(results)),
     ]);
-    dumps(&out, Some(2)).into()
+    dumps_indented(&out).into()
 }
 
 pub const USAGE_HINT: &str =
@@ -162,5 +162,5 @@ pub fn image_search(ctx: &Ctx, args: &Value) -> Out {
         ("results", Value::Array(results)),
         ("usage_hint", json!(USAGE_HINT)),
     ]);
-    dumps(&out, Some(2)).into()
+    dumps_indented(&out).into()
 }

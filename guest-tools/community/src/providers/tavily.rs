@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::{arg_str, index, iterate, Ctx, Out};
 use crate::net::{requests_status_error, Client, PyError, Request, Response};
-use crate::py::{self, dumps, object};
+use crate::py::{self, dumps_indented, object};
 
 pub const BASE: &str = "https://api.tavily.com";
 
@@ -84,7 +84,7 @@ fn search(ctx: &Ctx, query: &str) -> Result<String, PyError> {
             ("snippet", index(&r, "content")?.clone()),
         ]));
     }
-    Ok(dumps(&Value::Array(out), Some(2)))
+    Ok(dumps_indented(&Value::Array(out)))
 }
 
 pub fn web_search(ctx: &Ctx, args: &Value) -> Out {

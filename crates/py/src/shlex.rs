@@ -158,29 +158,6 @@ pub fn split_punctuation(text: &str) -> Result<Vec<String>, ShlexError> {
     tokens(text, true)
 }
 
-/// Python's `str.isspace` for one character: Unicode White_Space plus the C0 separators
-/// U+001C..U+001F, which Python also counts.
-pub fn py_isspace(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
-
-/// Python's `" ".join(text.split())`.
-pub fn collapse_whitespace(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for word in text.split(py_isspace).filter(|w| !w.is_empty()) {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    out
-}
-
-/// Python's `str.strip()`.
-pub fn py_strip(text: &str) -> &str {
-    text.trim_matches(py_isspace)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,11 +186,5 @@ mod tests {
         assert_eq!(split_punctuation("$(cd /); ls").unwrap(), s(&["$", "(", "cd", "/", ");", "ls"]));
         assert_eq!(split_punctuation("echo \"a;b\"").unwrap(), s(&["echo", "a;b"]));
         assert_eq!(split_punctuation("a'b'(c").unwrap(), s(&["ab", "(", "c"]));
-    }
-
-    #[test]
-    fn collapse_and_strip_follow_python() {
-        assert_eq!(collapse_whitespace("  a \t b\n\u{1c}c  "), "a b c");
-        assert_eq!(py_strip("\r\n x \u{a0}"), "x");
     }
 }

@@ -1,12 +1,25 @@
-//! A JSON value as Python's `json` module holds it, and Python's `json.dumps` output for it.
+//! Python's `json` module: a JSON value as `json.loads` holds it ([`PyValue`]) and the text
+//! `json.dumps` writes for it, in the three layouts DeerFlow's outputs use — `sort_keys=True`
+//! (catalog_hash), `indent=2` (tool_search's content) and the default separators ([`dumps`],
+//! for values that are already `serde_json` values: `list_uploaded_files`, clarification forms).
 //! Owns number fidelity (integers of any size kept as their digits, floats printed as Python's
-//! `repr`) so that `catalog_hash` and `tool_search` content match DeerFlow byte for byte.
+//! `repr`) so that those texts match DeerFlow byte for byte.
+
+mod decode;
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::error::JsonError;
+pub use decode::loads;
+
+/// JSON text that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid JSON at byte {offset}: {message}")]
+pub struct JsonError {
+    pub offset: usize,
+    pub message: String,
+}
 
 /// A decoded JSON value. Objects keep insertion order (Python dicts do); a repeated key keeps its
 /// first position and its last value, as `json.loads` into a dict does.
@@ -98,7 +111,7 @@ impl FromIterator<(String, PyValue)> for PyDict {
 
 impl PyDict {
     /// Copy pairs whose keys are already unique (from another dict), without the key check.
-    pub(crate) fn from_unique(pairs: impl Iterator<Item = (String, PyValue)>) -> Self {
+    pub fn from_unique(pairs: impl Iterator<Item = (String, PyValue)>) -> Self {
         let mut d = PyDict::new();
         for (k, v) in pairs {
             d.push_new(k, v);
@@ -106,7 +119,8 @@ impl PyDict {
         d
     }
 
-    pub(crate) fn push_unique(&mut self, key: String, value: PyValue) {
+    /// Append a key the caller knows is not present yet, without the key check.
+    pub fn push_unique(&mut self, key: String, value: PyValue) {
         self.push_new(key, value);
     }
 }
@@ -127,10 +141,11 @@ impl PyValue {
         Ok(v)
     }
 
-    /// Convert from a `serde_json::Value`. Integers that fit i64/u64 stay integers; any other
-    /// number was already decoded to f64 by serde_json (the workspace has no
-    /// `arbitrary_precision`), so an integer beyond u64 arrives here as a float. Callers that
-    /// need exact big integers hand the schema text to [`PyValue::parse`] instead.
+    /// Convert from a `serde_json::Value`. Integers that fit i64/u64 stay integers. Without
+    /// serde_json's `arbitrary_precision` (the host workspace) any other number was already
+    /// decoded to f64, so an integer beyond u64 arrives here as a float: callers that need exact
+    /// big integers hand the JSON text to [`PyValue::parse`] instead. With it (the guest
+    /// components) the number's text is at hand and an integer of any size keeps its digits.
     pub fn from_json(v: &Value) -> PyValue {
         match v {
             Value::Null => PyValue::Null,
@@ -140,6 +155,8 @@ impl PyValue {
                     PyValue::Int(i.to_string())
                 } else if let Some(u) = n.as_u64() {
                     PyValue::Int(u.to_string())
+                } else if let Some(digits) = integer_text(n) {
+                    PyValue::Int(digits)
                 } else {
                     PyValue::Float(n.as_f64().unwrap_or(f64::NAN))
                 }
@@ -216,6 +233,36 @@ impl PyValue {
         }
     }
 
+    /// `json.dumps(v, ensure_ascii=False)` appended to `out`: insertion order, separators
+    /// `", "` and `": "`.
+    pub fn write_compact(&self, out: &mut String) {
+        match self {
+            PyValue::List(l) => {
+                out.push('[');
+                for (i, v) in l.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    v.write_compact(out);
+                }
+                out.push(']');
+            }
+            PyValue::Dict(d) => {
+                out.push('{');
+                for (i, (k, v)) in d.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    write_py_str(k, out);
+                    out.push_str(": ");
+                    v.write_compact(out);
+                }
+                out.push('}');
+            }
+            scalar => scalar.write_scalar(out),
+        }
+    }
+
     /// `json.dumps(v, indent=2, ensure_ascii=False)` appended to `out`, at nesting `level`.
     pub fn write_indented(&self, out: &mut String, level: usize) {
         match self {
@@ -264,6 +311,36 @@ impl PyValue {
     }
 }
 
+/// `json.dumps(value, ensure_ascii=False)` of a `serde_json` value: separators `", "` and
+/// `": "`, non-ASCII kept, control characters escaped as `\n`, `\u001f`, …, floats as Python's
+/// `repr`. What LangChain makes of a tool that returns a dict (`list_uploaded_files`), and the
+/// size DeerFlow measures a clarification form by.
+pub fn dumps(value: &Value) -> String {
+    let mut out = String::new();
+    PyValue::from_json(value).write_compact(&mut out);
+    out
+}
+
+/// `json.dumps(value, indent=2, ensure_ascii=False)` of a `serde_json` value: what DeerFlow's
+/// search tools print.
+pub fn dumps_indented(value: &Value) -> String {
+    let mut out = String::new();
+    PyValue::from_json(value).write_indented(&mut out, 0);
+    out
+}
+
+/// The digits of a number whose text is an integer literal: only with `arbitrary_precision`
+/// does a `serde_json::Number` beyond 64 bits print as one (otherwise it is an f64 and prints
+/// with a `.` or an exponent).
+fn integer_text(n: &serde_json::Number) -> Option<String> {
+    let text = n.to_string();
+    let digits = text.strip_prefix('-').unwrap_or(&text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(if digits.bytes().all(|b| b == b'0') { "0".to_string() } else { text })
+}
+
 /// `_rm_titles`' rule for one dict entry: a `title` key is dropped unless its value is a dict
 /// directly under `properties` (a property named "title").
 fn keeps_title_rule(k: &str, v: &PyValue, prev_key: &str) -> bool {
@@ -271,8 +348,9 @@ fn keeps_title_rule(k: &str, v: &PyValue, prev_key: &str) -> bool {
 }
 
 /// `json.dumps(_rm_titles(d), sort_keys=True, …)` without building the stripped copy; `skip`
-/// drops further keys of this dict only.
-pub(crate) fn write_sorted_rm_titles(d: &PyDict, prev_key: &str, skip: &[&str], out: &mut String) {
+/// drops further keys of this dict only. (`_rm_titles` is langchain's, in
+/// `convert_to_openai_function`; it lives here because it renders while it strips.)
+pub fn write_sorted_rm_titles(d: &PyDict, prev_key: &str, skip: &[&str], out: &mut String) {
     out.push('{');
     for_sorted_entries(
         d,
@@ -331,7 +409,7 @@ fn key_prefix(k: &str) -> u64 {
 }
 
 /// `json.dumps(_rm_titles(d), indent=2, …)` at nesting `level`, without the stripped copy.
-pub(crate) fn write_indented_rm_titles(d: &PyDict, prev_key: &str, skip: &[&str], out: &mut String, level: usize) {
+pub fn write_indented_rm_titles(d: &PyDict, prev_key: &str, skip: &[&str], out: &mut String, level: usize) {
     let mut first = true;
     for (k, v) in d.0.iter().filter(|(k, v)| keeps_title_rule(k, v, prev_key) && !skip.contains(&k.as_str())) {
         out.push_str(if first { "{" } else { "," });
@@ -749,6 +827,27 @@ mod tests {
         let mut s = String::new();
         write_py_float(f, &mut s);
         s
+    }
+
+    #[test]
+    fn dumps_matches_python_separators_and_escapes() {
+        use serde_json::json;
+        let v = json!({"a": [1, true, null], "é": "x\n\"\u{1f}日"});
+        assert_eq!(dumps(&v), "{\"a\": [1, true, null], \"é\": \"x\\n\\\"\\u001f日\"}");
+        assert_eq!(dumps(&json!([])), "[]");
+        // Floats as `float.__repr__`, where serde_json would write `1e16`.
+        assert_eq!(dumps(&json!([1e16, 0.5, -0.0])), "[1e+16, 0.5, -0.0]");
+    }
+
+    #[test]
+    fn dumps_matches_python() {
+        let v: Value =
+            serde_json::from_str(r#"{"a": [1, 2.50, "é\n\u0001"], "b": {}, "c": [], "d": null, "e": 1e2}"#).unwrap();
+        assert_eq!(dumps(&v), r#"{"a": [1, 2.5, "é\n\u0001"], "b": {}, "c": [], "d": null, "e": 100.0}"#);
+        assert_eq!(
+            dumps_indented(&v),
+            "{\n  \"a\": [\n    1,\n    2.5,\n    \"é\\n\\u0001\"\n  ],\n  \"b\": {},\n  \"c\": [],\n  \"d\": null,\n  \"e\": 100.0\n}"
+        );
     }
 
     #[test]

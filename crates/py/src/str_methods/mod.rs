@@ -1,7 +1,10 @@
-//! The Python `str` methods DeerFlow's search and routing call — `strip()`, `split(None, 1)`,
-//! `lower()`, `casefold()` — with Python's notion of whitespace and case.
+//! The Python `str` methods DeerFlow's search, routing and bash audit call — `strip()`,
+//! `split()`, `split(None, 1)`, `lower()`, `casefold()` — with Python's notion of whitespace
+//! and case.
 
-use crate::casefold_table::CASEFOLD_EXCEPTIONS;
+mod casefold_table;
+
+use casefold_table::CASEFOLD_EXCEPTIONS;
 
 /// `str.isspace()` for one character: Unicode White_Space plus the C0 separators U+001C..U+001F
 /// that Python also counts.
@@ -12,6 +15,18 @@ pub fn py_isspace(c: char) -> bool {
 /// `str.strip()`.
 pub fn py_strip(s: &str) -> &str {
     s.trim_matches(py_isspace)
+}
+
+/// Python's `" ".join(text.split())`.
+pub fn collapse_whitespace(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split(py_isspace).filter(|w| !w.is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
 
 /// `s.split(None, 1)`: `None` for no token, else the first token and the rest (leading
@@ -58,6 +73,12 @@ mod tests {
         assert_eq!(py_split_once_ws("slack"), Some(("slack", None)));
         assert_eq!(py_split_once_ws(" slack  send msg "), Some(("slack", Some("send msg "))));
         assert_eq!(py_strip("\u{1f} x\u{a0}"), "x");
+    }
+
+    #[test]
+    fn collapse_and_strip_follow_python() {
+        assert_eq!(collapse_whitespace("  a \t b\n\u{1c}c  "), "a b c");
+        assert_eq!(py_strip("\r\n x \u{a0}"), "x");
     }
 
     #[test]
