@@ -92,6 +92,10 @@ pub struct ToolOutcome {
     /// `Error: Tool '{name}' failed with {class}: {detail}. …` text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exception: Option<ToolException>,
+    /// DeerFlow's `ToolMessage.additional_kwargs` where a tool sets some (`task`'s
+    /// `subagent_*` metadata).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_kwargs: Option<serde_json::Map<String, Value>>,
 }
 
 /// A failure that DeerFlow would see as a raised exception.
