@@ -2,7 +2,7 @@
 # builtin, produced by LangChain itself (langchain-core 1.8.3, pydantic 2.14.4) from the tool
 # signatures and docstrings of bytedance/deer-flow@f1f4af99 (write_todos: DeerFlow's
 # TodoMiddleware description in write_todos_description.txt). Injected parameters (runtime,
-# tool_call_id) are left out as LangChain hides them.
+# tool_call_id) are left out as LangChain hides them; task's `-> str | Command` is written `-> str`.
 # Run: python gen_tool_specs.py > tool_specs.json (from this directory).
 import json
 from typing import Annotated, Any, Literal
@@ -207,6 +207,62 @@ def update_agent(
     """
     return ""
 
+@tool("task", parse_docstring=True)
+def task_tool(
+    description: str,
+    prompt: str,
+    subagent_type: str,
+    tool_call_id: Annotated[str, InjectedToolCallId],
+) -> str:
+    """Delegate a bounded task to a specialized subagent in its own context.
+
+    Delegate only when expected benefit clearly exceeds delegation overhead.
+    Useful benefits are:
+    - Material wall-clock savings from independent parallel work
+    - Specialist tools, skills, models, or domain instructions
+    - Context isolation for a bounded, unusually context-heavy investigation
+
+    Built-in subagent types:
+    - **general-purpose**: A capable agent for bounded exploration and action. Use
+      when the assignment has clear specialist or context-isolation benefit, or is
+      one of several independent, non-overlapping tasks that can actually run in
+      parallel.
+    - **bash**: Command execution specialist for running bash commands. This is only
+      available when host bash is explicitly allowed or when using an isolated shell
+      sandbox such as `AioSandboxProvider`. Use it only for a bounded shell workflow
+      with clear context-isolation or independent-parallel benefit.
+      Routine git, build, test, or deploy operations are not sufficient reason to delegate.
+
+    Additional custom subagent types may be defined in config.yaml under
+    `subagents.custom_agents`. Each custom type can have its own system prompt,
+    tools, skills, model, and timeout configuration. If an unknown subagent_type
+    is provided, the error message will list all available types.
+
+    When to use this tool:
+    - Independent tasks that materially reduce wall-clock time when run in parallel
+    - A specialist subagent provides capability unavailable on the direct path
+    - Bounded exploration that would otherwise displace important parent context
+
+    When NOT to use this tool:
+    - Merely because a task is complex, multi-step, verbose, or touches a large repo
+    - Splitting dependent steps across parallel subagents; keep the chain together
+      and delegate it as one bounded task only when specialist or context-isolation
+      benefit clearly wins
+    - Parallel work with overlapping files, shared mutable state, or external side effects
+    - Tasks requiring user interaction or clarification
+
+    Costs to include in the delegation decision:
+    - Repeating the same repository discovery in multiple contexts
+    - Coordination, verification, and synthesis of returned results
+    - Any task the parent can complete more cheaply with direct tools
+
+    Args:
+        description: A short (3-5 word) description of the task for logging/display. ALWAYS PROVIDE THIS PARAMETER FIRST.
+        prompt: The task description for the subagent. Be specific and clear about what needs to be done. ALWAYS PROVIDE THIS PARAMETER SECOND.
+        subagent_type: The type of subagent to use. ALWAYS PROVIDE THIS PARAMETER THIRD.
+    """
+    return ""
+
 class Todo(TypedDict):
     """A single todo item with content and status."""
 
@@ -223,7 +279,7 @@ def write_todos(todos: list[Todo], tool_call_id: Annotated[str, InjectedToolCall
     return ""
 
 out = {}
-for t in [present_file_tool, ask_clarification_tool, view_image_tool, list_uploaded_files, setup_agent, update_agent, write_todos]:
+for t in [present_file_tool, ask_clarification_tool, view_image_tool, list_uploaded_files, setup_agent, update_agent, write_todos, task_tool]:
     f = convert_to_openai_function(t)
     out[f["name"]] = {"description": f["description"], "parameters": f["parameters"]}
 print(json.dumps(out, indent=2, ensure_ascii=False))

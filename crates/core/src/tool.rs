@@ -113,6 +113,10 @@ pub struct ToolOutcome {
     /// an unknown tool, bad arguments); see [`ToolOutcome::error_kind`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<ErrorKind>,
+    /// DeerFlow's `ToolMessage.additional_kwargs` where a tool sets some (`task`'s
+    /// `subagent_*` metadata).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_kwargs: Option<serde_json::Map<String, Value>>,
 }
 
 /// What kind of error a call ended in, so a caller can tell errors apart without reading their
