@@ -74,7 +74,7 @@ impl<'de> Deserialize<'de> for BashNetworkConfig {
                 }
                 if let Some(plain) = c.allow.iter().find(|h| h.0.is_plain_http()) {
                     return Err(de::Error::custom(format!(
-                        "'{}': host bash gets only HTTPS (through a CONNECT proxy); plain-HTTP entries are for components' capabilities.network",
+                        "'{}': only HTTPS is allowed for host bash (its proxy speaks CONNECT); plain-HTTP entries are for components' capabilities.network",
                         plain.0.written()
                     )));
                 }
