@@ -254,6 +254,8 @@ fn reply_text(o: &ToolOutcome) -> String {
         match p {
             ContentPart::Text { text } => out.push_str(text),
             ContentPart::Image { mime_type, .. } => out.push_str(&format!("[image: {mime_type}]")),
+            ContentPart::Audio { mime_type, .. } => out.push_str(&format!("[audio: {mime_type}]")),
+            ContentPart::ResourceLink { uri, .. } => out.push_str(&format!("[resource: {uri}]")),
             ContentPart::Resource { resource } => out.push_str(&resource.to_string()),
         }
     }
@@ -265,7 +267,7 @@ fn grouped(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -5,12 +5,12 @@
 mod admission;
 mod cache;
 pub mod capabilities;
-pub mod content;
+pub(crate) mod content;
 mod exec;
 mod net;
-pub mod progress;
+pub(crate) mod progress;
 mod watchdog;
-pub mod wit;
+pub(crate) mod wit;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

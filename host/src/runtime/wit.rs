@@ -248,7 +248,9 @@ impl Default for SandboxSettings {
 /// A mount as a component sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SandboxMount {
+    /// Where the mount appears (a virtual path).
     pub container_path: String,
+    /// Whether tools may only read it.
     pub read_only: bool,
 }
 
