@@ -199,10 +199,47 @@ fn call_arguments(given: &str) -> anyhow::Result<Value> {
     Ok(args)
 }
 
+/// What a command prints: the same result as text and as JSON (`--json`), one renderer for both.
+struct Output {
+    json: Value,
+    text: String,
+    /// Lines for stderr (warnings, refused updates), printed in text mode only.
+    notes: Vec<String>,
+    code: ExitCode,
+}
+
+impl Output {
+    fn new(json: Value, text: String) -> Self {
+        Self { json, text, notes: Vec::new(), code: ExitCode::SUCCESS }
+    }
+
+    fn code(mut self, code: ExitCode) -> Self {
+        self.code = code;
+        self
+    }
+
+    fn notes(mut self, notes: Vec<String>) -> Self {
+        self.notes = notes;
+        self
+    }
+}
+
+/// Print `out` as `--json` asks, and give its exit code.
+fn render(out: Output, json: bool) -> anyhow::Result<ExitCode> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out.json)?);
+    } else {
+        print!("{}", out.text);
+        for n in &out.notes {
+            eprintln!("{n}");
+        }
+    }
+    Ok(out.code)
+}
+
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Tools { groups, model, subagents, no_mcp, thread, json, explain } => {
-            let host = open(&cli)?;
             let req = AssemblyRequest {
                 groups: groups.clone(),
                 include_mcp: !no_mcp,
@@ -210,155 +247,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 subagent_enabled: *subagents,
                 ..Default::default()
             };
-            let assembly = host.get_available_tools(&req).await;
-            let tools = match thread {
-                Some(t) => host.model_tools(&req, t).await?,
-                None => assembly.specs(),
-            };
-            if *json {
-                let list: Vec<Value> = tools
-                    .iter()
-                    .map(|s| {
-                        serde_json::json!({"name": s.name, "description": s.description, "parameters": s.parameters, "group": s.group, "source": s.source})
-                    })
-                    .collect();
-                let out = if *explain {
-                    serde_json::json!({
-                        "tools": list,
-                        "explain": assembly.explain,
-                        "warnings": assembly.warnings,
-                        "pipeline": host.pipeline_layers(),
-                        "host_bash_confinement": host
-                            .host_bash_report()
-                            .map(<[String]>::to_vec)
-                            .unwrap_or_else(|| vec![toolhost::confinement_line()]),
-                        "deferred_prompt_section": assembly.deferred.as_ref().map(|d| d.setup.prompt_section()),
-                    })
-                } else {
-                    Value::Array(list)
-                };
-                println!("{}", serde_json::to_string_pretty(&out)?);
-            } else if *explain {
-                for e in &assembly.explain {
-                    let mark = if e.included { "+" } else { "-" };
-                    println!("{mark} {:<24} [{}] {}", e.name, e.layer, e.reason);
-                }
-                if let Some(t) = thread {
-                    let visible: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-                    println!("model view in thread {t}: {}", visible.join(", "));
-                }
-                if let Some(d) = &assembly.deferred {
-                    println!("deferred tools, as the system prompt lists them:\n{}", d.setup.prompt_section());
-                }
-                println!("pipeline (outermost first): {}", host.pipeline_layers().join(" → "));
-                match host.host_bash_report() {
-                    Some(lines) => {
-                        println!("host bash:");
-                        for l in lines {
-                            println!("  {l}");
-                        }
-                    }
-                    None => println!("host bash confinement: {}", toolhost::confinement_line()),
-                }
-                for p in host.problems() {
-                    eprintln!("{}: {}", if p.severity == Severity::Error { "error" } else { "warning" }, p.message);
-                }
-            } else {
-                for t in &tools {
-                    let s = t;
-                    let first = s.description.lines().next().unwrap_or("");
-                    println!("{:<24} {}", s.name, first);
-                }
-            }
-            Ok(ExitCode::SUCCESS)
+            render(tools(&cli, &req, thread.as_deref(), *explain).await?, *json)
         }
         Command::Call { name, args, thread, groups, model, json } => {
-            let args = call_arguments(args)?;
-            let host = open(&cli)?;
             let req = AssemblyRequest {
                 groups: groups.as_ref().map(|g| g.split(',').map(str::to_string).collect()),
                 model_name: model.clone(),
                 ..Default::default()
             };
-            let result = host.call(&req, thread, name, args, None).await?;
-            let o = &result.outcome;
-            if *json {
-                let mut out = serde_json::json!({
-                    "content": o.text_content(),
-                    "status": o.status,
-                    "update": o.update,
-                });
-                if !o.content.iter().all(|p| matches!(p, toolhost_core::ContentPart::Text { .. })) {
-                    out["parts"] = serde_json::to_value(&o.content)?;
-                }
-                if o.end_run {
-                    out["end_run"] = Value::Bool(true);
-                }
-                if let Some(s) = &o.structured {
-                    out["structured"] = s.clone();
-                }
-                if !result.state_errors.is_empty() {
-                    out["state_errors"] = serde_json::to_value(&result.state_errors)?;
-                }
-                println!("{}", serde_json::to_string_pretty(&out)?);
-            } else {
-                println!("{}", o.text_content());
-                for e in &result.state_errors {
-                    eprintln!("state update refused: {e}");
-                }
-            }
-            Ok(if o.is_error() { ExitCode::from(2) } else { ExitCode::SUCCESS })
+            render(call(&cli, &req, thread, name, args).await?, *json)
         }
-        Command::Inspect { file } => {
-            let runtime = Runtime::new(Some(cli.data_dir.join("cache"))).map_err(|e| anyhow::anyhow!("{e:#}"))?;
-            let i = runtime.inspect(file)?;
-            println!("file:    {}", file.display());
-            println!("sha256:  {}", i.sha256);
-            println!("size:    {} bytes", i.size);
-            println!("interface: {}", i.interface);
-            println!("pin:     use: {}@sha256:{}", file.display(), i.sha256);
-            println!("imports:");
-            for im in &i.imports {
-                println!("  {im}");
-            }
-            println!("exports:");
-            for ex in &i.exports {
-                println!("  {ex}");
-            }
-            println!("tools:");
-            for t in &i.tools {
-                println!("  {} — {}", t.name, t.description);
-                println!("    parameters: {}", t.parameters);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Route { message, thread } => {
-            let host = open(&cli)?;
-            let names = host.auto_promote(&AssemblyRequest::default(), thread, message).await?;
-            if names.is_empty() {
-                println!("no deferred tool matched");
-            } else {
-                println!("promoted: {}", names.join(", "));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Audit { command, json } => {
-            let verdict = toolhost_audit::audit(command);
-            let message = match &verdict {
-                toolhost_audit::Verdict::Block { message, .. } | toolhost_audit::Verdict::Warn { message } => {
-                    message.trim().to_string()
-                }
-                toolhost_audit::Verdict::Pass => String::new(),
-            };
-            if *json {
-                println!("{}", serde_json::json!({"verdict": verdict.as_str(), "message": message}));
-            } else if message.is_empty() {
-                println!("{}", verdict.as_str());
-            } else {
-                println!("{}: {message}", verdict.as_str());
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Inspect { file } => render(inspect(&cli, file)?, false),
+        Command::Route { message, thread } => render(route(&cli, thread, message).await?, false),
+        Command::Audit { command, json } => render(audit(command), *json),
         Command::Serve { http, thread, allow_host, token, insecure_no_auth, groups, model } => {
             let request = AssemblyRequest { groups: groups.clone(), model_name: model.clone(), ..Default::default() };
             let opts = toolhost::server::ServeOptions {
@@ -370,46 +271,207 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 insecure_no_auth: *insecure_no_auth,
                 request,
             };
-            // Before loading anything: a refused start should say so at once.
-            if let Some(addr) = http {
-                toolhost::server::check_auth(&opts.http_options(*addr))?;
-            }
-            let host = std::sync::Arc::new(open(&cli)?);
-            toolhost::server::run(host, opts).await?;
-            Ok(ExitCode::SUCCESS)
+            serve(&cli, opts).await
         }
-        Command::Check => {
-            let text = std::fs::read_to_string(&cli.config)
-                .with_context(|| format!("cannot read {}", cli.config.display()))?;
-            let errors =
-                toolhost::validate_config(&text, &cli.config.display().to_string(), &Environment::from_process());
-            if !errors.is_empty() {
-                for e in &errors {
-                    println!("error: {e}");
-                }
-                println!("{} error(s)", errors.len());
-                return Ok(ExitCode::FAILURE);
-            }
-            let host = open(&cli)?;
-            let mut n_err = 0;
-            for p in host.problems() {
-                let tag = if p.severity == Severity::Error {
-                    n_err += 1;
-                    "error"
-                } else {
-                    "warning"
-                };
-                println!("{tag}: {}", p.message);
-            }
-            let assembly = host.get_available_tools(&AssemblyRequest::default()).await;
-            println!(
-                "{}: {} error(s), {} warning(s); {} tool(s) assemble",
-                cli.config.display(),
-                n_err,
-                host.problems().len() - n_err,
-                assembly.specs().len()
-            );
-            Ok(if n_err > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+        Command::Check => render(check(&cli).await?, false),
+    }
+}
+
+/// `toolhost tools`: the assembly (or a thread's model view), with `--explain` the reasons.
+async fn tools(cli: &Cli, req: &AssemblyRequest, thread: Option<&str>, explain: bool) -> anyhow::Result<Output> {
+    let host = open(cli)?;
+    let assembly = host.get_available_tools(req).await;
+    let tools = match thread {
+        Some(t) => host.model_tools(req, t).await?,
+        None => assembly.specs(),
+    };
+    let list: Vec<Value> = tools
+        .iter()
+        .map(|s| {
+            serde_json::json!({"name": s.name, "description": s.description, "parameters": s.parameters, "group": s.group, "source": s.source})
+        })
+        .collect();
+    let confinement =
+        host.host_bash_report().map(<[String]>::to_vec).unwrap_or_else(|| vec![toolhost::confinement_line()]);
+    let prompt_section = assembly.deferred.as_ref().map(|d| d.setup.prompt_section());
+    if !explain {
+        let mut text = String::new();
+        for s in &tools {
+            text += &format!("{:<24} {}\n", s.name, s.description.lines().next().unwrap_or(""));
         }
+        return Ok(Output::new(Value::Array(list), text));
+    }
+    let json = serde_json::json!({
+        "tools": list,
+        "explain": assembly.explain,
+        "warnings": assembly.warnings,
+        "pipeline": host.pipeline_layers(),
+        "host_bash_confinement": confinement,
+        "deferred_prompt_section": prompt_section,
+    });
+    let mut text = String::new();
+    for e in &assembly.explain {
+        let mark = if e.included { "+" } else { "-" };
+        text += &format!("{mark} {:<24} [{}] {}\n", e.name, e.layer, e.reason);
+    }
+    if let Some(t) = thread {
+        let visible: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        text += &format!("model view in thread {t}: {}\n", visible.join(", "));
+    }
+    if let Some(section) = &prompt_section {
+        text += &format!("deferred tools, as the system prompt lists them:\n{section}\n");
+    }
+    text += &format!("pipeline (outermost first): {}\n", host.pipeline_layers().join(" → "));
+    match host.host_bash_report() {
+        Some(lines) => {
+            text += "host bash:\n";
+            for l in lines {
+                text += &format!("  {l}\n");
+            }
+        }
+        None => text += &format!("host bash confinement: {}\n", toolhost::confinement_line()),
+    }
+    let notes = host.problems().iter().map(|p| format!("{}: {}", severity(p.severity), p.message)).collect();
+    Ok(Output::new(json, text).notes(notes))
+}
+
+/// `toolhost call`: one call through the pipeline; exit code 2 when the tool answered an error.
+async fn call(cli: &Cli, req: &AssemblyRequest, thread: &str, name: &str, args: &str) -> anyhow::Result<Output> {
+    let args = call_arguments(args)?;
+    let host = open(cli)?;
+    let result = host.call(req, thread, name, args, None).await?;
+    let o = &result.outcome;
+    let mut json = serde_json::json!({
+        "content": o.text_content(),
+        "status": o.status,
+        "update": o.update,
+    });
+    if !o.content.iter().all(|p| matches!(p, toolhost::core::ContentPart::Text { .. })) {
+        json["parts"] = serde_json::to_value(&o.content)?;
+    }
+    if o.end_run {
+        json["end_run"] = Value::Bool(true);
+    }
+    if let Some(s) = &o.structured {
+        json["structured"] = s.clone();
+    }
+    if let Some(kind) = result.error_kind() {
+        json["error_kind"] = serde_json::to_value(kind)?;
+    }
+    if !result.state_errors.is_empty() {
+        json["state_errors"] = serde_json::to_value(&result.state_errors)?;
+    }
+    let notes = result.state_errors.iter().map(|e| format!("state update refused: {e}")).collect();
+    let code = if o.is_error() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+    Ok(Output::new(json, format!("{}\n", o.text_content())).notes(notes).code(code))
+}
+
+/// `toolhost inspect`: a component's digest, interfaces and tools.
+fn inspect(cli: &Cli, file: &std::path::Path) -> anyhow::Result<Output> {
+    let runtime = Runtime::new(Some(cli.data_dir.join("cache")))?;
+    let i = runtime.inspect(file)?;
+    let mut text = format!(
+        "file:    {}\nsha256:  {}\nsize:    {} bytes\ninterface: {}\npin:     use: {}@sha256:{}\nimports:\n",
+        file.display(),
+        i.sha256,
+        i.size,
+        i.interface,
+        file.display(),
+        i.sha256
+    );
+    for im in &i.imports {
+        text += &format!("  {im}\n");
+    }
+    text += "exports:\n";
+    for ex in &i.exports {
+        text += &format!("  {ex}\n");
+    }
+    text += "tools:\n";
+    for t in &i.tools {
+        text += &format!("  {} — {}\n    parameters: {}\n", t.name, t.description, t.parameters);
+    }
+    let json = serde_json::json!({
+        "file": file, "sha256": i.sha256, "size": i.size, "imports": i.imports, "exports": i.exports,
+        "tools": i.tools.iter().map(|t| serde_json::json!({"name": t.name, "description": t.description, "parameters": t.parameters})).collect::<Vec<_>>(),
+    });
+    Ok(Output::new(json, text))
+}
+
+/// `toolhost route`: DeerFlow's McpRoutingMiddleware on one user message.
+async fn route(cli: &Cli, thread: &str, message: &str) -> anyhow::Result<Output> {
+    let host = open(cli)?;
+    let names = host.auto_promote(&AssemblyRequest::default(), thread, message).await?;
+    let text = if names.is_empty() {
+        "no deferred tool matched\n".to_string()
+    } else {
+        format!("promoted: {}\n", names.join(", "))
+    };
+    Ok(Output::new(serde_json::json!({ "promoted": names }), text))
+}
+
+/// `toolhost audit`: the bash audit's verdict, nothing run.
+fn audit(command: &str) -> Output {
+    let verdict = toolhost_audit::audit(command);
+    let message = match &verdict {
+        toolhost_audit::Verdict::Block { message, .. } | toolhost_audit::Verdict::Warn { message } => {
+            message.trim().to_string()
+        }
+        toolhost_audit::Verdict::Pass => String::new(),
+    };
+    let text = if message.is_empty() {
+        format!("{}\n", verdict.as_str())
+    } else {
+        format!("{}: {message}\n", verdict.as_str())
+    };
+    Output::new(serde_json::json!({"verdict": verdict.as_str(), "message": message}), text)
+}
+
+/// `toolhost serve`: refuses an unauthenticated public bind before loading anything.
+async fn serve(cli: &Cli, opts: toolhost::server::ServeOptions) -> anyhow::Result<ExitCode> {
+    if let Some(addr) = opts.http {
+        toolhost::server::check_auth(&opts.http_options(addr))?;
+    }
+    let host = std::sync::Arc::new(open(cli)?);
+    toolhost::server::run(host, opts).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost check`: every problem of the config, then what assembles.
+async fn check(cli: &Cli) -> anyhow::Result<Output> {
+    let text =
+        std::fs::read_to_string(&cli.config).with_context(|| format!("cannot read {}", cli.config.display()))?;
+    let errors = toolhost::validate_config(&text, &cli.config.display().to_string(), &Environment::from_process());
+    if !errors.is_empty() {
+        let mut out = String::new();
+        for e in &errors {
+            out += &format!("error: {e}\n");
+        }
+        out += &format!("{} error(s)\n", errors.len());
+        let json = serde_json::json!({"errors": errors.iter().map(|e| e.to_string()).collect::<Vec<_>>()});
+        return Ok(Output::new(json, out).code(ExitCode::FAILURE));
+    }
+    let host = open(cli)?;
+    let mut out = String::new();
+    for p in host.problems() {
+        out += &format!("{}: {}\n", severity(p.severity), p.message);
+    }
+    let n_err = host.problems().iter().filter(|p| p.severity == Severity::Error).count();
+    let assembly = host.get_available_tools(&AssemblyRequest::default()).await;
+    out += &format!(
+        "{}: {} error(s), {} warning(s); {} tool(s) assemble\n",
+        cli.config.display(),
+        n_err,
+        host.problems().len() - n_err,
+        assembly.specs().len()
+    );
+    let json = serde_json::json!({"problems": host.problems(), "tools": assembly.specs().len()});
+    Ok(Output::new(json, out).code(if n_err > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }))
+}
+
+fn severity(s: Severity) -> &'static str {
+    if s == Severity::Error {
+        "error"
+    } else {
+        "warning"
     }
 }
