@@ -438,8 +438,7 @@ async fn serve(cli: &Cli, opts: toolhost::server::ServeOptions) -> anyhow::Resul
 
 /// `toolhost check`: every problem of the config, then what assembles.
 async fn check(cli: &Cli) -> anyhow::Result<Output> {
-    let text =
-        std::fs::read_to_string(&cli.config).with_context(|| format!("cannot read {}", cli.config.display()))?;
+    let text = std::fs::read_to_string(&cli.config).with_context(|| format!("cannot read {}", cli.config.display()))?;
     let errors = toolhost::validate_config(&text, &cli.config.display().to_string(), &Environment::from_process());
     if !errors.is_empty() {
         let mut out = String::new();
