@@ -8,6 +8,10 @@ bash scripts/install-peers.sh
 bash scripts/install-acp-peers.sh
 cargo test --workspace --all-targets
 # The embedding examples (docs/embedding.md) run and print what the docs say they print.
-cargo run -q -p toolhost --example embed | tee /dev/stderr | grep -x 'artifacts: \["/mnt/user-data/outputs/hello.md"\]' >/dev/null
-cargo run -q -p toolhost --example custom_tool | tee /dev/stderr | grep -x 'word_count: 7 words' >/dev/null
+out=$(cargo run -q -p toolhost --example embed)
+echo "$out"
+grep -qx 'artifacts: \["/mnt/user-data/outputs/hello.md"\]' <<<"$out"
+out=$(cargo run -q -p toolhost --example custom_tool)
+echo "$out"
+grep -qx 'word_count: 7 words' <<<"$out"
 cargo test --manifest-path guest-tools/Cargo.toml --workspace --exclude hostile --target-dir target/guest-native
