@@ -50,16 +50,12 @@ fn host_in(dir: tempfile::TempDir, yaml: &str, write_file_max_bytes: Option<&str
         .replace("{dir}", &dir.path().display().to_string());
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, yaml).unwrap();
-    let opts = HostOptions {
-        config_path: config.clone(),
-        data_dir: dir.path().join("data"),
-        persist_state: false,
-        cache_dir: Some(dir.path().join("cache")),
-        extensions_path: Some(dir.path().join("extensions_config.json")).filter(|p| p.exists()),
-        extra_ca_certs: None,
-        write_file_max_bytes: write_file_max_bytes.map(str::to_string),
-    };
-    let host = Toolhost::open(opts).unwrap();
+    let opts = HostOptions::new(config.clone())
+        .data_dir(dir.path().join("data"))
+        .cache_dir(Some(dir.path().join("cache")))
+        .extensions(Some(dir.path().join("extensions_config.json")).filter(|p| p.exists()))
+        .write_file_max_bytes(write_file_max_bytes);
+    let host = Toolhost::open_blocking(opts).unwrap();
     let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
     assert!(errors.is_empty(), "{errors:?}");
     Env { dir, host, config }

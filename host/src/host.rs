@@ -429,7 +429,8 @@ impl Toolhost {
         let contexts: Vec<CallContext> = calls
             .iter()
             .map(|(_, _, id)| {
-                let ctx = CallContext::new(fs.clone(), self.new_call_id(id.clone()), state.clone()).alone_in_turn(alone);
+                let ctx =
+                    CallContext::new(fs.clone(), self.new_call_id(id.clone()), state.clone()).alone_in_turn(alone);
                 match &progress {
                     Some(sink) => ctx.with_progress(sink.clone()),
                     None => ctx,

@@ -422,7 +422,10 @@ mod tests {
         let err = none.admit(&"https://api.tavily.com/search".parse().unwrap()).unwrap_err();
         assert!(err.contains("no network grant"), "{err}");
         let some = NetHooks::new(Arc::new(grant(&["api.tavily.com"])), shared, far);
-        assert_eq!(some.admit(&"https://API.Tavily.com./x".parse().unwrap()).unwrap(), ("api.tavily.com".into(), 443, false));
+        assert_eq!(
+            some.admit(&"https://API.Tavily.com./x".parse().unwrap()).unwrap(),
+            ("api.tavily.com".into(), 443, false)
+        );
         let err = some.admit(&"http://api.tavily.com/x".parse().unwrap()).unwrap_err();
         assert!(err.contains("only https"), "{err}");
         let err = some.admit(&"https://evil.test/x".parse().unwrap()).unwrap_err();
