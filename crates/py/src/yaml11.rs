@@ -165,7 +165,7 @@ fn valid_date(text: &str) -> bool {
         .map(|p| p.chars().take_while(char::is_ascii_digit).collect::<String>())
         .and_then(|p| p.parse().ok())
         .unwrap_or(0);
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let leap = (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400);
     let days = match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,

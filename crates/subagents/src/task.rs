@@ -154,7 +154,7 @@ fn ledger_entry(id: &str, description: &str, subagent_type: &str, o: &SubagentOu
         "description": description.chars().take(200).collect::<String>(),
         "subagent_type": subagent_type,
         "status": o.status.as_str(),
-        "created_at": toolhost_core::py::utc_isoformat(SystemTime::now()).replace("+00:00", "Z"),
+        "created_at": toolhost_py::datetime::utc_isoformat(SystemTime::now()).replace("+00:00", "Z"),
     });
     if let Some(r) = kwargs.get("subagent_stop_reason") {
         entry["stop_reason"] = r.clone();
