@@ -535,16 +535,18 @@ async fn serve_maps_content_blocks_and_sends_progress_notifications() {
     let steps = json!({"steps": [{"progress": 1, "total": 2, "message": "half"}, {"progress": 2, "total": 2}]});
     let r = session.call_tool(params("progress", steps)).await.unwrap();
     assert_eq!(r.content[0].as_text().map(|t| t.text.as_str()), Some("sent 2 reports"));
-    // The client handles notifications on a task of their own, possibly after the result (the
-    // raw test below shows the order on the wire): wait for them.
+    // rmcp's client runs each notification's handler on a task of its own, so they may be
+    // handled after the result and out of order: wait for them and compare the set here (the
+    // raw test below shows the order on the wire).
     for _ in 0..500 {
         if client.seen.lock().unwrap().len() >= 2 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    let seen: Vec<(f64, Option<String>)> =
+    let mut seen: Vec<(f64, Option<String>)> =
         client.seen.lock().unwrap().iter().map(|n| (n.progress, n.message.clone())).collect();
+    seen.sort_by(|a, b| a.0.total_cmp(&b.0));
     assert_eq!(seen, [(1.0, Some("half".to_string())), (2.0, None)]);
 
     // A refused block is an error result naming the rule, and the session keeps serving.

@@ -255,7 +255,7 @@ fn reply_text(o: &ToolOutcome) -> String {
             ContentPart::Text { text } => out.push_str(text),
             ContentPart::Image { mime_type, .. } => out.push_str(&format!("[image: {mime_type}]")),
             ContentPart::Audio { mime_type, .. } => out.push_str(&format!("[audio: {mime_type}]")),
-            ContentPart::ResourceLink { uri, .. } => out.push_str(&format!("[resource: {uri}]")),
+            ContentPart::ResourceLink { uri, name, .. } => out.push_str(&format!("[link: {name} <{uri}>]")),
             ContentPart::Resource { resource } => out.push_str(&resource.to_string()),
         }
     }

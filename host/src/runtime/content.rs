@@ -27,8 +27,11 @@ pub const LINK_SCHEMES: [&str; 2] = ["https", "http"];
 
 /// A result the host accepted.
 pub struct Accepted {
+    /// The blocks as content parts, media base64-encoded.
     pub content: Vec<ContentPart>,
+    /// The component marked the result as an error.
     pub is_error: bool,
+    /// The state update, unchecked (the tool checks it against the thread).
     pub update: Option<types::StateUpdate>,
 }
 

@@ -105,7 +105,9 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
 
 /// A component pre-linked with the bindings of its version.
 pub enum ToolPre {
+    /// A `toolhost:tool@0.1.0` component.
     V0_1(v0_1::ToolComponentPre<HostState>),
+    /// A `toolhost:tool@0.2.0` component.
     V0_2(v0_2::ToolComponentPre<HostState>),
 }
 
@@ -119,8 +121,11 @@ pub enum Failure {
 
 /// A tool spec as any version lists it.
 pub struct Spec {
+    /// The tool's name.
     pub name: String,
+    /// What the model reads about it.
     pub description: String,
+    /// JSON Schema of its arguments, as JSON text.
     pub parameters: String,
 }
 
@@ -133,6 +138,7 @@ impl ToolPre {
         })
     }
 
+    /// The version whose bindings it uses.
     pub fn version(&self) -> InterfaceVersion {
         match self {
             Self::V0_1(_) => InterfaceVersion::V0_1,
@@ -205,11 +211,17 @@ impl ToolPre {
 
 /// What a call sends, whatever the version.
 pub struct CallInput<'a> {
+    /// The thread the call runs in.
     pub thread_id: &'a str,
+    /// The model's id for the call.
     pub tool_call_id: &'a str,
+    /// The tool's own config keys, as a JSON object.
     pub config: &'a str,
+    /// The config's sandbox settings.
     pub sandbox: &'a SandboxSettings,
+    /// The tool's name inside the component.
     pub tool: &'a str,
+    /// The model's arguments, as a JSON object.
     pub args: &'a str,
 }
 
@@ -248,9 +260,9 @@ impl Default for SandboxSettings {
 /// A mount as a component sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SandboxMount {
-    /// Where the mount appears (a virtual path).
+    /// The absolute path inside the sandbox (`/mnt/data`).
     pub container_path: String,
-    /// Whether tools may only read it.
+    /// Writes under it are refused.
     pub read_only: bool,
 }
 
