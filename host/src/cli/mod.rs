@@ -12,7 +12,7 @@ use crate::assembly::AssemblyRequest;
 use crate::host::{HostOptions, Severity, Toolhost};
 use crate::runtime::Runtime;
 
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(
     name = "toolhost",
     version,
@@ -32,7 +32,7 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 enum Command {
     /// List the assembled tools (DeerFlow's get_available_tools).
     Tools {
@@ -94,17 +94,19 @@ enum Command {
     },
     /// Serve the assembled tools as an MCP server: stdio by default, streamable HTTP with --http.
     Serve {
-        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765; port 0 picks one).
-        #[arg(long, value_name = "ADDR")]
-        http: Option<std::net::SocketAddr>,
-        /// stdio: the thread of the session (default `stdio`). HTTP: each MCP session is its own thread.
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio: HOST:PORT with an IP address
+        /// or a host name (127.0.0.1:8765, localhost:8765; port 0 picks one).
+        #[arg(long, value_name = "HOST:PORT")]
+        http: Option<String>,
+        /// stdio: the thread of the session (default: a fresh `stdio-…` thread per process). HTTP:
+        /// each MCP session is its own thread; a request may name one (`_meta`, `Toolhost-Thread`).
         #[arg(long)]
         thread: Option<String>,
         /// HTTP: accept this Host (and Origin) besides the loopback names; repeatable.
         #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
         allow_host: Vec<String>,
         /// HTTP: require `Authorization: Bearer TOKEN` (needed on a non-loopback address).
-        #[arg(long, env = "TOOLHOST_SERVE_TOKEN", hide_env_values = true)]
+        #[arg(long, hide_env_values = true)]
         token: Option<String>,
         /// HTTP: serve a non-loopback address without a token (anyone who reaches it can call tools).
         #[arg(long)]
@@ -115,6 +117,22 @@ enum Command {
         /// The model whose supports_vision decides view_image (default: the first model).
         #[arg(long)]
         model: Option<String>,
+        /// Serve only these tools (comma-separated names).
+        #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+        tools: Option<Vec<String>>,
+        /// Do not serve these tools (comma-separated names), e.g. a client's own present_files.
+        #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+        exclude: Vec<String>,
+        /// HTTP: sessions open at once (default: toolhost.serve.max_sessions, 1000).
+        #[arg(long, value_name = "N")]
+        max_sessions: Option<usize>,
+        /// HTTP: close a session idle this long (default: toolhost.serve.session_idle_timeout_s, 300).
+        #[arg(long, value_name = "SECONDS")]
+        session_idle_timeout: Option<u64>,
+        /// Remove a thread used through serve once unused this long; 0 keeps threads
+        /// (default: toolhost.serve.thread_ttl_s, 86400).
+        #[arg(long, value_name = "SECONDS")]
+        thread_ttl: Option<u64>,
     },
 }
 
@@ -326,23 +344,70 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { http, thread, allow_host, token, insecure_no_auth, groups, model } => {
+        Command::Serve {
+            http,
+            thread,
+            allow_host,
+            token,
+            insecure_no_auth,
+            groups,
+            model,
+            tools,
+            exclude,
+            max_sessions,
+            session_idle_timeout,
+            thread_ttl,
+        } => {
+            // Read here rather than by clap: clap takes an empty variable for an unset one, and
+            // an empty token must be refused, never mean "no authentication".
+            let token = match token {
+                Some(t) => Some(t.clone()),
+                None => std::env::var("TOOLHOST_SERVE_TOKEN").ok(),
+            };
             let request = AssemblyRequest { groups: groups.clone(), model_name: model.clone(), ..Default::default() };
-            let opts = crate::server::ServeOptions {
-                http: *http,
+            let mut opts = crate::server::ServeOptions {
+                http: http.clone(),
                 thread: thread.clone(),
                 allow_hosts: allow_host.clone(),
                 // Only HTTP uses a token; there an empty one is an error, never "no auth".
-                token: if http.is_some() { token.clone() } else { None },
+                token: if http.is_some() { token } else { None },
                 insecure_no_auth: *insecure_no_auth,
                 request,
+                filter: crate::server::ToolFilter { only: tools.clone(), exclude: exclude.clone() },
+                limits: Default::default(),
             };
             // Before loading anything: a refused start should say so at once.
             if let Some(addr) = http {
-                crate::server::check_auth(&opts.http_options(*addr))?;
+                crate::server::check_auth(&opts.http_options(addr)?)?;
             }
-            let host = std::sync::Arc::new(open(&cli)?);
-            crate::server::run(host, opts).await?;
+            // The `toolhost:` section now; the rest of the config and the components load in the
+            // background while the first session starts (a cold start compiles them).
+            let mut limits = crate::config::load(&cli.config)
+                .with_context(|| format!("cannot load {}", cli.config.display()))?
+                .config
+                .toolhost
+                .serve;
+            if let Some(n) = max_sessions {
+                anyhow::ensure!(*n >= 1, "--max-sessions must be at least 1");
+                limits.max_sessions = *n;
+            }
+            if let Some(s) = session_idle_timeout {
+                anyhow::ensure!(*s >= 1, "--session-idle-timeout must be at least 1 second");
+                limits.session_idle_timeout_s = *s;
+            }
+            if let Some(s) = thread_ttl {
+                limits.thread_ttl_s = *s;
+            }
+            opts.limits = limits;
+            let for_open = cli.clone();
+            let host: crate::server::HostOpening = Box::pin(async move {
+                match tokio::task::spawn_blocking(move || open(&for_open)).await {
+                    Ok(Ok(host)) => Ok(std::sync::Arc::new(host)),
+                    Ok(Err(e)) => Err(format!("{e:#}")),
+                    Err(e) => Err(format!("opening the host failed: {e}")),
+                }
+            });
+            crate::server::run(&cli.data_dir, host, opts).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Check => {

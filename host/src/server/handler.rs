@@ -13,53 +13,101 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use toolhost_core::{ContentPart, ToolOutcome};
 
+use super::jsonrpc::{cap_text, ECHO_MAX_BYTES};
+use super::threads::{check_client_thread, Hold, ThreadKeeper, META_THREAD, THREAD_HEADER};
 use crate::assembly::AssemblyRequest;
 use crate::host::Toolhost;
+
+/// What every session of one `serve` shares once the host is open.
+pub struct Served {
+    pub host: Arc<Toolhost>,
+    pub request: AssemblyRequest,
+    pub filter: ToolFilter,
+}
+
+/// The host being opened. Sessions start before it is ready, so that `initialize` is answered
+/// at once even while a cold start compiles the components; their requests wait for it.
+#[derive(Clone)]
+pub struct Opening(pub tokio::sync::watch::Receiver<Option<Result<Arc<Served>, Arc<str>>>>);
+
+impl Opening {
+    pub async fn ready(&self) -> Result<Arc<Served>, McpError> {
+        let mut rx = self.0.clone();
+        let state = rx
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| McpError::internal_error("toolhost stopped before it was ready", None))?;
+        match state.as_ref() {
+            Some(Ok(served)) => Ok(served.clone()),
+            Some(Err(e)) => Err(McpError::internal_error(format!("toolhost could not start: {e}"), None)),
+            None => Err(McpError::internal_error("toolhost is not ready", None)),
+        }
+    }
+}
+
+/// `--tools` / `--exclude`: which of the assembled tools are served.
+#[derive(Debug, Clone, Default)]
+pub struct ToolFilter {
+    /// Only these (`None`: all).
+    pub only: Option<Vec<String>>,
+    pub exclude: Vec<String>,
+}
+
+impl ToolFilter {
+    pub fn serves(&self, name: &str) -> bool {
+        self.only.as_ref().is_none_or(|only| only.iter().any(|n| n == name)) && !self.exclude.iter().any(|n| n == name)
+    }
+}
 
 /// One MCP session's handler, bound to one toolhost thread.
 #[derive(Clone)]
 pub struct McpSessionHandler {
-    host: Arc<Toolhost>,
-    request: Arc<AssemblyRequest>,
-    /// stdio: named up front (`--thread`). Streamable HTTP: a random id per session
-    /// ([`session_thread_id`]), unrelated to the `Mcp-McpSessionHandler-Id`, so that a thread directory's
+    opening: Opening,
+    keeper: Arc<ThreadKeeper>,
+    /// The session's own thread: named up front on stdio (`--thread`), otherwise a random id
+    /// ([`super::threads::fresh_thread_id`]), unrelated to the `Mcp-Session-Id`, so that a thread directory's
     /// name never tells anyone how to speak in that session.
     thread: String,
+    /// Keeps the session's thread from expiring while the session lives.
+    _hold: Arc<Hold>,
 }
 
 impl McpSessionHandler {
-    pub fn new(host: Arc<Toolhost>, request: Arc<AssemblyRequest>, thread: String) -> Self {
-        Self { host, request, thread }
+    pub fn new(opening: Opening, keeper: Arc<ThreadKeeper>, thread: String) -> Self {
+        let hold = Arc::new(keeper.hold_session(&thread));
+        Self { opening, keeper, thread, _hold: hold }
     }
 
-    /// The toolhost thread this session's requests run in.
-    fn thread(&self, _cx: &RequestContext<RoleServer>) -> String {
-        self.thread.clone()
-    }
-}
-
-/// A fresh thread id for an HTTP session: `mcp-` and 128 random bits in hex.
-pub fn session_thread_id() -> std::io::Result<String> {
-    use ring::rand::SecureRandom as _;
-    let mut bits = [0u8; 16];
-    ring::rand::SystemRandom::new()
-        .fill(&mut bits)
-        .map_err(|_| std::io::Error::other("the system random number generator failed"))?;
-    Ok(format!("mcp-{}", hex::encode(bits)))
-}
-
-/// A thread id from arbitrary text: characters outside `[A-Za-z0-9_-]` become `_`, at most 128
-/// characters (what `ThreadPaths` accepts).
-pub fn sanitize_thread_id(raw: &str) -> String {
-    let s: String = raw
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
-        .take(128)
-        .collect();
-    if s.is_empty() {
-        "_".to_string()
-    } else {
-        s
+    /// The thread a request runs in: the one it names (`_meta["toolhost/thread"]`, else the
+    /// `Toolhost-Thread` header), else the session's.
+    fn thread(&self, cx: &RequestContext<RoleServer>) -> Result<String, McpError> {
+        let named = match cx.meta.get(META_THREAD) {
+            Some(Value::String(name)) => Some(name.clone()),
+            Some(other) => {
+                let kind = if other.is_null() { "null" } else { "not a string" };
+                return Err(McpError::invalid_params(
+                    format!("invalid thread id: _meta[\"{META_THREAD}\"] must be a string, got {kind}"),
+                    None,
+                ));
+            }
+            None => match cx.extensions.get::<http::request::Parts>().and_then(|p| p.headers.get(THREAD_HEADER)) {
+                Some(v) => Some(
+                    v.to_str()
+                        .map_err(|_| {
+                            McpError::invalid_params("invalid thread id: the Toolhost-Thread header is not ASCII", None)
+                        })?
+                        .to_string(),
+                ),
+                None => None,
+            },
+        };
+        match named {
+            Some(name) => {
+                check_client_thread(&name).map_err(|e| McpError::invalid_params(e, None))?;
+                Ok(name)
+            }
+            None => Ok(self.thread.clone()),
+        }
     }
 }
 
@@ -84,6 +132,20 @@ pub fn outcome_to_result(outcome: &ToolOutcome) -> CallToolResult {
     let mut result = if outcome.is_error() { CallToolResult::error(content) } else { CallToolResult::success(content) };
     result.structured_content = outcome.structured.clone();
     result
+}
+
+/// An error text may quote the arguments (a 5 MiB path comes back in "File not found: …"):
+/// like a tool's output, it is cut in the middle to `sandbox.bash_output_max_chars`' default.
+pub const ERROR_TEXT_MAX_CHARS: usize = 20_000;
+
+fn cap_error_texts(result: &mut CallToolResult) {
+    for block in &mut result.content {
+        if let Some(t) = block.as_text() {
+            if t.text.len() > ERROR_TEXT_MAX_CHARS {
+                *block = ContentBlock::text(toolhost_audit::truncate_middle(&t.text, ERROR_TEXT_MAX_CHARS));
+            }
+        }
+    }
 }
 
 /// Whether a `tool_search` outcome promoted at least one tool.
@@ -112,10 +174,13 @@ impl ServerHandler for McpSessionHandler {
         _req: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let thread = self.thread(&cx);
-        let tools = self.host.model_tools(&self.request, &thread).await.map_err(internal)?;
+        let thread = self.thread(&cx)?;
+        let served = self.opening.ready().await?;
+        let _in_use = self.keeper.enter(&thread, false);
+        let tools = served.host.model_tools(&served.request, &thread).await.map_err(internal)?;
         let tools = tools
             .iter()
+            .filter(|t| served.filter.serves(&t.spec().name))
             .map(|t| {
                 let s = t.spec();
                 let schema: JsonObject = match &s.parameters {
@@ -136,11 +201,21 @@ impl ServerHandler for McpSessionHandler {
         req: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let thread = self.thread(&cx);
+        let thread = self.thread(&cx)?;
         let args = Value::Object(req.arguments.unwrap_or_default());
         let name = req.name.to_string();
         tracing::debug!(thread = %thread, tool = %name, "tools/call");
-        let result = self.host.call(&self.request, &thread, &name, args, None).await.map_err(internal)?;
+        let served = self.opening.ready().await?;
+        if !served.filter.serves(&name) {
+            // What the pipeline answers for a tool that is not there (--tools / --exclude).
+            let text = format!(
+                "Error: {} is not a valid tool, try one of the available tools.",
+                cap_text(&name, ECHO_MAX_BYTES)
+            );
+            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+        }
+        let _in_use = self.keeper.enter(&thread, true);
+        let result = served.host.call(&served.request, &thread, &name, args, None).await.map_err(internal)?;
         for e in &result.state_errors {
             tracing::warn!(thread = %thread, tool = %name, "state update refused: {e}");
         }
@@ -151,6 +226,9 @@ impl ServerHandler for McpSessionHandler {
             }
         }
         let mut mcp = outcome_to_result(&outcome);
+        if mcp.is_error == Some(true) {
+            cap_error_texts(&mut mcp);
+        }
         if name == toolhost_builtins::clarification::NAME && outcome.end_run && !outcome.is_error() {
             if let Some(answer) = elicit_answer(&cx, &outcome.text_content()).await {
                 mcp.content.push(ContentBlock::text(format!("The user answered: {answer}")));
@@ -197,23 +275,6 @@ async fn elicit_answer(cx: &RequestContext<RoleServer>, question: &str) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn thread_ids_are_sanitized_to_what_thread_paths_accept() {
-        assert_eq!(sanitize_thread_id("mcp-3f2a/../x y"), "mcp-3f2a____x_y");
-        assert_eq!(sanitize_thread_id(""), "_");
-        assert_eq!(sanitize_thread_id(&"a".repeat(300)).len(), 128);
-        let dir = std::path::Path::new("/tmp");
-        assert!(toolhost_core::ThreadPaths::new(dir, &sanitize_thread_id("mcp-é!")).is_ok());
-    }
-
-    #[test]
-    fn session_threads_are_random_and_valid() {
-        let (a, b) = (session_thread_id().unwrap(), session_thread_id().unwrap());
-        assert_ne!(a, b);
-        assert!(a.len() == 36 && a.starts_with("mcp-") && a[4..].chars().all(|c| c.is_ascii_hexdigit()), "{a}");
-        assert!(toolhost_core::ThreadPaths::new(std::path::Path::new("/tmp"), &a).is_ok());
-    }
 
     #[test]
     fn outcomes_map_to_mcp_results() {
