@@ -231,6 +231,7 @@ async fn a_capabilities_block_merges_over_a_bundled_components_defaults() {
         cache_dir: Some(dir.path().join("cache")),
         extensions_path: None,
         extra_ca_certs: None,
+        write_file_max_bytes: None,
     };
     let host = Toolhost::open(opts).unwrap();
     host.thread_fs("t1").unwrap().ensure_tool_dirs().unwrap();
