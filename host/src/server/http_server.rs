@@ -271,6 +271,11 @@ pub async fn serve_http(
                 continue;
             }
         };
+        // Responses are small writes (SSE events): without this, Nagle and the client's delayed
+        // ACK add ~40 ms to a round trip.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY for {peer}: {e}");
+        }
         let door = door.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
