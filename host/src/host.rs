@@ -261,6 +261,13 @@ impl Toolhost {
         Ok(self.threads.get(thread_id)?)
     }
 
+    /// Drop what the host keeps in memory for a thread (directory handles, state); its next
+    /// use reads them from disk again.
+    pub fn forget_thread(&self, thread_id: &str) {
+        self.threads.forget(thread_id);
+        self.states.forget(thread_id);
+    }
+
     fn new_call_id(&self, given: Option<String>) -> String {
         given.unwrap_or_else(|| {
             let n = self.call_seq.fetch_add(1, Ordering::Relaxed);

@@ -21,6 +21,7 @@ mod host;
 mod middleware;
 mod options;
 pub mod runtime;
+mod serve_config;
 #[cfg(feature = "server")]
 pub mod server;
 mod state_store;
@@ -31,9 +32,16 @@ pub use config::{validate as validate_config, AppConfig, ConfigError, ConfigLoad
 pub use error::{HostError, Problem, Severity};
 pub use host::{CallResult, Thread, ToolCall, Toolhost};
 pub use options::{ConfigSource, Environment, HostOptions};
+pub use serve_config::ServeConfig;
 pub use state_store::StateError;
 pub use toolhost_core as core;
 pub use toolhost_core::{CallContext, ErrorKind, ThreadState, Tool, ToolOutcome, ToolSpec};
+
+/// The `toolhost.serve` section of config text (session cap, idle timeout, thread TTL), read
+/// before the rest of the host opens; `$VAR`s are taken from `env`.
+pub fn serve_limits(text: &str, file: &str, env: &Environment) -> Result<ServeConfig, ConfigError> {
+    Ok(config::parse(text, file, env)?.0.toolhost.serve)
+}
 
 /// One line about host bash confinement on this machine (Landlock, seccomp, user namespaces),
 /// for `toolhost tools --explain`.

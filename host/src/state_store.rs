@@ -76,6 +76,11 @@ impl ThreadStore {
         }
     }
 
+    /// Drop the thread's state from memory (it is read from its file on next use).
+    pub fn forget(&self, thread_id: &str) {
+        self.threads.lock().unwrap_or_else(|p| p.into_inner()).remove(thread_id);
+    }
+
     /// The thread's current state.
     pub async fn get(&self, fs: &ThreadFs) -> Result<ThreadState, StateError> {
         let slot = self.slot(fs.thread_id());

@@ -14,8 +14,13 @@ mod session;
 pub mod sse;
 mod tool;
 
+/// Set (to "1") in the environment of every stdio MCP server toolhost starts, so that a toolhost
+/// started that way knows it: `toolhost serve` then starts no MCP servers of its own, and a
+/// config that lists toolhost itself stops at one level.
+pub const CHILD_MARKER: &str = "TOOLHOST_MCP_CHILD";
+
 pub use config::{ConfigError, ExtensionsConfig, McpServerConfig, Routing, RoutingMode, Transport};
-pub use manager::{ConfigSource, EnvLookup, McpManager, McpTools, ServerReport};
+pub use manager::{runs_this_binary, ConfigSource, EnvLookup, McpManager, McpTools, ServerReport};
 pub use pool::SessionError;
 pub use session::ConnectError;
 pub use tool::{exposed_name, invalid_name_warning, is_valid_tool_name, McpTool};

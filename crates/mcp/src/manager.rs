@@ -197,6 +197,15 @@ impl McpManager {
         let mut pending = Vec::new();
         let mut failed: IndexMap<String, ServerState> = IndexMap::new();
         for (name, entry) in loaded.config.mcp_servers.iter().filter(|(_, e)| e.enabled) {
+            if let Some(me) = runs_this_binary(entry) {
+                let reason = format!(
+                    "its command is this toolhost ({}); serving it would start toolhost inside itself, again and \
+                     again. Remove it from extensions_config.json (or point toolhost at another one with --extensions)",
+                    me.display()
+                );
+                failed.insert(name.clone(), unusable(name, entry, reason));
+                continue;
+            }
             let runtime = match old.remove(name).filter(|rt| rt.config() == entry) {
                 Some(rt) => rt,
                 None => match ServerHandle::new(name, entry.clone(), self.signal.clone()) {
@@ -226,6 +235,26 @@ impl McpManager {
         }
         Cache { key: (loaded.path.clone(), loaded.content_hash.clone()), loaded, servers, config_warnings }
     }
+}
+
+/// The path of this process's binary when a stdio server's command is that same file (by
+/// path, through links, or as a hard link): toolhost must never serve itself.
+pub fn runs_this_binary(entry: &McpServerConfig) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::MetadataExt as _;
+    if !matches!(entry.transport(), Ok(Transport::Stdio)) {
+        return None;
+    }
+    let command = entry.command.as_deref().filter(|c| !c.is_empty())?;
+    let resolved = if command.contains('/') {
+        std::path::PathBuf::from(command)
+    } else {
+        // Looked up the way the child's spawn will: its own PATH when the entry sets one.
+        let path = entry.env.get("PATH").cloned().or_else(|| std::env::var("PATH").ok())?;
+        std::env::split_paths(&path).map(|dir| dir.join(command)).find(|p| p.is_file())?
+    };
+    let me = std::env::current_exe().ok()?;
+    let (a, b) = (std::fs::metadata(&resolved).ok()?, std::fs::metadata(&me).ok()?);
+    (a.dev() == b.dev() && a.ino() == b.ino()).then_some(me)
 }
 
 fn unusable(name: &str, entry: &McpServerConfig, reason: String) -> ServerState {

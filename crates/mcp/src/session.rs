@@ -264,6 +264,7 @@ impl ServerHandle {
             cmd.current_dir(dir).env("TMPDIR", &tmp).env("TMP", &tmp).env("TEMP", &tmp);
         }
         cmd.envs(&self.config.env);
+        cmd.env(crate::CHILD_MARKER, "1");
         // rmcp kills the child from a spawned task on drop, which never runs once the runtime is
         // shutting down; this makes the kill synchronous in that case.
         cmd.kill_on_drop(true);

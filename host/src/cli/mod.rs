@@ -11,7 +11,7 @@ use serde_json::Value;
 use toolhost::runtime::Runtime;
 use toolhost::{AssemblyRequest, Environment, HostOptions, Severity, Toolhost};
 
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(
     name = "toolhost",
     version,
@@ -31,7 +31,7 @@ struct Cli {
     command: Command,
 }
 
-#[derive(Subcommand, Debug)]
+#[derive(Subcommand, Debug, Clone)]
 enum Command {
     /// List the assembled tools (DeerFlow's get_available_tools).
     Tools {
@@ -94,17 +94,19 @@ enum Command {
     },
     /// Serve the assembled tools as an MCP server: stdio by default, streamable HTTP with --http.
     Serve {
-        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765; port 0 picks one).
-        #[arg(long, value_name = "ADDR")]
-        http: Option<std::net::SocketAddr>,
-        /// stdio: the thread of the session (default `stdio`). HTTP: each MCP session is its own thread.
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio: HOST:PORT with an IP address
+        /// or a host name (127.0.0.1:8765, localhost:8765; port 0 picks one).
+        #[arg(long, value_name = "HOST:PORT")]
+        http: Option<String>,
+        /// stdio: the thread of the session (default: a fresh `stdio-…` thread per process). HTTP:
+        /// each MCP session is its own thread; a request may name one (`_meta`, `Toolhost-Thread`).
         #[arg(long)]
         thread: Option<String>,
         /// HTTP: accept this Host (and Origin) besides the loopback names; repeatable.
         #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
         allow_host: Vec<String>,
         /// HTTP: require `Authorization: Bearer TOKEN` (needed on a non-loopback address).
-        #[arg(long, env = "TOOLHOST_SERVE_TOKEN", hide_env_values = true)]
+        #[arg(long, hide_env_values = true)]
         token: Option<String>,
         /// HTTP: serve a non-loopback address without a token (anyone who reaches it can call tools).
         #[arg(long)]
@@ -115,6 +117,22 @@ enum Command {
         /// The model whose supports_vision decides view_image (default: the first model).
         #[arg(long)]
         model: Option<String>,
+        /// Serve only these tools (comma-separated names).
+        #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+        tools: Option<Vec<String>>,
+        /// Do not serve these tools (comma-separated names), e.g. a client's own present_files.
+        #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+        exclude: Vec<String>,
+        /// HTTP: sessions open at once (default: toolhost.serve.max_sessions, 1000).
+        #[arg(long, value_name = "N")]
+        max_sessions: Option<usize>,
+        /// HTTP: close a session idle this long (default: toolhost.serve.session_idle_timeout_s, 300).
+        #[arg(long, value_name = "SECONDS")]
+        session_idle_timeout: Option<u64>,
+        /// Remove a thread used through serve once unused this long; 0 keeps threads
+        /// (default: toolhost.serve.thread_ttl_s, 86400).
+        #[arg(long, value_name = "SECONDS")]
+        thread_ttl: Option<u64>,
     },
 }
 
@@ -260,18 +278,39 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Inspect { file } => render(inspect(&cli, file)?, false),
         Command::Route { message, thread } => render(route(&cli, thread, message).await?, false),
         Command::Audit { command, json } => render(audit(command), *json),
-        Command::Serve { http, thread, allow_host, token, insecure_no_auth, groups, model } => {
+        Command::Serve {
+            http,
+            thread,
+            allow_host,
+            token,
+            insecure_no_auth,
+            groups,
+            model,
+            tools,
+            exclude,
+            max_sessions,
+            session_idle_timeout,
+            thread_ttl,
+        } => {
+            // Read here rather than by clap: clap takes an empty variable for an unset one, and
+            // an empty token must be refused, never mean "no authentication".
+            let token = match token {
+                Some(t) => Some(t.clone()),
+                None => std::env::var("TOOLHOST_SERVE_TOKEN").ok(),
+            };
             let request = AssemblyRequest { groups: groups.clone(), model_name: model.clone(), ..Default::default() };
             let opts = toolhost::server::ServeOptions {
-                http: *http,
+                http: http.clone(),
                 thread: thread.clone(),
                 allow_hosts: allow_host.clone(),
                 // Only HTTP uses a token; there an empty one is an error, never "no auth".
-                token: if http.is_some() { token.clone() } else { None },
+                token: if http.is_some() { token } else { None },
                 insecure_no_auth: *insecure_no_auth,
                 request,
+                filter: toolhost::server::ToolFilter { only: tools.clone(), exclude: exclude.clone() },
+                limits: Default::default(),
             };
-            serve(&cli, opts).await
+            serve(&cli, opts, (*max_sessions, *session_idle_timeout, *thread_ttl)).await
         }
         Command::Check => render(check(&cli).await?, false),
     }
@@ -426,13 +465,41 @@ fn audit(command: &str) -> Output {
     Output::new(serde_json::json!({"verdict": verdict.as_str(), "message": message}), text)
 }
 
-/// `toolhost serve`: refuses an unauthenticated public bind before loading anything.
-async fn serve(cli: &Cli, opts: toolhost::server::ServeOptions) -> anyhow::Result<ExitCode> {
-    if let Some(addr) = opts.http {
-        toolhost::server::check_auth(&opts.http_options(addr))?;
+/// `toolhost serve`: refuses an unauthenticated public bind before loading anything; answers
+/// `initialize` at once while the host opens in the background (a cold start compiles components).
+async fn serve(
+    cli: &Cli,
+    mut opts: toolhost::server::ServeOptions,
+    (max_sessions, session_idle_timeout, thread_ttl): (Option<usize>, Option<u64>, Option<u64>),
+) -> anyhow::Result<ExitCode> {
+    if let Some(addr) = &opts.http {
+        toolhost::server::check_auth(&opts.http_options(addr)?)?;
     }
-    let host = std::sync::Arc::new(open(cli)?);
-    toolhost::server::run(host, opts).await?;
+    // The `toolhost:` section now; the rest of the config and the components load in the
+    // background while the first session starts.
+    let text = std::fs::read_to_string(&cli.config).with_context(|| format!("cannot read {}", cli.config.display()))?;
+    let mut limits = toolhost::serve_limits(&text, &cli.config.display().to_string(), &Environment::from_process())?;
+    if let Some(n) = max_sessions {
+        anyhow::ensure!(n >= 1, "--max-sessions must be at least 1");
+        limits.max_sessions = n;
+    }
+    if let Some(s) = session_idle_timeout {
+        anyhow::ensure!(s >= 1, "--session-idle-timeout must be at least 1 second");
+        limits.session_idle_timeout_s = s;
+    }
+    if let Some(s) = thread_ttl {
+        limits.thread_ttl_s = s;
+    }
+    opts.limits = limits;
+    let for_open = cli.clone();
+    let host: toolhost::server::HostOpening = Box::pin(async move {
+        match tokio::task::spawn_blocking(move || open(&for_open)).await {
+            Ok(Ok(host)) => Ok(std::sync::Arc::new(host)),
+            Ok(Err(e)) => Err(format!("{e:#}")),
+            Err(e) => Err(format!("opening the host failed: {e}")),
+        }
+    });
+    toolhost::server::run(&cli.data_dir, host, opts).await?;
     Ok(ExitCode::SUCCESS)
 }
 

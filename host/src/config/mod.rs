@@ -524,7 +524,18 @@ mod tests {
         let (c, _) =
             parse("toolhost:\n  concurrent_calls: 8\n  concurrent_calls_per_thread: 2\n", "c", &Environment::default())
                 .unwrap();
-        assert_eq!(c.toolhost, ToolhostConfig { concurrent_calls: 8, concurrent_calls_per_thread: 2 });
+        assert_eq!(
+            c.toolhost,
+            ToolhostConfig { concurrent_calls: 8, concurrent_calls_per_thread: 2, serve: Default::default() }
+        );
+        let (c, _) = parse(
+            "toolhost:\n  serve: {max_sessions: 5, session_idle_timeout_s: 9, thread_ttl_s: 0}\n",
+            "c",
+            &Environment::default(),
+        )
+        .unwrap();
+        assert_eq!((c.toolhost.serve.max_sessions, c.toolhost.serve.session_idle_timeout_s), (5, 9));
+        assert_eq!(c.toolhost.serve.thread_ttl(), None);
         assert_eq!(parse("tools: []\n", "c", &Environment::default()).unwrap().0.toolhost, ToolhostConfig::default());
         for (text, needle) in [
             (
@@ -536,6 +547,8 @@ mod tests {
                 "toolhost.concurrent_calls_per_thread: concurrent_calls_per_thread must be",
             ),
             ("toolhost:\n  concurent_calls: 4\n", "unknown field `concurent_calls`"),
+            ("toolhost:\n  serve: {max_sessions: 0}\n", "max_sessions must be between 1 and 1000000"),
+            ("toolhost:\n  serve: {idle: 3}\n", "unknown field `idle`"),
         ] {
             let load = parse(text, "c.yaml", &Environment::default()).unwrap_err();
             assert_eq!(load.line, 2, "{load}");

@@ -43,12 +43,14 @@ pub struct ToolhostConfig {
     /// Component calls running at once in one thread (one `serve` session is one thread).
     #[serde(deserialize_with = "concurrent_calls_per_thread")]
     pub concurrent_calls_per_thread: usize,
+    /// `toolhost serve`: sessions and thread expiry.
+    pub serve: crate::serve_config::ServeConfig,
 }
 
 impl Default for ToolhostConfig {
     fn default() -> Self {
         let d = ConcurrencyLimits::default();
-        Self { concurrent_calls: d.global, concurrent_calls_per_thread: d.per_thread }
+        Self { concurrent_calls: d.global, concurrent_calls_per_thread: d.per_thread, serve: Default::default() }
     }
 }
 

@@ -1,8 +1,6 @@
 //! The MCP `ServerHandler` of `toolhost serve`: one value per MCP session, bound to one toolhost
 //! thread. tools/list is the model's view in that thread; tools/call runs through the pipeline
-//! there; promotions by `tool_search` are announced with `notifications/tools/list_changed`; a
-//! call whose request carries a `progressToken` has its tool's progress reports sent as
-//! `notifications/progress`.
+//! there; promotions by `tool_search` are announced with `notifications/tools/list_changed`.
 
 use std::sync::Arc;
 
@@ -16,48 +14,117 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use toolhost_core::{ContentPart, Progress, ProgressSink, ToolOutcome};
 
+use super::jsonrpc::{cap_text, ECHO_MAX_BYTES};
+use super::threads::{check_client_thread, Hold, ThreadKeeper, META_THREAD, THREAD_HEADER};
 use crate::assembly::AssemblyRequest;
 use crate::host::Toolhost;
+
+/// What every session of one `serve` shares once the host is open.
+pub struct Served {
+    /// The host.
+    pub host: Arc<Toolhost>,
+    /// What every session's tools are assembled for.
+    pub request: AssemblyRequest,
+    /// Which tools are served.
+    pub filter: ToolFilter,
+}
+
+/// The host being opened. Sessions start before it is ready, so that `initialize` is answered
+/// at once even while a cold start compiles the components; their requests wait for it.
+#[derive(Clone)]
+pub struct Opening(pub tokio::sync::watch::Receiver<Option<Result<Arc<Served>, Arc<str>>>>);
+
+impl Opening {
+    /// Wait until the host is open (or failed to open).
+    pub async fn ready(&self) -> Result<Arc<Served>, McpError> {
+        let mut rx = self.0.clone();
+        let state = rx
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| McpError::internal_error("toolhost stopped before it was ready", None))?;
+        match state.as_ref() {
+            Some(Ok(served)) => Ok(served.clone()),
+            Some(Err(e)) => Err(McpError::internal_error(format!("toolhost could not start: {e}"), None)),
+            None => Err(McpError::internal_error("toolhost is not ready", None)),
+        }
+    }
+}
+
+/// `--tools` / `--exclude`: which of the assembled tools are served.
+#[derive(Debug, Clone, Default)]
+pub struct ToolFilter {
+    /// Only these (`None`: all).
+    pub only: Option<Vec<String>>,
+    /// Never these.
+    pub exclude: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether `name` is served.
+    pub fn serves(&self, name: &str) -> bool {
+        self.only.as_ref().is_none_or(|only| only.iter().any(|n| n == name)) && !self.exclude.iter().any(|n| n == name)
+    }
+}
 
 /// One MCP session's handler, bound to one toolhost thread.
 #[derive(Clone)]
 pub struct McpSessionHandler {
-    host: Arc<Toolhost>,
-    request: Arc<AssemblyRequest>,
-    /// stdio: named up front (`--thread`). Streamable HTTP: a random id per session
-    /// ([`session_thread_id`]), unrelated to the `Mcp-Session-Id`, so that a thread directory's
+    opening: Opening,
+    keeper: Arc<ThreadKeeper>,
+    /// The session's own thread: named up front on stdio (`--thread`), otherwise a random id
+    /// ([`super::threads::fresh_thread_id`]), unrelated to the `Mcp-Session-Id`, so that a thread directory's
     /// name never tells anyone how to speak in that session.
     thread: String,
+    /// Keeps the session's thread from expiring while the session lives.
+    _hold: Arc<Hold>,
 }
 
 impl McpSessionHandler {
-    pub fn new(host: Arc<Toolhost>, request: Arc<AssemblyRequest>, thread: String) -> Self {
-        Self { host, request, thread }
+    /// A session in `thread`.
+    pub fn new(opening: Opening, keeper: Arc<ThreadKeeper>, thread: String) -> Self {
+        let hold = Arc::new(keeper.hold_session(&thread));
+        Self { opening, keeper, thread, _hold: hold }
     }
 
-    /// The toolhost thread this session's requests run in.
-    fn thread(&self, _cx: &RequestContext<RoleServer>) -> String {
-        self.thread.clone()
+    /// The thread a request runs in: the one it names (`_meta["toolhost/thread"]`, else the
+    /// `Toolhost-Thread` header), else the session's.
+    fn thread(&self, cx: &RequestContext<RoleServer>) -> Result<String, McpError> {
+        let named = match cx.meta.get(META_THREAD) {
+            Some(Value::String(name)) => Some(name.clone()),
+            Some(other) => {
+                let kind = if other.is_null() { "null" } else { "not a string" };
+                return Err(McpError::invalid_params(
+                    format!("invalid thread id: _meta[\"{META_THREAD}\"] must be a string, got {kind}"),
+                    None,
+                ));
+            }
+            None => match cx.extensions.get::<http::request::Parts>().and_then(|p| p.headers.get(THREAD_HEADER)) {
+                Some(v) => Some(
+                    v.to_str()
+                        .map_err(|_| {
+                            McpError::invalid_params("invalid thread id: the Toolhost-Thread header is not ASCII", None)
+                        })?
+                        .to_string(),
+                ),
+                None => None,
+            },
+        };
+        match named {
+            Some(name) => {
+                check_client_thread(&name).map_err(|e| McpError::invalid_params(e, None))?;
+                Ok(name)
+            }
+            None => Ok(self.thread.clone()),
+        }
     }
-}
-
-/// A fresh thread id for an HTTP session: `mcp-` and 128 random bits in hex.
-pub fn session_thread_id() -> std::io::Result<String> {
-    use ring::rand::SecureRandom as _;
-    let mut bits = [0u8; 16];
-    ring::rand::SystemRandom::new()
-        .fill(&mut bits)
-        .map_err(|_| std::io::Error::other("the system random number generator failed"))?;
-    Ok(format!("mcp-{}", hex::encode(bits)))
 }
 
 fn internal(e: impl std::fmt::Display) -> McpError {
     McpError::internal_error(e.to_string(), None)
 }
 
-/// A toolhost outcome as an MCP tool result: text, image, audio and resource-link parts as MCP's
-/// content of that type, MCP resources as the server sent them, `isError` from the status,
-/// `structuredContent` when present.
+/// A toolhost outcome as an MCP tool result: text and image parts as such, MCP resources as the
+/// server sent them, `isError` from the status, `structuredContent` when present.
 pub fn outcome_to_result(outcome: &ToolOutcome) -> CallToolResult {
     let content: Vec<ContentBlock> = outcome
         .content
@@ -80,6 +147,20 @@ pub fn outcome_to_result(outcome: &ToolOutcome) -> CallToolResult {
     let mut result = if outcome.is_error() { CallToolResult::error(content) } else { CallToolResult::success(content) };
     result.structured_content = outcome.structured.clone();
     result
+}
+
+/// An error text may quote the arguments (a 5 MiB path comes back in "File not found: …"):
+/// like a tool's output, it is cut in the middle to `sandbox.bash_output_max_chars`' default.
+pub const ERROR_TEXT_MAX_CHARS: usize = 20_000;
+
+fn cap_error_texts(result: &mut CallToolResult) {
+    for block in &mut result.content {
+        if let Some(t) = block.as_text() {
+            if t.text.len() > ERROR_TEXT_MAX_CHARS {
+                *block = ContentBlock::text(toolhost_audit::truncate_middle(&t.text, ERROR_TEXT_MAX_CHARS));
+            }
+        }
+    }
 }
 
 /// Whether a `tool_search` outcome promoted at least one tool.
@@ -108,10 +189,13 @@ impl ServerHandler for McpSessionHandler {
         _req: Option<PaginatedRequestParams>,
         cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let thread = self.thread(&cx);
-        let tools = self.host.model_tools(&self.request, &thread).await.map_err(internal)?;
+        let thread = self.thread(&cx)?;
+        let served = self.opening.ready().await?;
+        let _in_use = self.keeper.enter(&thread, false);
+        let tools = served.host.model_tools(&served.request, &thread).await.map_err(internal)?;
         let tools = tools
             .iter()
+            .filter(|t| served.filter.serves(&t.name))
             .map(|t| {
                 let s = t;
                 let schema: JsonObject = match &s.parameters {
@@ -132,13 +216,23 @@ impl ServerHandler for McpSessionHandler {
         req: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let thread = self.thread(&cx);
+        let thread = self.thread(&cx)?;
         let token = req.progress_token().or_else(|| cx.meta.get_progress_token());
         let args = Value::Object(req.arguments.unwrap_or_default());
         let name = req.name.to_string();
         tracing::debug!(thread = %thread, tool = %name, "tools/call");
+        let served = self.opening.ready().await?;
+        if !served.filter.serves(&name) {
+            // What the pipeline answers for a tool that is not there (--tools / --exclude).
+            let text = format!(
+                "Error: {} is not a valid tool, try one of the available tools.",
+                cap_text(&name, ECHO_MAX_BYTES)
+            );
+            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+        }
+        let _in_use = self.keeper.enter(&thread, true);
         let result = match token {
-            None => self.host.call(&self.request, &thread, &name, args, None).await,
+            None => served.host.call(&served.request, &thread, &name, args, None).await,
             Some(token) => {
                 // The tool reports on the thread that runs it; a task sends the notifications in
                 // order, and all of them are sent before the result.
@@ -155,7 +249,7 @@ impl ServerHandler for McpSessionHandler {
                     }
                 });
                 let sink = ProgressSink::new(move |p| drop(tx.send(p)));
-                let r = self.host.call_with_progress(&self.request, &thread, &name, args, None, sink).await;
+                let r = served.host.call_with_progress(&served.request, &thread, &name, args, None, sink).await;
                 if let Err(e) = forward.await {
                     tracing::debug!("progress forwarding ended: {e}");
                 }
@@ -173,6 +267,9 @@ impl ServerHandler for McpSessionHandler {
             }
         }
         let mut mcp = outcome_to_result(&outcome);
+        if mcp.is_error == Some(true) {
+            cap_error_texts(&mut mcp);
+        }
         if name == toolhost_builtins::clarification::NAME && outcome.end_run && !outcome.is_error() {
             if let Some(answer) = elicit_answer(&cx, &outcome.text_content()).await {
                 mcp.content.push(ContentBlock::text(format!("The user answered: {answer}")));
@@ -221,14 +318,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn session_threads_are_random_and_valid() {
-        let (a, b) = (session_thread_id().unwrap(), session_thread_id().unwrap());
-        assert_ne!(a, b);
-        assert!(a.len() == 36 && a.starts_with("mcp-") && a[4..].chars().all(|c| c.is_ascii_hexdigit()), "{a}");
-        assert!(toolhost_core::ThreadPaths::new(std::path::Path::new("/tmp"), &a).is_ok());
-    }
-
-    #[test]
     fn outcomes_map_to_mcp_results() {
         let mut o = ToolOutcome::error("Error: nope");
         o.content.push(ContentPart::Image { data: "aGk=".into(), mime_type: "image/png".into() });
@@ -238,24 +327,6 @@ mod tests {
         assert_eq!(r.content.len(), 2);
         assert_eq!(r.content[0].as_text().map(|t| t.text.as_str()), Some("Error: nope"));
         assert!(matches!(&r.content[1], ContentBlock::Image(i) if i.mime_type == "image/png"));
-        let mut rich = ToolOutcome::text("t");
-        rich.content.push(ContentPart::Audio { data: "UklGRg==".into(), mime_type: "audio/wav".into() });
-        rich.content.push(ContentPart::ResourceLink {
-            uri: "https://example.com/r".into(),
-            name: "r".into(),
-            mime_type: Some("text/html".into()),
-            description: Some("d".into()),
-        });
-        let json = serde_json::to_value(&outcome_to_result(&rich).content).unwrap();
-        // MCP's wire shapes (2025-06-18 `AudioContent`, `ResourceLink`).
-        assert_eq!(
-            json,
-            serde_json::json!([
-                {"type": "text", "text": "t"},
-                {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
-                {"type": "resource_link", "uri": "https://example.com/r", "name": "r", "description": "d", "mimeType": "text/html"},
-            ])
-        );
         assert_eq!(r.structured_content, Some(serde_json::json!({"k": 1})));
         let ok = outcome_to_result(&ToolOutcome::text("fine"));
         assert_eq!(ok.is_error, Some(false));

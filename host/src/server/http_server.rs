@@ -1,40 +1,59 @@
 //! `toolhost serve --http`: rmcp's streamable HTTP service at `/mcp` behind a small hyper front
-//! door that checks the bearer token. rmcp checks Host (loopback plus `--allow-host`) and Origin
-//! (the same hosts, any port) against DNS rebinding and cross-origin pages.
+//! door. The door checks the bearer token, screens every POSTed message (JSON-RPC errors for
+//! what rmcp would misfile), caps the number of sessions, and answers `DELETE` as the official
+//! SDKs expect. rmcp checks Host (loopback plus `--allow-host`) and Origin (the same hosts, any
+//! port) against DNS rebinding and cross-origin pages, and closes idle sessions.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{combinators::BoxBody, BodyExt as _, Full};
+use http_body_util::{combinators::BoxBody, BodyExt as _, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use rmcp::model::{ClientRequest, JsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::handler::{session_thread_id, McpSessionHandler};
+use super::handler::{McpSessionHandler, Opening};
+use super::jsonrpc::{screen, ErrorReply, Screened, INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES};
+use super::threads::{fresh_thread_id, ThreadKeeper};
 use super::ServeError;
-use crate::assembly::AssemblyRequest;
-use crate::host::Toolhost;
 
 /// The endpoint path clients connect to.
 pub const MCP_PATH: &str = "/mcp";
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+const SESSION_HEADER: &str = "mcp-session-id";
 
 /// How to serve over streamable HTTP.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
-    /// Where to listen (port 0 picks one).
-    pub addr: SocketAddr,
+    /// The address as given (`host:port`), for messages.
+    pub display: String,
+    /// What it resolves to; the first one is bound.
+    pub addrs: Vec<SocketAddr>,
     /// Accepted besides the loopback names: `host` or `host:port`.
     pub allow_hosts: Vec<String>,
     /// When set, every request needs `Authorization: Bearer <token>`. An empty one is refused.
     pub token: Option<String>,
     /// Serve a non-loopback address without a token; without this, that is refused.
     pub insecure_no_auth: bool,
+    /// Sessions open at once.
+    pub max_sessions: usize,
+    /// A session without requests for this long is closed.
+    pub session_idle_timeout: Duration,
+}
+
+impl HttpOptions {
+    /// Whether every address is a loopback one (`::ffff:127.0.0.1` included).
+    fn loopback(&self) -> bool {
+        self.addrs.iter().all(|a| a.ip().to_canonical().is_loopback())
+    }
 }
 
 /// Refuse to start in a way that serves without authentication by accident: an empty token, or
@@ -43,14 +62,14 @@ pub fn check_auth(opts: &HttpOptions) -> Result<(), ServeError> {
     if opts.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
         return Err(ServeError::EmptyToken);
     }
-    // `to_canonical`: `::ffff:127.0.0.1` is loopback too.
-    if opts.token.is_none() && !opts.addr.ip().to_canonical().is_loopback() && !opts.insecure_no_auth {
-        return Err(ServeError::PublicWithoutToken { addr: opts.addr });
+    if opts.token.is_none() && !opts.loopback() && !opts.insecure_no_auth {
+        return Err(ServeError::PublicWithoutToken { addr: opts.display.clone() });
     }
     Ok(())
 }
 
 type Service = StreamableHttpService<McpSessionHandler, LocalSessionManager>;
+type Body = BoxBody<Bytes, Infallible>;
 
 /// rmcp's config: allowed Hosts and Origins from the loopback names and `allow_hosts`.
 fn service_config(allow_hosts: &[String]) -> Result<StreamableHttpServerConfig, ServeError> {
@@ -73,9 +92,17 @@ fn service_config(allow_hosts: &[String]) -> Result<StreamableHttpServerConfig, 
         .enforce_origin_validation())
 }
 
-fn plain(status: StatusCode, text: &'static str) -> Response<BoxBody<Bytes, Infallible>> {
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
     let mut r = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
     *r.status_mut() = status;
+    r
+}
+
+/// A JSON-RPC error response with an HTTP status.
+fn json_error(status: StatusCode, reply: &ErrorReply) -> Response<Body> {
+    let mut r = Response::new(Full::new(Bytes::from(reply.to_bytes())).boxed());
+    *r.status_mut() = status;
+    r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
     r
 }
 
@@ -95,50 +122,145 @@ fn authorized(req: &Request<Incoming>, token: &str) -> bool {
         .is_some_and(|given| same_secret(given.trim().as_bytes(), token.as_bytes()))
 }
 
-async fn route(
+/// The front door's state, shared by every connection.
+struct Door {
     svc: Service,
+    sessions: Arc<LocalSessionManager>,
     token: Option<Arc<str>>,
-    req: Request<Incoming>,
-) -> Result<Response<BoxBody<Bytes, Infallible>>, Infallible> {
-    if req.uri().path() != MCP_PATH {
-        return Ok(plain(StatusCode::NOT_FOUND, "Not Found: the MCP endpoint is /mcp"));
-    }
-    if let Some(token) = &token {
-        if !authorized(&req, token) {
-            let mut r =
-                plain(StatusCode::UNAUTHORIZED, "Unauthorized: a valid Authorization: Bearer token is required");
-            r.headers_mut().insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
-            return Ok(r);
+    max_sessions: usize,
+    /// Held from the session count to the session's creation, so the cap is exact.
+    opening: tokio::sync::Mutex<()>,
+}
+
+impl Door {
+    async fn route(&self, req: Request<Incoming>) -> Response<Body> {
+        if req.uri().path() != MCP_PATH {
+            return plain(StatusCode::NOT_FOUND, "Not Found: the MCP endpoint is /mcp");
+        }
+        if let Some(token) = &self.token {
+            if !authorized(&req, token) {
+                let mut r =
+                    plain(StatusCode::UNAUTHORIZED, "Unauthorized: a valid Authorization: Bearer token is required");
+                r.headers_mut().insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
+                return r;
+            }
+        }
+        match *req.method() {
+            http::Method::POST => self.post(req).await,
+            http::Method::DELETE => self.delete(req).await,
+            _ => self.svc.handle(req).await,
         }
     }
-    Ok(svc.handle(req).await)
+
+    fn session_id(req: &Request<impl Sized>) -> Option<String> {
+        req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string)
+    }
+
+    async fn post(&self, req: Request<Incoming>) -> Response<Body> {
+        let (parts, body) = req.into_parts();
+        let bytes = match Limited::new(body, MAX_MESSAGE_BYTES).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) => {
+                let too_large = e.downcast_ref::<http_body_util::LengthLimitError>().is_some();
+                let (status, message) = if too_large {
+                    (
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        format!("Invalid Request: the message is larger than {MAX_MESSAGE_BYTES} bytes"),
+                    )
+                } else {
+                    (StatusCode::BAD_REQUEST, format!("Invalid Request: cannot read the body: {e}"))
+                };
+                let reply = ErrorReply { id: serde_json::Value::Null, code: INVALID_REQUEST, message };
+                return json_error(status, &reply);
+            }
+        };
+        let is_initialize = match screen(&bytes) {
+            // A request with params that do not fit its method was read and understood: like
+            // any JSON-RPC error result, it comes back with 200.
+            Screened::Reply(reply) if reply.code == INVALID_PARAMS => return json_error(StatusCode::OK, &reply),
+            Screened::Reply(reply) => return json_error(StatusCode::BAD_REQUEST, &reply),
+            Screened::Drop(mut reply) => {
+                // The spec lets the body of a refused notification or response be an error
+                // without an id.
+                reply.id = serde_json::Value::Null;
+                return json_error(StatusCode::BAD_REQUEST, &reply);
+            }
+            Screened::Pass(msg) => {
+                matches!(&*msg, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)))
+            }
+        };
+        let req = Request::from_parts(parts, Full::new(bytes));
+        if !is_initialize || Self::session_id(&req).is_some() {
+            return self.svc.handle(req).await;
+        }
+        let _opening = self.opening.lock().await;
+        let open = self.sessions.sessions.read().await.len();
+        if open >= self.max_sessions {
+            tracing::warn!("refused a new session: {open} open (max_sessions)");
+            let reply = ErrorReply {
+                id: serde_json::Value::Null,
+                code: -32000,
+                message: format!(
+                    "Server busy: {open} MCP sessions are open, the most this server keeps (toolhost.serve.max_sessions / \
+                     --max-sessions); end one with DELETE or retry later"
+                ),
+            };
+            let mut r = json_error(StatusCode::SERVICE_UNAVAILABLE, &reply);
+            r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("5"));
+            return r;
+        }
+        self.svc.handle(req).await
+    }
+
+    /// 200 for a session that was there (rmcp says 202, which the Python SDK logs as a failed
+    /// termination), 404 for one that is not.
+    async fn delete(&self, req: Request<Incoming>) -> Response<Body> {
+        if let Some(id) = Self::session_id(&req) {
+            if !self.sessions.has_session(&id.into()).await.unwrap_or(false) {
+                return plain(StatusCode::NOT_FOUND, "Not Found: no such session");
+            }
+        }
+        let mut r = self.svc.handle(req).await;
+        if r.status() == StatusCode::ACCEPTED {
+            *r.status_mut() = StatusCode::OK;
+        }
+        r
+    }
 }
 
 /// Serve until the process is stopped. `on_bound` gets the address actually bound (port 0
 /// picks a free one).
 pub async fn serve_http(
-    host: Arc<Toolhost>,
-    request: Arc<AssemblyRequest>,
+    opening: Opening,
+    keeper: Arc<ThreadKeeper>,
     opts: HttpOptions,
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
     check_auth(&opts)?;
     let config = service_config(&opts.allow_hosts)?;
-    if opts.token.is_none() && !opts.addr.ip().to_canonical().is_loopback() {
+    if opts.token.is_none() && !opts.loopback() {
         tracing::warn!(
             "serving on non-loopback {} without a token (--insecure-no-auth): anyone who can reach it can call tools",
-            opts.addr
+            opts.display
         );
     }
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(opts.session_idle_timeout);
+    let sessions = Arc::new(sessions);
     // rmcp calls the factory once per MCP session (and once per stateless request): each gets
     // a thread of its own.
-    let factory = move || Ok(McpSessionHandler::new(host.clone(), request.clone(), session_thread_id()?));
-    let svc: Service = StreamableHttpService::new(factory, LocalSessionManager::default().into(), config);
-    let token: Option<Arc<str>> = opts.token.map(Arc::from);
-    let listener = tokio::net::TcpListener::bind(opts.addr)
-        .await
-        .map_err(|source| ServeError::Bind { addr: opts.addr, source })?;
-    let bound = listener.local_addr().map_err(|source| ServeError::Bind { addr: opts.addr, source })?;
+    let factory = move || Ok(McpSessionHandler::new(opening.clone(), keeper.clone(), fresh_thread_id("mcp-")?));
+    let svc: Service = StreamableHttpService::new(factory, sessions.clone(), config);
+    let door = Arc::new(Door {
+        svc,
+        sessions,
+        token: opts.token.map(Arc::from),
+        max_sessions: opts.max_sessions,
+        opening: tokio::sync::Mutex::new(()),
+    });
+    let addr = opts.addrs[0];
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
+    let bound = listener.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
     on_bound(bound);
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -150,10 +272,17 @@ pub async fn serve_http(
                 continue;
             }
         };
-        let svc = svc.clone();
-        let token = token.clone();
+        // Responses are small writes (SSE events): without this, Nagle and the client's delayed
+        // ACK add ~40 ms to a round trip.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY for {peer}: {e}");
+        }
+        let door = door.clone();
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| route(svc.clone(), token.clone(), req));
+            let service = hyper::service::service_fn(move |req| {
+                let door = door.clone();
+                async move { Ok::<_, Infallible>(door.route(req).await) }
+            });
             if let Err(e) =
                 hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await
             {
@@ -181,15 +310,19 @@ mod tests {
     #[test]
     fn no_public_address_without_a_token_and_no_empty_token() {
         let opts = |addr: &str, token: Option<&str>, insecure: bool| HttpOptions {
-            addr: addr.parse().unwrap(),
+            display: addr.to_string(),
+            addrs: super::super::resolve_http(addr).unwrap(),
             allow_hosts: vec![],
             token: token.map(str::to_string),
             insecure_no_auth: insecure,
+            max_sessions: 1,
+            session_idle_timeout: Duration::from_secs(1),
         };
         for ok in [
             opts("127.0.0.1:80", None, false),
             opts("[::1]:80", None, false),
             opts("[::ffff:127.0.0.1]:80", None, false),
+            opts("localhost:80", None, false),
             opts("0.0.0.0:80", Some("t"), false),
             opts("0.0.0.0:80", None, true),
             opts("192.0.2.7:80", None, true),

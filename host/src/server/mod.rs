@@ -1,9 +1,13 @@
 //! `toolhost serve`: the assembled tool set as an MCP server, over stdio or streamable HTTP.
-//! Owns the mapping MCP session → toolhost thread, tools/list and tools/call in that thread, and
-//! the HTTP front door (Host/Origin checks, bearer token).
+//! Owns the mapping MCP session → toolhost thread (and the threads a request names), tools/list
+//! and tools/call in that thread, the screening of what clients send, and the HTTP front door
+//! (Host/Origin checks, bearer token, session cap).
 
 mod handler;
 mod http_server;
+pub mod jsonrpc;
+mod stdio;
+pub mod threads;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,19 +17,22 @@ use rmcp::ServiceExt as _;
 use crate::assembly::AssemblyRequest;
 use crate::host::Toolhost;
 
-use handler::McpSessionHandler;
-use http_server::serve_http;
-pub use http_server::{check_auth, HttpOptions, MCP_PATH};
+pub use handler::{outcome_to_result, McpSessionHandler, Opening, Served, ToolFilter, ERROR_TEXT_MAX_CHARS};
+pub use http_server::{check_auth, serve_http, HttpOptions, MCP_PATH};
+pub use stdio::ScreenedLines;
+pub use threads::{fresh_thread_id, ThreadKeeper, META_THREAD, THREAD_HEADER};
 
-/// The thread of the one stdio session when `--thread` is not given.
-pub const STDIO_THREAD: &str = "stdio";
+/// Set in the environment of every stdio MCP server toolhost starts. A toolhost that finds it
+/// was started by a toolhost, so it starts no MCP servers of its own: a config whose
+/// extensions list toolhost itself (through a wrapper its binary check cannot see through)
+/// stops at one level instead of starting itself over and over.
+pub const CHILD_MARKER: &str = toolhost_mcp::CHILD_MARKER;
 
 /// Why serving could not start or stopped.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum ServeError {
-    /// The thread id cannot name a directory.
     #[error("invalid thread id '{0}': use 1-128 characters of [A-Za-z0-9_-]")]
+    /// The thread id cannot name a directory.
     InvalidThread(String),
     #[error("cannot listen on {addr}: {source}")]
     /// The address cannot be bound.
@@ -34,6 +41,14 @@ pub enum ServeError {
         addr: SocketAddr,
         /// The underlying error.
         source: std::io::Error,
+    },
+    #[error("invalid --http address '{addr}': {reason}")]
+    /// The `--http` address is not `host:port`.
+    InvalidAddress {
+        /// The address.
+        addr: String,
+        /// Why it is not usable.
+        reason: String,
     },
     #[error("the MCP session over stdio failed: {0}")]
     /// The stdio session failed.
@@ -49,7 +64,7 @@ pub enum ServeError {
     /// A non-loopback address without a token (and without `insecure_no_auth`).
     PublicWithoutToken {
         /// The address.
-        addr: SocketAddr,
+        addr: String,
     },
     #[error(
         "the serve token is empty (--token \"\" or TOOLHOST_SERVE_TOKEN=\"\"), which would turn authentication off; \
@@ -57,15 +72,24 @@ pub enum ServeError {
     )]
     /// The token is empty.
     EmptyToken,
+    #[error("cannot make a thread id: {0}")]
+    /// The system random number generator failed.
+    Random(std::io::Error),
+    #[error("{0}")]
+    /// The host could not be opened.
+    Open(String),
 }
+
+pub use crate::serve_config::ServeConfig;
 
 /// What `toolhost serve` was asked for.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
-    /// `None`: stdio. `Some(addr)`: streamable HTTP at `http://addr/mcp` (port 0 picks one).
-    pub http: Option<SocketAddr>,
-    /// stdio: the thread of the session (default [`STDIO_THREAD`]). HTTP: ignored, every MCP
-    /// session gets its own thread.
+    /// `None`: stdio. `Some(addr)`: streamable HTTP at `http://addr/mcp`; `addr` is
+    /// `host:port` with an IP address or a host name (port 0 picks one).
+    pub http: Option<String>,
+    /// stdio: the thread of the session (default: a fresh `stdio-…` thread). HTTP: ignored,
+    /// every MCP session gets its own thread.
     pub thread: Option<String>,
     /// Host names accepted besides the loopback ones (HTTP only).
     pub allow_hosts: Vec<String>,
@@ -75,49 +99,135 @@ pub struct ServeOptions {
     pub insecure_no_auth: bool,
     /// What every session's tools are assembled for (groups, model, …).
     pub request: AssemblyRequest,
+    /// Which assembled tools are served.
+    pub filter: ToolFilter,
+    /// Sessions and thread expiry.
+    pub limits: ServeConfig,
+}
+
+/// The addresses `host:port` stands for (a host name may resolve to several).
+pub fn resolve_http(addr: &str) -> Result<Vec<SocketAddr>, ServeError> {
+    use std::net::ToSocketAddrs as _;
+    let invalid = |reason: String| ServeError::InvalidAddress { addr: addr.to_string(), reason };
+    let mut addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|e| invalid(format!("{e} (give host:port, e.g. 127.0.0.1:8765 or localhost:8765)")))?
+        .collect();
+    addrs.dedup();
+    if addrs.is_empty() {
+        return Err(invalid("the host name resolves to no address".into()));
+    }
+    Ok(addrs)
 }
 
 impl ServeOptions {
     /// The HTTP settings for serving at `addr`.
-    pub fn http_options(&self, addr: SocketAddr) -> HttpOptions {
-        HttpOptions {
-            addr,
+    pub fn http_options(&self, addr: &str) -> Result<HttpOptions, ServeError> {
+        Ok(HttpOptions {
+            display: addr.to_string(),
+            addrs: resolve_http(addr)?,
             allow_hosts: self.allow_hosts.clone(),
             token: self.token.clone(),
             insecure_no_auth: self.insecure_no_auth,
-        }
+            max_sessions: self.limits.max_sessions,
+            session_idle_timeout: self.limits.session_idle_timeout(),
+        })
     }
 }
 
-/// Serve until the client goes away (stdio) or the process is stopped (HTTP).
-pub async fn run(host: Arc<Toolhost>, opts: ServeOptions) -> Result<(), ServeError> {
-    let http = opts.http.map(|addr| opts.http_options(addr));
-    let request = Arc::new(opts.request);
-    match http {
+/// The host, opened in the background (a cold start compiles every component).
+pub type HostOpening = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Arc<Toolhost>, String>> + Send>>;
+
+/// Serve until the client goes away (stdio) or the process is stopped (HTTP). Sessions start
+/// at once and answer `initialize`; their requests wait until `host` is open. When it cannot be
+/// opened, serving stops with that error.
+pub async fn run(data_dir: &std::path::Path, host: HostOpening, mut opts: ServeOptions) -> Result<(), ServeError> {
+    let http = opts.http.as_deref().map(|addr| opts.http_options(addr)).transpose()?;
+    if let Some(thread) = opts.thread.as_ref().filter(|_| http.is_none()) {
+        if toolhost_core::ThreadPaths::new(std::path::Path::new(""), thread).is_err() {
+            return Err(ServeError::InvalidThread(thread.clone()));
+        }
+    }
+    if std::env::var_os(CHILD_MARKER).is_some() && opts.request.include_mcp {
+        tracing::warn!(
+            "started as an MCP server of another toolhost ({CHILD_MARKER} is set): not starting MCP servers of its \
+             own, so that a config listing toolhost itself does not start toolhost again and again"
+        );
+        opts.request.include_mcp = false;
+    }
+    let keeper = ThreadKeeper::new(data_dir, opts.limits.thread_ttl());
+    let (ready, opening) = tokio::sync::watch::channel(None);
+    let opening = Opening(opening);
+    let (request, filter) = (opts.request.clone(), opts.filter.clone());
+    let setup = {
+        let keeper = keeper.clone();
+        async move {
+            let host = match host.await {
+                Ok(host) => host,
+                Err(e) => {
+                    ready.send_replace(Some(Err(Arc::from(e.as_str()))));
+                    return Err(ServeError::Open(e));
+                }
+            };
+            keeper.attach(host.clone());
+            let served = Arc::new(Served { host, request, filter });
+            ready.send_replace(Some(Ok(served.clone())));
+            warn_unknown_tool_names(&served.host, &served.request, &served.filter).await;
+            Ok(())
+        }
+    };
+    let serving: std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), ServeError>> + Send>> = match http {
         None => {
-            let thread = opts.thread.unwrap_or_else(|| STDIO_THREAD.to_string());
-            serve_stdio(host, request, thread).await
+            let thread = match opts.thread {
+                Some(t) => t,
+                None => fresh_thread_id("stdio-").map_err(ServeError::Random)?,
+            };
+            Box::pin(serve_stdio(opening, keeper, thread))
         }
         Some(http) => {
             if opts.thread.is_some() {
                 tracing::warn!("--thread is ignored with --http: every MCP session is its own thread");
             }
-            serve_http(host, request, http, |bound| {
+            Box::pin(serve_http(opening, keeper, http, |bound| {
                 // Announced on stderr so scripts (and tests) can pick up a port chosen with `:0`.
                 eprintln!("toolhost: serving MCP (streamable HTTP) at http://{bound}/mcp");
-            })
-            .await
+            }))
+        }
+    };
+    tokio::pin!(serving);
+    tokio::select! {
+        done = &mut serving => return done,
+        opened = setup => opened?,
+    }
+    serving.await
+}
+
+/// `--tools` / `--exclude` naming a tool the assembly does not have is most likely a typo.
+async fn warn_unknown_tool_names(host: &Toolhost, request: &AssemblyRequest, filter: &ToolFilter) {
+    let named: Vec<&String> = filter.only.iter().flatten().chain(&filter.exclude).collect();
+    if named.is_empty() {
+        return;
+    }
+    let assembly = host.get_available_tools(request).await;
+    let mut known: Vec<&str> = assembly.tools.iter().map(|t| t.spec().name.as_str()).collect();
+    if let Some(d) = &assembly.deferred {
+        known.extend(d.setup.deferred_names.iter().map(String::as_str));
+    }
+    for name in named {
+        if !known.contains(&name.as_str()) {
+            tracing::warn!("--tools/--exclude name '{name}', which is not an assembled tool");
         }
     }
 }
 
 /// One MCP session over this process's stdin/stdout, in `thread`.
-async fn serve_stdio(host: Arc<Toolhost>, request: Arc<AssemblyRequest>, thread: String) -> Result<(), ServeError> {
+pub async fn serve_stdio(opening: Opening, keeper: Arc<ThreadKeeper>, thread: String) -> Result<(), ServeError> {
     if toolhost_core::ThreadPaths::new(std::path::Path::new(""), &thread).is_err() {
         return Err(ServeError::InvalidThread(thread));
     }
-    let session = McpSessionHandler::new(host, request, thread);
-    let running = session.serve(rmcp::transport::stdio()).await.map_err(|e| ServeError::Stdio(e.to_string()))?;
+    let session = McpSessionHandler::new(opening, keeper, thread);
+    let (read, write) = rmcp::transport::stdio_pipes();
+    let running = session.serve(ScreenedLines::new(read, write)).await.map_err(|e| ServeError::Stdio(e.to_string()))?;
     running.waiting().await.map_err(|e| ServeError::Stdio(e.to_string()))?;
     Ok(())
 }

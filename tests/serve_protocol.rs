@@ -1,0 +1,439 @@
+//! `toolhost serve` under hostile and stateless clients: malformed JSON-RPC on both transports
+//! (each answered, the server serving on), the session cap, idle expiry and `DELETE`, threads a
+//! request names (`_meta`, `Toolhost-Thread`) with the official Python SDK as DeerFlow uses it,
+//! thread expiry, `--tools`/`--exclude`, host names for `--http`, and a config whose
+//! extensions list toolhost itself. Every hostile test ends with a normal call that works.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+#[path = "support/serve_harness.rs"]
+mod harness;
+#[path = "support/paths.rs"]
+mod paths;
+use harness::*;
+use paths::peer;
+
+/// A `tools/call` line.
+fn tool_call(id: u64, name: &str, args: Value) -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}})
+        .to_string()
+        .into_bytes()
+}
+
+/// Requests that must each get an error reply: (raw message, id the reply carries, code).
+fn hostile_requests() -> Vec<(Vec<u8>, Value, i64)> {
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"hello","arguments":{{"x":{}{}}}}}}}"#,
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    vec![
+        (b"{not json".to_vec(), Value::Null, -32700),
+        (br#"{"jsonrpc":"2.0","id":2,"method":"tools/call"}"#.to_vec(), json!(2), -32602),
+        (br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"arguments":{}}}"#.to_vec(), json!(3), -32602),
+        (
+            br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"hello","arguments":"x"}}"#.to_vec(),
+            json!(4),
+            -32602,
+        ),
+        (deep.into_bytes(), json!(5), -32700),
+        (
+            br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"hello","arguments":{"name":"\ud800"}}}"#
+                .to_vec(),
+            json!(6),
+            -32700,
+        ),
+        (b"[]".to_vec(), Value::Null, -32600),
+        (br#"{"jsonrpc":"2.0","id":7,"method":5}"#.to_vec(), json!(7), -32600),
+        (br#"{"jsonrpc":"1.0","id":"eight","method":"ping"}"#.to_vec(), json!("eight"), -32600),
+        (
+            br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"hello","arguments":{},"_meta":{"toolhost/thread":"../x"}}}"#
+                .to_vec(),
+            json!(9),
+            -32602,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"hello","arguments":{},"_meta":{"toolhost/thread":"mcp-0123"}}}"#
+                .to_vec(),
+            json!(10),
+            -32602,
+        ),
+    ]
+}
+
+fn assert_error(reply: &Value, id: &Value, code: i64) {
+    assert_eq!(&reply["id"], id, "{reply}");
+    assert_eq!(reply["error"]["code"], code, "{reply}");
+    assert!(reply["error"]["message"].as_str().is_some_and(|m| !m.is_empty() && m.len() < 1000), "{reply}");
+}
+
+#[test]
+fn stdio_answers_every_malformed_message_and_keeps_serving() {
+    let s = Setup::new(false, false);
+    let mut srv = RawStdio::start(&s, &[]);
+    for (raw, id, code) in hostile_requests() {
+        srv.send(&raw);
+        let reply = srv.next();
+        assert_error(&reply, &id, code);
+        if id == json!(9) {
+            assert!(reply["error"]["message"].as_str().unwrap().contains("invalid thread id '../x'"), "{reply}");
+        }
+    }
+    // A line longer than the 16 MiB cap is answered too, and the next line is read whole.
+    let mut long = vec![b'x'; 17 << 20];
+    long[0] = b'"';
+    srv.send(&long);
+    assert_error(&srv.next(), &Value::Null, -32600);
+    // Notifications and stray responses, however broken, get no reply (no error storms).
+    srv.send(br#"{"jsonrpc":"2.0","method":"tools/call","params":5}"#);
+    srv.send(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#);
+    assert!(srv.silent_for(Duration::from_millis(500)));
+
+    // Error texts that quote a 5 MiB argument are capped.
+    let huge = "y".repeat(5 << 20);
+    srv.send(&tool_call(
+        20,
+        "read_file",
+        json!({"description": "d", "path": format!("/mnt/user-data/workspace/{huge}")}),
+    ));
+    let r = srv.next();
+    assert_eq!(
+        (r["id"].clone(), r["result"]["isError"].clone()),
+        (json!(20), json!(true)),
+        "{}",
+        &r.to_string()[..300]
+    );
+    let t = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(t.len() <= 20_100 && t.contains("middle truncated"), "{}: {}…{}", t.len(), &t[..200], &t[t.len() - 200..]);
+    srv.send(&tool_call(21, &huge, json!({})));
+    let t = srv.next()["result"]["content"][0]["text"].as_str().unwrap().to_string();
+    assert!(t.starts_with("Error: yyy") && t.ends_with("try one of the available tools."), "{}", t.len());
+    assert!(t.len() <= 20_100 && t.contains("middle truncated"), "{}", t.len());
+
+    srv.send(&tool_call(30, "hello", json!({"name": "still here"})));
+    let r = srv.next();
+    assert_eq!(r["id"], 30);
+    assert_eq!(r["result"]["content"][0]["text"], "Hello, still here.", "{r}");
+}
+
+#[test]
+fn http_answers_every_malformed_message_and_keeps_serving() {
+    let s = Setup::new(false, false);
+    let server = HttpServer::start(&s, &[]);
+    let session = server.raw_session(&[]);
+    let h = [("Mcp-Session-Id", session.as_str())];
+    for (raw, id, code) in hostile_requests() {
+        let (status, head, body) = server.raw("POST", &raw, &h);
+        let want = if code == -32602 { [200] } else { [400] };
+        assert!(want.contains(&status), "{}: {status} {head}", String::from_utf8_lossy(&raw[..raw.len().min(80)]));
+        let msgs = messages(&body);
+        assert_eq!(msgs.len(), 1, "{body}");
+        assert_error(&msgs[0], &id, code);
+    }
+    // A notification that is not valid is refused with 400 and an error without an id.
+    let (status, _, body) = server.raw("POST", br#"{"jsonrpc":"2.0","method":"tools/call","params":5}"#, &h);
+    assert_eq!(status, 400);
+    assert_eq!(messages(&body)[0]["id"], Value::Null);
+    // A bad Toolhost-Thread header is -32602 naming the id.
+    let (status, _, body) =
+        server.raw("POST", &tool_call(11, "hello", json!({"name": "h"})), &[h[0], ("Toolhost-Thread", "a/b")]);
+    assert_eq!(status, 200);
+    let reply = messages(&body).pop().unwrap();
+    assert_error(&reply, &json!(11), -32602);
+    assert!(reply["error"]["message"].as_str().unwrap().contains("'a/b'"), "{reply}");
+
+    let (status, _, body) = server.raw("POST", &tool_call(12, "hello", json!({"name": "http"})), &h);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(messages(&body).pop().unwrap()["result"]["content"][0]["text"], "Hello, http.", "{body}");
+}
+
+#[test]
+fn sessions_are_capped_expire_when_idle_and_end_with_delete() {
+    let s = Setup::new(false, false);
+    let server = HttpServer::start(&s, &["--max-sessions", "2", "--session-idle-timeout", "3"]);
+    // Wait for the host: a cold start compiles the components in the background, and rmcp
+    // counts a session whose only request waits longer than the idle timeout as idle.
+    let started = Instant::now();
+    let a = loop {
+        let a = server.raw_session(&[]);
+        let (_, _, body) = server.raw("POST", &tool_call(1, "hello", json!({"name": "a"})), &[("Mcp-Session-Id", &a)]);
+        if body.contains("Hello, a.") {
+            break a;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "the host never opened: {body}");
+    };
+    let b = server.raw_session(&[]);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    .to_string();
+    let (status, head, body) = server.raw("POST", init.as_bytes(), &[]);
+    assert_eq!(status, 503, "{head}");
+    assert_eq!(messages(&body)[0]["error"]["code"], -32000, "{body}");
+    assert!(body.contains("max_sessions") && header(&head, "retry-after").is_some(), "{head}{body}");
+
+    // DELETE: 200 for a session that is there, 404 for one that is not (or no longer).
+    assert_eq!(server.raw("DELETE", b"", &[("Mcp-Session-Id", &a)]).0, 200);
+    assert_eq!(server.raw("DELETE", b"", &[("Mcp-Session-Id", &a)]).0, 404);
+    assert_eq!(server.raw("DELETE", b"", &[("Mcp-Session-Id", "no-such-session")]).0, 404);
+    let (status, _, body) = server.raw("POST", &tool_call(2, "hello", json!({"name": "x"})), &[("Mcp-Session-Id", &a)]);
+    assert_eq!(status, 404, "{body}");
+    // The freed slot takes a new session.
+    let c = server.raw_session(&[]);
+
+    // Sessions idle for 3 s are closed.
+    std::thread::sleep(Duration::from_millis(5000));
+    for id in [&b, &c] {
+        let (status, ..) = server.raw("POST", &tool_call(3, "hello", json!({"name": "x"})), &[("Mcp-Session-Id", id)]);
+        assert_eq!(status, 404, "an idle session should have been closed");
+    }
+    // Room for two again.
+    let _e = server.raw_session(&[]);
+    let d = server.raw_session(&[]);
+    let (status, _, body) = server.raw("POST", &tool_call(5, "hello", json!({"name": "d"})), &[("Mcp-Session-Id", &d)]);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(messages(&body).pop().unwrap_or_default()["result"]["content"][0]["text"], "Hello, d.", "{body}");
+}
+
+/// Run a Python script with the official SDK; its stdout is JSON.
+fn python(script: &str, args: &[&str]) -> Value {
+    let o = Command::new(peer("venv/bin/python")).arg("-c").arg(script).args(args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {o:?}"))
+}
+
+fn thread_dirs(s: &Setup) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(s.data().join("threads"))
+        .map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// DeerFlow over HTTP: a new streamable-HTTP session per call, naming its thread.
+const PY_HTTP_PER_CALL: &str = r#"
+import asyncio, json, logging, sys, warnings
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+
+warnings.simplefilter("ignore", DeprecationWarning)
+logged = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        logged.append(record.getMessage())
+logging.getLogger().addHandler(Keep(level=logging.WARNING))
+
+async def one_call(url, thread, how, name, args):
+    headers = {"Toolhost-Thread": thread} if how == "header" else {}
+    meta = {"toolhost/thread": thread} if how == "meta" else None
+    async with streamablehttp_client(url, headers=headers) as (r, w, _):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            res = await s.call_tool(name, args, meta=meta)
+            return [res.content[0].text, res.isError]
+
+async def main():
+    url = sys.argv[1]
+    path = "/mnt/user-data/workspace/notes.txt"
+    out = {}
+    out["write_a"] = await one_call(url, "thread-a", "meta", "write_file", {"description": "d", "path": path, "content": "of thread a"})
+    out["read_a_meta"] = await one_call(url, "thread-a", "meta", "read_file", {"description": "d", "path": path})
+    out["read_a_header"] = await one_call(url, "thread-a", "header", "read_file", {"description": "d", "path": path})
+    out["read_b"] = await one_call(url, "thread-b", "header", "read_file", {"description": "d", "path": path})
+    out["read_none"] = await one_call(url, "", "none", "read_file", {"description": "d", "path": path})
+    out["logged"] = logged
+    print(json.dumps(out))
+
+asyncio.run(main())
+"#;
+
+#[test]
+fn a_client_with_a_session_per_call_keeps_its_files_in_the_thread_it_names() {
+    let s = Setup::new(false, false);
+    let server = HttpServer::start(&s, &[]);
+    let out = python(PY_HTTP_PER_CALL, &[&server.url()]);
+    assert_eq!(out["write_a"], json!(["OK", false]), "{out}");
+    for read in ["read_a_meta", "read_a_header"] {
+        assert_eq!(out[read][1], false, "{out}");
+        assert!(out[read][0].as_str().unwrap().contains("of thread a"), "{out}");
+    }
+    // Every session ended with a DELETE the SDK took for a success.
+    assert_eq!(out["logged"], json!([]), "{out}");
+    for other in ["read_b", "read_none"] {
+        assert_eq!(out[other][1], true, "{other} must not see thread a's file: {out}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(s.data().join("threads/thread-a/user-data/workspace/notes.txt")).unwrap(),
+        "of thread a"
+    );
+    // Sessions that named their thread leave no thread of their own behind.
+    let dirs = thread_dirs(&s);
+    assert_eq!(dirs.iter().filter(|d| d.starts_with("mcp-")).count(), 1, "only the unnamed call's: {dirs:?}");
+    assert!(dirs.contains(&"thread-b".to_string()), "{dirs:?}");
+}
+
+/// DeerFlow over stdio: one process per thread.
+const PY_STDIO: &str = r#"
+import asyncio, json, os, sys
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+async def run(extra, name, args):
+    params = StdioServerParameters(command=sys.argv[1], args=["serve", "--config", sys.argv[2]] + extra,
+                                   env={"TOOLHOST_HOME": sys.argv[3], "PATH": os.environ.get("PATH", "")})
+    async with stdio_client(params) as (r, w):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            res = await s.call_tool(name, args)
+            return [res.content[0].text, res.isError]
+
+async def main():
+    path = "/mnt/user-data/workspace/p.txt"
+    write = {"description": "d", "path": path, "content": "process one"}
+    read = {"description": "d", "path": path}
+    out = {}
+    out["write_fresh"] = await run([], "write_file", write)
+    out["read_fresh"] = await run([], "read_file", read)
+    out["write_named"] = await run(["--thread", "deerflow-t1"], "write_file", write)
+    out["read_named"] = await run(["--thread", "deerflow-t1"], "read_file", read)
+    out["read_other"] = await run(["--thread", "deerflow-t2"], "read_file", read)
+    print(json.dumps(out))
+
+asyncio.run(main())
+"#;
+
+#[test]
+fn each_stdio_process_has_its_own_thread_unless_one_is_named() {
+    let s = Setup::new(false, false);
+    let data = s.data();
+    let out = python(PY_STDIO, &[env!("CARGO_BIN_EXE_toolhost"), s.config().to_str().unwrap(), data.to_str().unwrap()]);
+    assert_eq!(out["write_fresh"], json!(["OK", false]), "{out}");
+    assert_eq!(out["read_fresh"][1], true, "a second process must not see the first one's file: {out}");
+    assert_eq!(out["write_named"], json!(["OK", false]), "{out}");
+    assert_eq!(out["read_named"][1], false, "{out}");
+    assert!(out["read_named"][0].as_str().unwrap().contains("process one"), "{out}");
+    assert_eq!(out["read_other"][1], true, "{out}");
+    let dirs = thread_dirs(&s);
+    assert_eq!(dirs.iter().filter(|d| d.starts_with("stdio-")).count(), 2, "{dirs:?}");
+}
+
+#[test]
+fn threads_unused_for_their_ttl_are_removed_and_others_kept() {
+    let s = Setup::new(false, false);
+    // A thread the CLI used is not the server's to remove.
+    let cli = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["call", "write_file", r#"{"description":"d","path":"/mnt/user-data/workspace/k.txt","content":"kept"}"#])
+        .args(["--thread", "cli-thread", "--config"])
+        .arg(s.config())
+        .env("TOOLHOST_HOME", s.data())
+        .output()
+        .unwrap();
+    assert!(cli.status.success(), "{cli:?}");
+    let server = HttpServer::start(&s, &["--thread-ttl", "2"]);
+    let session = server.raw_session(&[]);
+    let h = [("Mcp-Session-Id", session.as_str()), ("Toolhost-Thread", "short-lived")];
+    let write =
+        tool_call(2, "write_file", json!({"description": "d", "path": "/mnt/user-data/workspace/x", "content": "x"}));
+    let (status, _, body) = server.raw("POST", &write, &h);
+    assert!(status == 200 && body.contains("OK"), "{body}");
+    assert!(s.data().join("threads/short-lived/user-data/workspace/x").exists());
+    let started = Instant::now();
+    while s.data().join("threads/short-lived").exists() {
+        assert!(started.elapsed() < Duration::from_secs(20), "the thread never expired: {:?}", thread_dirs(&s));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(started.elapsed() >= Duration::from_secs(1), "removed before its TTL");
+    assert!(s.data().join("threads/cli-thread/user-data/workspace/k.txt").exists(), "{:?}", thread_dirs(&s));
+    // Renamed first, then removed.
+    while thread_dirs(&s).iter().any(|d| d.starts_with('.')) {
+        assert!(started.elapsed() < Duration::from_secs(30), "{:?}", thread_dirs(&s));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The thread can be used again: it starts empty.
+    let read = tool_call(3, "read_file", json!({"description": "d", "path": "/mnt/user-data/workspace/x"}));
+    let (_, _, body) = server.raw("POST", &read, &h);
+    assert_eq!(messages(&body).pop().unwrap()["result"]["isError"], true, "{body}");
+    let (_, _, body) = server.raw("POST", &write, &h);
+    assert!(body.contains("OK"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_and_exclude_choose_what_is_served() {
+    let s = Setup::new(false, false);
+    let c = stdio_session(&s, Client::default(), &["--exclude", "write_file,present_files"]).await;
+    let listed = names(&c).await;
+    assert!(listed.contains(&"hello".to_string()) && listed.contains(&"read_file".to_string()), "{listed:?}");
+    assert!(!listed.contains(&"write_file".to_string()) && !listed.contains(&"present_files".to_string()));
+    let r =
+        call(&c, "write_file", json!({"description": "d", "path": "/mnt/user-data/workspace/a", "content": "a"})).await;
+    assert_eq!(r.is_error, Some(true));
+    assert_eq!(text(&r), "Error: write_file is not a valid tool, try one of the available tools.");
+    c.cancel().await.unwrap();
+
+    let c = stdio_session(&s, Client::default(), &["--tools", "hello"]).await;
+    assert_eq!(names(&c).await, ["hello"]);
+    assert_eq!(text(&call(&c, "hello", json!({"name": "only"})).await), "Hello, only.");
+    c.cancel().await.unwrap();
+}
+
+#[test]
+fn http_takes_a_host_name_and_still_refuses_a_public_bind_without_a_token() {
+    let s = Setup::new(false, false);
+    let mut cmd = s.command(&["--http", "localhost:0"]);
+    cmd.env_remove("TOOLHOST_SERVE_TOKEN");
+    let server = HttpServer::spawn(cmd);
+    assert!(server.addr.starts_with("127.0.0.1:") || server.addr.starts_with("[::1]:"), "{}", server.addr);
+    let session = server.raw_session(&[]);
+    let (_, _, body) =
+        server.raw("POST", &tool_call(2, "hello", json!({"name": "n"})), &[("Mcp-Session-Id", &session)]);
+    assert_eq!(messages(&body).pop().unwrap()["result"]["content"][0]["text"], "Hello, n.");
+    for (addr, needle) in [
+        ("0.0.0.0:0", "refusing to serve on 0.0.0.0:0 without a token"),
+        ("no-such-host.invalid:80", "invalid --http address 'no-such-host.invalid:80'"),
+        ("localhost", "invalid --http address 'localhost'"),
+    ] {
+        let o = s.command(&["--http", addr]).stdin(std::process::Stdio::null()).output().unwrap();
+        assert!(!o.status.success(), "{addr}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(needle), "{addr}: {err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_listing_toolhost_itself_starts_no_second_toolhost() {
+    let s = Setup::new(false, false);
+    let bin = env!("CARGO_BIN_EXE_toolhost");
+    let log = s.dir.path().join("wrapper.log");
+    let config = s.config();
+    let data = s.data();
+    let wrapper = format!("echo started >> '{}'; exec '{bin}' serve --config '{}'", log.display(), config.display());
+    std::fs::write(
+        s.dir.path().join("extensions_config.json"),
+        serde_json::to_vec_pretty(&json!({"mcpServers": {
+            "itself": {"type": "stdio", "command": bin, "args": ["serve", "--config", config]},
+            "wrapped": {"type": "stdio", "command": "sh", "args": ["-c", wrapper], "env": {"TOOLHOST_HOME": data}},
+        }}))
+        .unwrap(),
+    )
+    .unwrap();
+    let stderr = s.dir.path().join("stderr.log");
+    let (transport, _) = rmcp::transport::TokioChildProcess::builder(tokio::process::Command::from(s.command(&[])))
+        .stderr(std::process::Stdio::from(std::fs::File::create(&stderr).unwrap()))
+        .spawn()
+        .unwrap();
+    let c = rmcp::ServiceExt::serve(Client::default(), transport).await.expect("initialize");
+    let listed = names(&c).await;
+    assert!(!listed.iter().any(|n| n.starts_with("itself")), "{listed:?}");
+    // Through a wrapper the binary check cannot see it; the child knows it was started by a
+    // toolhost and starts no MCP servers, so it stops there.
+    assert!(listed.contains(&"wrapped_hello".to_string()), "{listed:?}");
+    assert!(!listed.iter().any(|n| n.starts_with("wrapped_wrapped") || n.starts_with("wrapped_itself")), "{listed:?}");
+    assert_eq!(text(&call(&c, "hello", json!({"name": "top"})).await), "Hello, top.");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "started\n", "the wrapper ran more than once");
+    c.cancel().await.unwrap();
+    let err = std::fs::read_to_string(&stderr).unwrap();
+    assert!(err.contains("MCP server 'itself' skipped: its command is this toolhost"), "{err}");
+}
