@@ -27,6 +27,9 @@ pub enum HostError {
     /// Tool calls run on tokio (components on its blocking pool): call from a tokio runtime.
     #[error("toolhost calls must run inside a tokio runtime (e.g. #[tokio::main]); none is running here")]
     NoTokioRuntime,
+    /// A custom agent's config is missing or malformed (the message names the file).
+    #[error(transparent)]
+    Agent(#[from] toolhost_subagents::agents::AgentError),
 }
 
 /// A problem found while building the host from config: the entry and what is wrong.

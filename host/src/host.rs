@@ -11,6 +11,8 @@ use toolhost_core::{
     CallContext, ErrorKind, ProgressSink, ThreadFs, ThreadPaths, ThreadState, Threads, ToolOutcome, ToolSpec,
 };
 
+pub use toolhost_subagents::agents::{AgentConfig, AgentError};
+
 use crate::assembly::{self, Assembly, AssemblyFacts, AssemblyRequest, Builtin, Sources, ToolLayer};
 use crate::config::{self, AppConfig, LoadedConfig};
 use crate::error::{HostError, Problem};
@@ -48,6 +50,8 @@ pub struct Toolhost {
     states: ThreadStore,
     problems: Vec<Problem>,
     call_seq: AtomicU64,
+    /// The `task` tool's settings and the slot through which it reaches this host.
+    subagents: crate::subagents::Subagents,
     /// Assemblies by request, with the layer generation they were built at.
     assemblies: Mutex<HashMap<String, (u64, Arc<Assembly>)>>,
 }
@@ -140,7 +144,8 @@ impl Toolhost {
     pub fn with_runtime(opts: HostOptions, runtime: Arc<Runtime>) -> Result<Self, HostError> {
         let config = config::load(&opts.config, &opts.env)?;
         let mut problems: Vec<Problem> = config.warnings.iter().map(Problem::warning).collect();
-        let sources = Sources::build(&config, &runtime, &opts, &mut problems);
+        let subagents = crate::subagents::Subagents::new(&config.config, &opts.env);
+        let sources = Sources::build(&config, &runtime, &opts, subagents.builtin(), &mut problems);
         let pipeline = crate::middleware::lead_agent_pipeline(
             &config.config,
             sources.skills.clone(),
@@ -156,6 +161,7 @@ impl Toolhost {
             states: ThreadStore::new(opts.persist_state),
             problems,
             call_seq: AtomicU64::new(0),
+            subagents,
             assemblies: Default::default(),
         })
     }
@@ -240,6 +246,7 @@ impl Toolhost {
         let s = &self.sources;
         let mut a = assembly::get_available_tools(req, &self.facts(req), &s.entries, &s.builtins, &s.layers).await;
         assembly::add_lead_agent_tools(&self.config.config, &self.data_dir, req, &mut a);
+        self.subagents.bind_task(req, &mut a);
         assembly::defer(&self.config.config, &mut a);
         let a = Arc::new(a);
         let mut cache = self.assemblies.lock().unwrap_or_else(|p| p.into_inner());
@@ -293,8 +300,41 @@ impl Toolhost {
     ) -> Result<Vec<ToolSpec>, HostError> {
         let assembly = self.get_available_tools(req).await;
         let ctx = CallContext::new(self.thread_fs(thread_id)?, self.new_call_id(None), Arc::new(state));
-        let view = crate::middleware::ModelView { ctx: &ctx, deferred: assembly.deferred.as_deref() };
+        let skills = crate::subagents::skill_allowlist(req);
+        let view = crate::middleware::ModelView {
+            ctx: &ctx,
+            deferred: assembly.deferred.as_deref(),
+            available_skills: skills.as_ref(),
+        };
         Ok(self.pipeline.filter_tools(assembly.tools.clone(), &view).iter().map(|t| t.spec().clone()).collect())
+    }
+
+    /// Share the host. `task` runs its subagents' tools through the host it belongs to, so a
+    /// host whose runs enable subagents must be shared this way (the CLI and `serve` do); an
+    /// unshared host's `task` answers that it cannot run a subagent.
+    pub fn into_shared(self) -> Arc<Self> {
+        Arc::new_cyclic(|weak: &std::sync::Weak<Self>| {
+            self.subagents.bind_host(weak.clone());
+            self
+        })
+    }
+
+    /// `req` for custom agent `name` (`<data>/agents/NAME/config.yaml`, as `setup_agent` writes
+    /// it): the agent's `tool_groups` replace `req.groups`, its `model` is used unless `req`
+    /// names one (a model the config lacks falls back to the default, with a warning in the
+    /// log), its `skills` decide which skills' `allowed-tools` count, and the run gets
+    /// `update_agent`. A missing or malformed agent config is an error naming the file.
+    pub fn agent_request(&self, name: &str, mut req: AssemblyRequest) -> Result<AssemblyRequest, HostError> {
+        for w in crate::subagents::apply_agent(&self.config.config, &self.data_dir, name, &mut req)? {
+            tracing::warn!("{w}");
+        }
+        Ok(req)
+    }
+
+    /// The custom agents under `<data>/agents`, by name; one whose config cannot be read comes
+    /// with its error.
+    pub fn agents(&self) -> Vec<(String, Result<AgentConfig, AgentError>)> {
+        list_agents(&self.data_dir)
     }
 
     /// The thread's current state.
@@ -429,6 +469,8 @@ impl Toolhost {
         progress: Option<ProgressSink>,
     ) -> Vec<ToolOutcome> {
         let assembly = self.get_available_tools(req).await;
+        let dropped = crate::subagents::limit_task_calls(&self.config.config, req, &state, calls);
+        let skills = crate::subagents::skill_allowlist(req);
         let state = Arc::new(state);
         // A lone call has nothing to run beside it: a component may run on this thread instead
         // of being handed to a blocking thread and back (see `ComponentTool`).
@@ -444,11 +486,16 @@ impl Toolhost {
                 }
             })
             .collect();
-        let futures = calls.iter().zip(&contexts).map(|((name, args, _), ctx)| {
+        let futures = calls.iter().zip(&contexts).zip(dropped).map(|(((name, args, _), ctx), dropped)| {
             let tool = assembly.tools.iter().find(|t| t.spec().name == *name);
             let deferred = assembly.deferred.as_deref();
+            let available_skills = skills.as_ref();
             async move {
-                let req = ToolRequest { name, args, ctx, tool, deferred };
+                // DeerFlow's SubagentLimitMiddleware removed this `task` call from the turn.
+                if let Some(outcome) = dropped {
+                    return outcome;
+                }
+                let req = ToolRequest { name, args, ctx, tool, deferred, available_skills };
                 self.pipeline.call(&req).await
             }
         });
@@ -476,6 +523,12 @@ impl<'h> Thread<'h> {
     pub fn with_request(mut self, request: AssemblyRequest) -> Self {
         self.request = request;
         self
+    }
+
+    /// The same thread run as custom agent `name` (see [`Toolhost::agent_request`]).
+    pub fn with_agent(mut self, name: &str) -> Result<Self, HostError> {
+        self.request = self.host.agent_request(name, self.request)?;
+        Ok(self)
     }
 
     /// The agent settings tools are assembled for.
@@ -512,6 +565,12 @@ impl<'h> Thread<'h> {
 }
 
 /// Calls run on tokio (components on its blocking pool): say so instead of panicking elsewhere.
+/// The custom agents under `<data_dir>/agents` (directories holding a `config.yaml`), by name;
+/// one whose config cannot be read comes with its error. Needs no open host.
+pub fn list_agents(data_dir: &Path) -> Vec<(String, Result<AgentConfig, AgentError>)> {
+    toolhost_subagents::agents::list_agents(&data_dir.join("agents"))
+}
+
 fn require_tokio() -> Result<(), HostError> {
     tokio::runtime::Handle::try_current().map(|_| ()).map_err(|_| HostError::NoTokioRuntime)
 }

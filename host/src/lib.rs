@@ -25,12 +25,13 @@ mod serve_config;
 #[cfg(feature = "server")]
 pub mod server;
 mod state_store;
+mod subagents;
 mod tools;
 
 pub use assembly::{AgentRun, AssemblyRequest, Builtin, BuiltinCondition, LayerKind, ToolLayer};
 pub use config::{validate as validate_config, AppConfig, ConfigError, ConfigLoadError};
 pub use error::{HostError, Problem, Severity};
-pub use host::{CallResult, Thread, ToolCall, Toolhost};
+pub use host::{list_agents, AgentConfig, AgentError, CallResult, Thread, ToolCall, Toolhost};
 pub use options::{ConfigSource, Environment, HostOptions};
 pub use serve_config::ServeConfig;
 pub use state_store::StateError;

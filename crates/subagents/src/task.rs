@@ -44,7 +44,8 @@ pub struct TaskSettings {
     pub host: HostSlot,
     pub loop_detection: LoopDetectionConfig,
     /// Environment lookups ChatOpenAI makes (`OPENAI_API_KEY`, `OPENAI_BASE_URL`).
-    pub env: fn(&str) -> Option<String>,
+    /// The environment the host was given (this crate never reads the process's).
+    pub env: Arc<dyn Fn(&str) -> Option<String> + Send + Sync>,
 }
 
 /// The parent run's facts a subagent inherits (DeerFlow's run metadata).
@@ -100,7 +101,7 @@ impl TaskTool {
         let Some(entry) = self.model_entry(&model_name) else {
             return Ok(with_model(SubagentOutcome::failed(format!("Model {model_name} not found in config"))));
         };
-        let client = match ChatModel::from_entry(entry, &s.env)
+        let client = match ChatModel::from_entry(entry, &*s.env)
             .map_err(|e| e.to_string())
             .and_then(|m| ChatClient::new(m).map_err(|e| e.0))
         {

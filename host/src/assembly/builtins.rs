@@ -5,14 +5,15 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use toolhost_core::SharedRoots;
+use toolhost_core::{SharedRoots, Tool};
 
 use super::{Builtin, BuiltinCondition, Extensions};
 use crate::config::AppConfig;
 use crate::error::Problem;
 
 /// DeerFlow's `BUILTIN_TOOLS` in order, with their conditions (spec §1 step 4).
-pub fn builtins(config: &AppConfig, skills: toolhost_skills::SkillStore) -> Vec<Builtin> {
+/// `task` comes built: it shares its settings with the host that runs its subagents.
+pub fn builtins(config: &AppConfig, skills: toolhost_skills::SkillStore, task: Arc<dyn Tool>) -> Vec<Builtin> {
     use toolhost_builtins::{AskClarificationTool, ListUploadedFilesTool, PresentFilesTool, ViewImageTool};
     let manage = toolhost_skills::SkillManageConfig {
         security_fail_closed: config.skill_evolution.security_fail_closed,
@@ -26,6 +27,7 @@ pub fn builtins(config: &AppConfig, skills: toolhost_skills::SkillStore) -> Vec<
             tool: Arc::new(toolhost_skills::SkillManageTool::new(manage)),
             condition: BuiltinCondition::SkillEvolution,
         },
+        Builtin { tool: task, condition: BuiltinCondition::Subagents },
         Builtin { tool: Arc::new(ViewImageTool::new()), condition: BuiltinCondition::Vision },
     ]
 }

@@ -52,6 +52,14 @@ pub struct AgentRun {
     pub bootstrap: bool,
     /// Plan mode: adds `write_todos`.
     pub plan_mode: bool,
+    /// The custom agent's `skills`: whose `allowed-tools` the skill policy may use. `None`: all
+    /// skills, `[]`: none.
+    pub available_skills: Option<Vec<String>>,
+    /// `max_concurrent_subagents` (default 3, clamped 1..=4) for DeerFlow's
+    /// SubagentLimitMiddleware.
+    pub max_concurrent_subagents: Option<i64>,
+    /// `max_total_subagents` (default `subagents.max_total_per_run`, clamped 1..=50).
+    pub max_total_subagents: Option<i64>,
 }
 
 impl Default for AssemblyRequest {

@@ -73,6 +73,7 @@ impl Sources {
         config: &LoadedConfig,
         runtime: &Arc<Runtime>,
         opts: &HostOptions,
+        task: Arc<dyn toolhost_core::Tool>,
         problems: &mut Vec<Problem>,
     ) -> Self {
         let c = &config.config;
@@ -128,7 +129,7 @@ impl Sources {
             });
         }
         problems.extend(runtime_problems(c, runtime));
-        let builtins = super::builtins::builtins(c, skills.clone());
+        let builtins = super::builtins::builtins(c, skills.clone(), task);
         let mut layers: Vec<Arc<dyn ToolLayer>> = Vec::new();
         if let Some(path) = &opts.extensions {
             layers.push(super::layers::mcp_layer(path.clone(), opts.env.clone()));

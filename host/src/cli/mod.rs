@@ -1,8 +1,10 @@
-//! The `toolhost` commands: `tools`, `call`, `inspect`, `check`, `audit`, `route`, `serve`.
+//! The `toolhost` commands: `tools`, `call`, `inspect`, `check`, `audit`, `route`, `serve`,
+//! `agents`.
 //! Results go to stdout, diagnostics to stderr; a failed command exits non-zero.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
@@ -36,11 +38,14 @@ enum Command {
     /// List the assembled tools (DeerFlow's get_available_tools).
     Tools {
         /// Keep only config tools of these groups (comma-separated).
-        #[arg(long, value_delimiter = ',')]
+        #[arg(long, value_delimiter = ',', conflicts_with = "agent")]
         groups: Option<Vec<String>>,
         /// The model whose supports_vision decides view_image (default: the first model).
         #[arg(long)]
         model: Option<String>,
+        /// Assemble for custom agent NAME (`<data>/agents/NAME/config.yaml`).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
         /// Assemble as with subagents enabled (adds `task`).
         #[arg(long)]
         subagents: bool,
@@ -66,10 +71,16 @@ enum Command {
         args: String,
         #[arg(long, default_value = "default")]
         thread: String,
-        #[arg(long)]
+        #[arg(long, conflicts_with = "agent")]
         groups: Option<String>,
         #[arg(long)]
         model: Option<String>,
+        /// Call as custom agent NAME (`<data>/agents/NAME/config.yaml`).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+        /// Subagents enabled: `task` is available.
+        #[arg(long)]
+        subagents: bool,
         /// Print {"content", "status", "update"}.
         #[arg(long)]
         json: bool,
@@ -84,6 +95,15 @@ enum Command {
         message: String,
         #[arg(long, default_value = "default")]
         thread: String,
+        /// Route for custom agent NAME.
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+    },
+    /// List the custom agents (`<data>/agents/*/config.yaml`) with their groups, skills and model.
+    Agents {
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
     },
     /// Classify a bash command as the audit would (block / warn / pass) without running it.
     Audit {
@@ -112,11 +132,17 @@ enum Command {
         #[arg(long)]
         insecure_no_auth: bool,
         /// Serve only config tools of these groups (comma-separated).
-        #[arg(long, value_delimiter = ',')]
+        #[arg(long, value_delimiter = ',', conflicts_with = "agent")]
         groups: Option<Vec<String>>,
         /// The model whose supports_vision decides view_image (default: the first model).
         #[arg(long)]
         model: Option<String>,
+        /// Serve the tools of custom agent NAME (`<data>/agents/NAME/config.yaml`).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+        /// Subagents enabled: serve `task`.
+        #[arg(long)]
+        subagents: bool,
         /// Serve only these tools (comma-separated names).
         #[arg(long, value_delimiter = ',', value_name = "NAMES")]
         tools: Option<Vec<String>>,
@@ -166,7 +192,7 @@ pub fn main() -> ExitCode {
 /// `capabilities.env` see this process's environment, `TOOLHOST_EXTRA_CA_CERTS` and
 /// `DEERFLOW_WRITE_FILE_MAX_BYTES` fill their options, and `extensions_config.json` is found
 /// DeerFlow's way (`--extensions`, `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, then beside the config).
-fn open(cli: &Cli) -> anyhow::Result<Toolhost> {
+fn open(cli: &Cli) -> anyhow::Result<Arc<Toolhost>> {
     let env = Environment::from_process();
     let project_dir = match cli.config.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -189,7 +215,16 @@ fn open(cli: &Cli) -> anyhow::Result<Toolhost> {
         let tag = if p.severity == Severity::Error { "error" } else { "warning" };
         tracing::debug!("{tag}: {}", p.message);
     }
-    Ok(host)
+    // Shared, so that `task` can run its subagents' tools through it.
+    Ok(host.into_shared())
+}
+
+/// `req` as custom agent `agent` asks (`--agent`).
+fn with_agent(host: &Toolhost, agent: Option<&str>, req: AssemblyRequest) -> anyhow::Result<AssemblyRequest> {
+    Ok(match agent {
+        Some(name) => host.agent_request(name, req)?,
+        None => req,
+    })
 }
 
 /// `call`'s arguments: JSON text, `-` for stdin, or `@FILE`; always a JSON object.
@@ -257,7 +292,7 @@ fn render(out: Output, json: bool) -> anyhow::Result<ExitCode> {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
-        Command::Tools { groups, model, subagents, no_mcp, thread, json, explain } => {
+        Command::Tools { groups, model, agent, subagents, no_mcp, thread, json, explain } => {
             let req = AssemblyRequest {
                 groups: groups.clone(),
                 include_mcp: !no_mcp,
@@ -265,18 +300,22 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 subagent_enabled: *subagents,
                 ..Default::default()
             };
-            render(tools(&cli, &req, thread.as_deref(), *explain).await?, *json)
+            render(tools(&cli, req, agent.as_deref(), thread.as_deref(), *explain).await?, *json)
         }
-        Command::Call { name, args, thread, groups, model, json } => {
+        Command::Call { name, args, thread, groups, model, agent, subagents, json } => {
             let req = AssemblyRequest {
                 groups: groups.as_ref().map(|g| g.split(',').map(str::to_string).collect()),
                 model_name: model.clone(),
+                subagent_enabled: *subagents,
                 ..Default::default()
             };
-            render(call(&cli, &req, thread, name, args).await?, *json)
+            render(call(&cli, req, agent.as_deref(), thread, name, args).await?, *json)
         }
         Command::Inspect { file } => render(inspect(&cli, file)?, false),
-        Command::Route { message, thread } => render(route(&cli, thread, message).await?, false),
+        Command::Route { message, thread, agent } => {
+            render(route(&cli, agent.as_deref(), thread, message).await?, false)
+        }
+        Command::Agents { json } => render(agents(&cli)?, *json),
         Command::Audit { command, json } => render(audit(command), *json),
         Command::Serve {
             http,
@@ -286,6 +325,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             insecure_no_auth,
             groups,
             model,
+            agent,
+            subagents,
             tools,
             exclude,
             max_sessions,
@@ -298,7 +339,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Some(t) => Some(t.clone()),
                 None => std::env::var("TOOLHOST_SERVE_TOKEN").ok(),
             };
-            let request = AssemblyRequest { groups: groups.clone(), model_name: model.clone(), ..Default::default() };
+            let request = AssemblyRequest {
+                groups: groups.clone(),
+                model_name: model.clone(),
+                subagent_enabled: *subagents,
+                ..Default::default()
+            };
             let opts = toolhost::server::ServeOptions {
                 http: http.clone(),
                 thread: thread.clone(),
@@ -307,6 +353,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 token: if http.is_some() { token } else { None },
                 insecure_no_auth: *insecure_no_auth,
                 request,
+                agent: agent.clone(),
                 filter: toolhost::server::ToolFilter { only: tools.clone(), exclude: exclude.clone() },
                 limits: Default::default(),
             };
@@ -317,8 +364,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// `toolhost tools`: the assembly (or a thread's model view), with `--explain` the reasons.
-async fn tools(cli: &Cli, req: &AssemblyRequest, thread: Option<&str>, explain: bool) -> anyhow::Result<Output> {
+async fn tools(
+    cli: &Cli,
+    req: AssemblyRequest,
+    agent: Option<&str>,
+    thread: Option<&str>,
+    explain: bool,
+) -> anyhow::Result<Output> {
     let host = open(cli)?;
+    let req = &with_agent(&host, agent, req)?;
     let assembly = host.get_available_tools(req).await;
     let tools = match thread {
         Some(t) => host.model_tools(req, t).await?,
@@ -375,10 +429,18 @@ async fn tools(cli: &Cli, req: &AssemblyRequest, thread: Option<&str>, explain: 
 }
 
 /// `toolhost call`: one call through the pipeline; exit code 2 when the tool answered an error.
-async fn call(cli: &Cli, req: &AssemblyRequest, thread: &str, name: &str, args: &str) -> anyhow::Result<Output> {
+async fn call(
+    cli: &Cli,
+    req: AssemblyRequest,
+    agent: Option<&str>,
+    thread: &str,
+    name: &str,
+    args: &str,
+) -> anyhow::Result<Output> {
     let args = call_arguments(args)?;
     let host = open(cli)?;
-    let result = host.call(req, thread, name, args, None).await?;
+    let req = with_agent(&host, agent, req)?;
+    let result = host.call(&req, thread, name, args, None).await?;
     let o = &result.outcome;
     let mut json = serde_json::json!({
         "content": o.text_content(),
@@ -393,6 +455,9 @@ async fn call(cli: &Cli, req: &AssemblyRequest, thread: &str, name: &str, args: 
     }
     if let Some(s) = &o.structured {
         json["structured"] = s.clone();
+    }
+    if let Some(k) = &o.additional_kwargs {
+        json["additional_kwargs"] = Value::Object(k.clone());
     }
     if let Some(kind) = result.error_kind() {
         json["error_kind"] = serde_json::to_value(kind)?;
@@ -437,9 +502,10 @@ fn inspect(cli: &Cli, file: &std::path::Path) -> anyhow::Result<Output> {
 }
 
 /// `toolhost route`: DeerFlow's McpRoutingMiddleware on one user message.
-async fn route(cli: &Cli, thread: &str, message: &str) -> anyhow::Result<Output> {
+async fn route(cli: &Cli, agent: Option<&str>, thread: &str, message: &str) -> anyhow::Result<Output> {
     let host = open(cli)?;
-    let names = host.auto_promote(&AssemblyRequest::default(), thread, message).await?;
+    let req = with_agent(&host, agent, AssemblyRequest::default())?;
+    let names = host.auto_promote(&req, thread, message).await?;
     let text = if names.is_empty() {
         "no deferred tool matched\n".to_string()
     } else {
@@ -494,13 +560,48 @@ async fn serve(
     let for_open = cli.clone();
     let host: toolhost::server::HostOpening = Box::pin(async move {
         match tokio::task::spawn_blocking(move || open(&for_open)).await {
-            Ok(Ok(host)) => Ok(std::sync::Arc::new(host)),
+            Ok(Ok(host)) => Ok(host),
             Ok(Err(e)) => Err(format!("{e:#}")),
             Err(e) => Err(format!("opening the host failed: {e}")),
         }
     });
     toolhost::server::run(&cli.data_dir, host, opts).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `toolhost agents`: the custom agents with their groups, skills and model; an agent whose
+/// config cannot be read is listed with its error and fails the command.
+fn agents(cli: &Cli) -> anyhow::Result<Output> {
+    let listed = toolhost::list_agents(&cli.data_dir);
+    let show = |v: &Option<Vec<String>>, all: &str| match v {
+        None => all.to_string(),
+        Some(v) if v.is_empty() => "none".to_string(),
+        Some(v) => v.join(","),
+    };
+    let (mut json, mut text, mut notes) = (Vec::new(), String::new(), Vec::new());
+    for (name, agent) in &listed {
+        match agent {
+            Ok(a) => {
+                json.push(serde_json::json!({"name": name, "description": a.description, "model": a.model, "tool_groups": a.tool_groups, "skills": a.skills}));
+                text += &format!(
+                    "{name:<20} groups: {}  skills: {}  model: {}  {}\n",
+                    show(&a.tool_groups, "all"),
+                    show(&a.skills, "all"),
+                    a.model.as_deref().unwrap_or("default"),
+                    a.description.lines().next().unwrap_or("")
+                );
+            }
+            Err(e) => {
+                json.push(serde_json::json!({"name": name, "error": e.to_string()}));
+                notes.push(format!("error: {e}"));
+            }
+        }
+    }
+    if listed.is_empty() {
+        notes.push(format!("no agents under {}", cli.data_dir.join("agents").display()));
+    }
+    let code = if notes.iter().any(|n| n.starts_with("error:")) { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+    Ok(Output::new(Value::Array(json), text).notes(notes).code(code))
 }
 
 /// `toolhost check`: every problem of the config, then what assembles.

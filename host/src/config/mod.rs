@@ -203,6 +203,20 @@ pub struct ModelConfig {
     pub name: String,
     #[serde(default)]
     pub supports_vision: bool,
+    /// The rest of the entry (`use`, `model`, `base_url`, `api_key`, …), which the subagent loop
+    /// reads as DeerFlow's ChatOpenAI does.
+    #[serde(flatten)]
+    pub extra: IndexMap<String, Value>,
+}
+
+impl ModelConfig {
+    /// The entry as written (after `$VAR` expansion), `name` included.
+    pub fn entry(&self) -> serde_json::Map<String, Value> {
+        let mut m: serde_json::Map<String, Value> = self.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        m.insert("name".into(), Value::String(self.name.clone()));
+        m.insert("supports_vision".into(), Value::Bool(self.supports_vision));
+        m
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -220,16 +234,8 @@ impl Default for SkillEvolutionConfig {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct SubagentsConfig {
-    pub timeout_seconds: Option<u64>,
-    pub max_turns: Option<u64>,
-    #[serde(deserialize_with = "null_as_default")]
-    pub agents: IndexMap<String, Value>,
-    #[serde(deserialize_with = "null_as_default")]
-    pub custom_agents: IndexMap<String, Value>,
-}
+/// The `subagents:` section: the subagents crate's type, read straight from config.yaml.
+pub use toolhost_subagents::SubagentsAppConfig as SubagentsConfig;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]

@@ -11,6 +11,7 @@ mod skill_tool_policy;
 mod tool_error_handling;
 mod tool_result_sanitization;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -64,12 +65,16 @@ pub struct ToolRequest<'a> {
     pub tool: Option<&'a Arc<dyn Tool>>,
     /// The assembly's deferred tools, when tool search is on.
     pub deferred: Option<&'a Deferred>,
+    /// The run's skill allowlist (a custom agent's or subagent's `skills`); `None`: all.
+    pub available_skills: Option<&'a BTreeSet<String>>,
 }
 
 /// What the model-view filters see besides the tools.
 pub struct ModelView<'a> {
     pub ctx: &'a CallContext,
     pub deferred: Option<&'a Deferred>,
+    /// The run's skill allowlist; `None`: all.
+    pub available_skills: Option<&'a BTreeSet<String>>,
 }
 
 /// A middleware layer.

@@ -3,6 +3,7 @@
 //! framework tools, are visible and callable. A successful read of a SKILL.md makes that skill
 //! active by adding a `skill_context` entry to thread state.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -25,14 +26,14 @@ impl SkillToolPolicyMiddleware {
         Self { store, public }
     }
 
-    fn policy(&self, ctx: &CallContext) -> SkillToolPolicy {
+    fn policy(&self, ctx: &CallContext, available_skills: Option<&BTreeSet<String>>) -> SkillToolPolicy {
         let active = ActiveSkills::from_thread_state(&ctx.state, None);
         if active.slash_paths.is_empty() && active.read_paths.is_empty() {
             // No active skill: nothing to filter, and no need to read the skills tree.
             return SkillToolPolicy::passive();
         }
         let registry = self.store.load_registry(&self.public);
-        SkillToolPolicy::resolve(&active, registry.as_ref(), None)
+        SkillToolPolicy::resolve(&active, registry.as_ref(), available_skills)
     }
 }
 
@@ -43,7 +44,7 @@ impl Middleware for SkillToolPolicyMiddleware {
     }
 
     async fn wrap_call(&self, req: &ToolRequest<'_>, next: Next<'_>) -> ToolOutcome {
-        let policy = self.policy(req.ctx);
+        let policy = self.policy(req.ctx, req.available_skills);
         if let Some(mut denied) = policy.check_call(req.name) {
             denied.kind.get_or_insert(toolhost_core::ErrorKind::Refused);
             return denied;
@@ -74,6 +75,6 @@ impl Middleware for SkillToolPolicyMiddleware {
     }
 
     fn filter_tools(&self, tools: Vec<Arc<dyn Tool>>, view: &ModelView<'_>) -> Vec<Arc<dyn Tool>> {
-        self.policy(view.ctx).filter_tools(tools)
+        self.policy(view.ctx, view.available_skills).filter_tools(tools)
     }
 }

@@ -99,6 +99,9 @@ pub struct ServeOptions {
     pub insecure_no_auth: bool,
     /// What every session's tools are assembled for (groups, model, …).
     pub request: AssemblyRequest,
+    /// Serve as this custom agent (`<data>/agents/NAME/config.yaml`), applied to `request` once
+    /// the host is open (see [`Toolhost::agent_request`]).
+    pub agent: Option<String>,
     /// Which assembled tools are served.
     pub filter: ToolFilter,
     /// Sessions and thread expiry.
@@ -158,7 +161,7 @@ pub async fn run(data_dir: &std::path::Path, host: HostOpening, mut opts: ServeO
     let keeper = ThreadKeeper::new(data_dir, opts.limits.thread_ttl());
     let (ready, opening) = tokio::sync::watch::channel(None);
     let opening = Opening(opening);
-    let (request, filter) = (opts.request.clone(), opts.filter.clone());
+    let (request, filter, agent) = (opts.request.clone(), opts.filter.clone(), opts.agent.clone());
     let setup = {
         let keeper = keeper.clone();
         async move {
@@ -168,6 +171,17 @@ pub async fn run(data_dir: &std::path::Path, host: HostOpening, mut opts: ServeO
                     ready.send_replace(Some(Err(Arc::from(e.as_str()))));
                     return Err(ServeError::Open(e));
                 }
+            };
+            let request = match agent {
+                Some(name) => match host.agent_request(&name, request) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        let e = e.to_string();
+                        ready.send_replace(Some(Err(Arc::from(e.as_str()))));
+                        return Err(ServeError::Open(e));
+                    }
+                },
+                None => request,
             };
             keeper.attach(host.clone());
             let served = Arc::new(Served { host, request, filter });

@@ -1,0 +1,175 @@
+//! The host's side of DeerFlow's subagents and custom agents: the `task` builtin with the
+//! settings it shares, binding it to each run, running a subagent's tools through this host
+//! ([`toolhost_subagents::SubagentHost`]), the SubagentLimit truncation of a turn's `task` calls,
+//! and custom agents (`<data>/agents/NAME/config.yaml` turned into an [`AssemblyRequest`]).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::{Arc, Weak};
+
+use async_trait::async_trait;
+use serde_json::Value;
+use toolhost_core::{ThreadState, Tool, ToolOutcome};
+use toolhost_subagents::{
+    agents, limit, HostSlot, ParentRun, SubagentHost, SubagentScope, SubagentToolset, TaskSettings, TaskTool,
+};
+
+use crate::assembly::{AgentRun, Assembly, AssemblyRequest};
+use crate::config::AppConfig;
+use crate::options::Environment;
+use crate::Toolhost;
+
+/// The `task` tool's shared settings and the slot through which it reaches the host.
+pub(crate) struct Subagents {
+    settings: Arc<TaskSettings>,
+}
+
+impl Subagents {
+    pub fn new(config: &AppConfig, env: &Environment) -> Self {
+        let env = env.clone();
+        let settings = TaskSettings {
+            subagents: config.subagents.clone(),
+            models: config.models.iter().map(|m| m.entry()).collect(),
+            host_bash_allowed: config.is_host_bash_allowed(),
+            host: HostSlot::default(),
+            loop_detection: Default::default(),
+            env: Arc::new(move |k| env.get(k)),
+        };
+        Self { settings: Arc::new(settings) }
+    }
+
+    /// The `task` builtin as the builtin list holds it (no parent run yet).
+    pub fn builtin(&self) -> Arc<dyn Tool> {
+        Arc::new(TaskTool::new(self.settings.clone(), ParentRun::default()))
+    }
+
+    /// Give the `task` tools a way back to the host (a weak reference: the host owns its tools).
+    pub fn bind_host(&self, host: Weak<Toolhost>) {
+        let host: Weak<dyn SubagentHost> = host;
+        self.settings.host.bind(host);
+    }
+
+    /// Replace the assembled `task` with one bound to this run: its subagents inherit the run's
+    /// model, tool groups and skills (DeerFlow reads them from the run's metadata).
+    pub fn bind_task(&self, req: &AssemblyRequest, assembly: &mut Assembly) {
+        let Some(slot) = assembly.tools.iter_mut().find(|t| t.spec().name == "task" && t.spec().group.is_none()) else {
+            return;
+        };
+        if !matches!(slot.spec().source, toolhost_core::ToolSource::Builtin) {
+            return;
+        }
+        let parent = ParentRun {
+            model_name: req.model_name.clone(),
+            tool_groups: req.groups.clone(),
+            available_skills: req.agent.available_skills.clone(),
+        };
+        *slot = Arc::new(TaskTool::new(self.settings.clone(), parent));
+    }
+}
+
+/// The request a subagent's tools are assembled with (DeerFlow's `task_tool`:
+/// `get_available_tools(model_name=effective_model, groups=<parent tool_groups>,
+/// subagent_enabled=False, include_upload_tool=False)`).
+fn subagent_request(scope: &SubagentScope) -> AssemblyRequest {
+    AssemblyRequest {
+        groups: scope.groups.clone(),
+        include_mcp: true,
+        model_name: Some(scope.model_name.clone()),
+        subagent_enabled: false,
+        include_upload_tool: false,
+        agent: AgentRun { available_skills: scope.skills.clone(), ..Default::default() },
+    }
+}
+
+#[async_trait]
+impl SubagentHost for Toolhost {
+    async fn subagent_tools(
+        &self,
+        scope: &SubagentScope,
+        thread_id: &str,
+        state: &ThreadState,
+    ) -> Result<SubagentToolset, String> {
+        let req = subagent_request(scope);
+        let assembly = self.get_available_tools(&req).await;
+        let tools = self.model_tools_with_state(&req, thread_id, state.clone()).await.map_err(|e| e.to_string())?;
+        Ok(SubagentToolset { tools, deferred_prompt: assembly.deferred.as_ref().map(|d| d.setup.prompt_section()) })
+    }
+
+    async fn run_tool_calls(
+        &self,
+        scope: &SubagentScope,
+        thread_id: &str,
+        state: &mut ThreadState,
+        calls: Vec<toolhost_subagents::ToolCall>,
+    ) -> Result<Vec<ToolOutcome>, String> {
+        let req = subagent_request(scope);
+        let calls = calls.into_iter().map(|c| (c.name, c.args, Some(c.id))).collect();
+        let results = self.call_turn_with_state(&req, thread_id, state, calls).await.map_err(|e| e.to_string())?;
+        Ok(results.into_iter().map(|r| r.outcome).collect())
+    }
+}
+
+/// The run's skill allowlist as the skill policy takes it.
+pub(crate) fn skill_allowlist(req: &AssemblyRequest) -> Option<BTreeSet<String>> {
+    req.agent.available_skills.as_ref().map(|s| s.iter().cloned().collect())
+}
+
+/// DeerFlow's SubagentLimitMiddleware over one turn's calls: for each call, `Some(outcome)` when
+/// it is dropped and must not run. Only runs with subagents enabled have `task`.
+pub(crate) fn limit_task_calls(
+    config: &AppConfig,
+    req: &AssemblyRequest,
+    state: &ThreadState,
+    calls: &[(String, Value, Option<String>)],
+) -> Vec<Option<ToolOutcome>> {
+    if !req.subagent_enabled || !calls.iter().any(|(n, _, _)| n == "task") {
+        return vec![None; calls.len()];
+    }
+    let limits = limit::SubagentLimits::new(
+        req.agent.max_concurrent_subagents.unwrap_or(toolhost_subagents::config::DEFAULT_MAX_CONCURRENT_SUBAGENTS),
+        req.agent.max_total_subagents.unwrap_or(config.subagents.max_total_per_run),
+    );
+    let names: Vec<&str> = calls.iter().map(|(n, _, _)| n.as_str()).collect();
+    let t = limit::truncate_task_calls(&names, limit::prior_delegations(&state.delegations), limits);
+    if !t.dropped.is_empty() {
+        tracing::warn!(
+            "Truncated {} excess task tool call(s) from model response (concurrent limit: {}; total limit: {})",
+            t.dropped.len(),
+            limits.max_concurrent,
+            limits.max_total
+        );
+    }
+    (0..calls.len())
+        .map(|i| t.dropped.contains(&i).then(|| ToolOutcome::error(limit::dropped_message(limits, &t))))
+        .collect()
+}
+
+/// A custom agent applied to `req`: its `tool_groups` restrict config tools, its `model` decides
+/// `view_image` (a model the config does not have falls back to the first, as DeerFlow's
+/// `_resolve_model_name` does, with a warning), its `skills` the skill policy, and the run gets
+/// `update_agent`. A model already in `req` wins over the agent's, as a request's model does in
+/// DeerFlow. Returns the warnings.
+pub(crate) fn apply_agent(
+    config: &AppConfig,
+    data_dir: &Path,
+    name: &str,
+    req: &mut AssemblyRequest,
+) -> Result<Vec<String>, agents::AgentError> {
+    let agent = agents::load_agent(&data_dir.join("agents"), name)?;
+    let mut warnings = Vec::new();
+    req.groups = agent.tool_groups.clone();
+    if req.model_name.is_none() {
+        req.model_name = match agent.model {
+            Some(m) if config.models.iter().any(|c| c.name == m) => Some(m),
+            Some(m) => {
+                warnings
+                    .push(format!("agent '{name}': model '{m}' not found in config; fallback to the default model"));
+                None
+            }
+            None => None,
+        };
+    }
+    req.agent.agent_name = Some(name.to_string());
+    req.agent.available_skills = agent.skills;
+    Ok(warnings)
+}
