@@ -24,15 +24,23 @@ struct Env {
 
 fn config_yaml(base_url: &str, extra: &str) -> String {
     format!(
-        "models:\n  - {{name: scripted, use: 'langchain_openai:ChatOpenAI', model: scripted-1, base_url: '{base_url}', api_key: test-key}}\n  - {{name: seeing, use: 'langchain_openai:ChatOpenAI', model: v, base_url: '{base_url}', supports_vision: true}}\ntools:\n  - {{name: read_file, group: 'file:read', use: 'deerflow.sandbox.tools:read_file_tool'}}\n  - {{name: ls, group: 'file:read', use: 'deerflow.sandbox.tools:ls_tool'}}\n  - {{name: write_file, group: 'file:write', use: 'deerflow.sandbox.tools:write_file_tool'}}\nsubagents:\n  custom_agents:\n    reader: {{description: Reads files, system_prompt: You read files., tools: [read_file]}}\n    slow: {{description: Slow, system_prompt: p, timeout_seconds: 1}}\n{extra}"
+        "models:\n  - {{name: scripted, use: 'langchain_openai:ChatOpenAI', model: scripted-1, base_url: '{base_url}', api_key: test-key}}\n  - {{name: seeing, use: 'langchain_openai:ChatOpenAI', model: v, base_url: '{base_url}', supports_vision: true}}\ntools:\n  - {{name: read_file, group: 'file:read', use: 'deerflow.sandbox.tools:read_file_tool'}}\n  - {{name: ls, group: 'file:read', use: 'deerflow.sandbox.tools:ls_tool'}}\n  - {{name: write_file, group: 'file:write', use: 'deerflow.sandbox.tools:write_file_tool'}}\nsubagents:\n  custom_agents:\n    reader: {{description: Reads files, system_prompt: You read files., tools: [read_file]}}\n    slow: {{description: Slow, system_prompt: p, timeout_seconds: 1}}\n    helper: {{description: An ACP agent, system_prompt: Be brief., acp: echo, timeout_seconds: 60}}\n    broken: {{description: A failing ACP agent, system_prompt: '', acp: fail, timeout_seconds: 60}}\n{extra}"
     )
 }
 
 fn open(base_url: &str, extra: &str) -> Env {
+    open_with(base_url, extra, |_| {})
+}
+
+/// [`open`] with `before` preparing the directory first (skills are found when the host opens).
+fn open_with(base_url: &str, extra: &str, before: impl FnOnce(&Path)) -> Env {
     let dir = tempfile::tempdir().unwrap();
+    before(dir.path());
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, config_yaml(base_url, extra)).unwrap();
-    std::fs::write(dir.path().join("extensions_config.json"), r#"{"mcpServers": {}}"#).unwrap();
+    if !dir.path().join("extensions_config.json").exists() {
+        std::fs::write(dir.path().join("extensions_config.json"), r#"{"mcpServers": {}}"#).unwrap();
+    }
     let opts = HostOptions::new(&config)
         .data_dir(dir.path().join("data"))
         .cache_dir(dir.path().join("cache"))
@@ -113,7 +121,7 @@ async fn unknown_type_and_bash_disabled() {
     let r = task(&env, "nope", "x").await;
     assert_eq!(
         r.outcome.text_content(),
-        "Task failed. Error: Unknown subagent type 'nope'. Available: general-purpose, reader, slow"
+        "Task failed. Error: Unknown subagent type 'nope'. Available: general-purpose, reader, slow, helper, broken"
     );
     assert_eq!(kwargs(&r)["subagent_status"], "failed");
     let r = task(&env, "bash", "ls").await;
@@ -411,4 +419,314 @@ async fn malformed_and_missing_agent_configs() {
     // A normal command still works.
     let o = toolhost(&dir, &["tools", "--json"]);
     assert!(o.status.success(), "{}", out(&o));
+}
+
+/// `acp_agents:` entries for the Python ACP peer (`scripts/install-acp-peers.sh`) in `modes`.
+fn acp_agents(modes: &[&str]) -> String {
+    let python = concat!(env!("CARGO_MANIFEST_DIR"), "/../.peers/acp-venv/bin/python");
+    assert!(Path::new(python).exists(), "the Python ACP peer is missing; run scripts/install-acp-peers.sh");
+    let agent = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/acp/tests/agents/py_agent.py");
+    let mut out = "acp_agents:\n".to_string();
+    for m in modes {
+        out += &format!(
+            "  {m}: {{command: '{python}', args: ['{agent}', {m}], description: test agent, timeout_seconds: 60}}\n"
+        );
+    }
+    out
+}
+
+/// A subagent that is an ACP agent (`acp: echo`): the prompt, after the subagent's system prompt,
+/// reaches a real ACP agent process through invoke_acp_agent; its answer is the task's result.
+#[tokio::test]
+async fn acp_subagent_answers_through_a_real_acp_agent() {
+    let server = ChatServer::scripted(vec![answer("model answer")]).await;
+    let env = open(&server.base_url, &acp_agents(&["echo", "fail"]));
+    let r = task(&env, "helper", "hello agent").await;
+    assert_eq!(
+        r.outcome.text_content(),
+        "Task Succeeded. Result: echo: Be brief.\n\nhello agent\nwrote /mnt/acp-workspace/echo.txt"
+    );
+    let k = kwargs(&r);
+    assert_eq!(k["subagent_status"], "completed");
+    let written = env.dir.path().join("data/threads/t1/acp-workspace/echo.txt");
+    assert_eq!(std::fs::read_to_string(written).unwrap(), "Be brief.\n\nhello agent");
+    assert!(server.requests().is_empty(), "an ACP subagent calls no model");
+
+    let r = task(&env, "broken", "x").await;
+    let text = r.outcome.text_content();
+    assert!(text.starts_with("Task failed. Error: Error invoking ACP agent 'fail':"), "{text}");
+    assert_eq!(kwargs(&r)["subagent_status"], "failed");
+    // The ledger has both; a model subagent still works beside them.
+    assert_eq!(env.host.thread_state("t1").await.unwrap().delegations.len(), 2);
+    assert_eq!(task(&env, "general-purpose", "x").await.outcome.text_content(), "Task Succeeded. Result: model answer");
+}
+
+/// Without `acp_agents`, an ACP subagent fails with the pipeline's answer; nothing else runs.
+#[tokio::test]
+async fn acp_subagent_without_acp_agents_fails_clearly() {
+    let server = ChatServer::scripted(vec![answer("done")]).await;
+    let env = open(&server.base_url, "");
+    let r = task(&env, "helper", "x").await;
+    let text = r.outcome.text_content();
+    assert!(text.starts_with("Task failed. Error: Error: invoke_acp_agent is not a valid tool"), "{text}");
+    assert!(server.requests().is_empty());
+}
+
+fn write_skill(root: &Path) {
+    let skill = root.join("skills/public/demo-skill");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: demo-skill\ndescription: A demo skill.\nallowed-tools: [write_file]\n---\n# Demo\nOnly write files.\n",
+    )
+    .unwrap();
+}
+
+/// A custom agent's `skills` decide whose `allowed-tools` count: with the skill active, `null`
+/// lets its write_file through, `[]` leaves only the framework tools, a list naming it keeps it.
+#[tokio::test]
+async fn agent_skills_decide_the_skill_policy() {
+    let env =
+        open_with("http://127.0.0.1:9/v1", "skills:\n  path: skills\n  container_path: /mnt/skills\n", write_skill);
+    let host = &env.host;
+    let r = host
+        .thread("t1")
+        .call(toolhost::ToolCall::new(
+            "read_file",
+            json!({"description": "load skill", "path": "/mnt/skills/public/demo-skill/SKILL.md"}),
+        ))
+        .await
+        .unwrap();
+    assert!(r.outcome.text_content().contains("Only write files."), "{}", r.outcome.text_content());
+    let names = |tools: Vec<toolhost::ToolSpec>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
+    let setup = |name: &str, skills: Value| {
+        let dir = env.dir.path().join("data/agents").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.yaml"), format!("name: {name}\nskills: {skills}\n")).unwrap();
+    };
+    setup("all-skills", Value::Null);
+    setup("no-skills", json!([]));
+    setup("demo-only", json!(["demo-skill"]));
+
+    let all = names(host.thread("t1").with_agent("all-skills").unwrap().tools().await.unwrap());
+    assert!(all.contains(&"write_file".to_string()) && !all.contains(&"ls".to_string()), "{all:?}");
+    let none = names(host.thread("t1").with_agent("no-skills").unwrap().tools().await.unwrap());
+    assert!(!none.contains(&"write_file".to_string()) && !none.contains(&"ls".to_string()), "{none:?}");
+    assert!(none.contains(&"read_file".to_string()), "framework tools stay: {none:?}");
+    let demo = names(host.thread("t1").with_agent("demo-only").unwrap().tools().await.unwrap());
+    assert_eq!(demo, all);
+    // The policy holds for calls too, not only for the listing.
+    let t = host.thread("t1").with_agent("no-skills").unwrap();
+    let r = t
+        .call(toolhost::ToolCall::new(
+            "write_file",
+            json!({"description": "w", "path": "/mnt/user-data/workspace/x.txt", "content": "x"}),
+        ))
+        .await
+        .unwrap();
+    assert!(r.outcome.is_error(), "{}", r.outcome.text_content());
+    assert!(!env.dir.path().join("data/threads/t1/user-data/workspace/x.txt").exists());
+    let t = host.thread("t1").with_agent("demo-only").unwrap();
+    let r = t
+        .call(toolhost::ToolCall::new(
+            "write_file",
+            json!({"description": "w", "path": "/mnt/user-data/workspace/x.txt", "content": "x"}),
+        ))
+        .await
+        .unwrap();
+    assert!(!r.outcome.is_error(), "{}", r.outcome.text_content());
+}
+
+/// `toolhost serve` over stdio, driven line by line.
+struct Serve {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl Serve {
+    fn start(dir: &Path) -> Self {
+        use std::io::BufRead as _;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["serve", "--subagents", "--thread", "t1"])
+            .arg("--config")
+            .arg(dir.join("config.yaml"))
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .arg("--extensions")
+            .arg(dir.join("extensions_config.json"))
+            .env_remove("TOOLHOST_CONFIG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let Ok(v) = serde_json::from_str(&line) else { return };
+                if tx.send(v).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut me = Serve { child, stdin, lines };
+        me.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}));
+        assert_eq!(me.next()["id"], 0);
+        me.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        me
+    }
+
+    fn send(&mut self, v: Value) {
+        use std::io::Write as _;
+        writeln!(self.stdin, "{v}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn next(&mut self) -> Value {
+        self.lines.recv_timeout(Duration::from_secs(120)).expect("the server answered nothing")
+    }
+
+    fn call_task(&mut self, id: u64, prompt: &str) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "task", "_meta": {"progressToken": format!("p{id}")},
+            "arguments": {"description": "look it up", "prompt": prompt, "subagent_type": "general-purpose"}}}));
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Under `serve`, `task` reports progress (started, each subagent message, finished) to a client
+/// that gave a progress token, and a client's cancellation stops the subagent: its model request
+/// is dropped and no result is sent. A normal task works afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_reports_task_progress_and_cancellation_stops_the_subagent() {
+    let server = ChatServer::start(Arc::new(|_, req: &Value| {
+        let prompt = req["messages"][1]["content"].as_str().unwrap_or("");
+        let turn = req["messages"].as_array().map(|m| m.len()).unwrap_or(0);
+        match (prompt, turn) {
+            ("hang", _) => Reply::Hang,
+            (_, 2) => read_notes(),
+            _ => answer("The notes say 42."),
+        }
+    }))
+    .await;
+    let env = open(&server.base_url, "");
+    let dir = env.dir.path().to_path_buf();
+    let mut serve = tokio::task::spawn_blocking(move || Serve::start(&dir)).await.unwrap();
+
+    let (mut serve, progress, result) = tokio::task::spawn_blocking(move || {
+        serve.call_task(1, "notes?");
+        let mut progress = Vec::new();
+        loop {
+            let m = serve.next();
+            if m["method"] == "notifications/progress" {
+                progress.push(m["params"].clone());
+            } else if m["id"] == 1 {
+                return (serve, progress, m);
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(result["result"]["content"][0]["text"], "Task Succeeded. Result: The notes say 42.", "{result}");
+    assert_eq!(result["result"]["_meta"]["subagent_status"], "completed", "{result}");
+    let messages: Vec<&str> = progress.iter().map(|p| p["message"].as_str().unwrap()).collect();
+    assert_eq!(
+        messages,
+        [
+            "subagent general-purpose started: look it up",
+            "subagent calls read_file",
+            "subagent: The notes say 42.",
+            "subagent general-purpose completed"
+        ]
+    );
+    assert!(progress.iter().all(|p| p["progressToken"] == "p1"));
+    let values: Vec<f64> = progress.iter().map(|p| p["progress"].as_f64().unwrap()).collect();
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "progress increases: {values:?}");
+
+    // A hanging model: cancel once the subagent has started.
+    let hung_up = server.hung_up.clone();
+    let mut serve = tokio::task::spawn_blocking(move || {
+        serve.call_task(2, "hang");
+        let m = serve.next();
+        assert_eq!(m["params"]["message"], "subagent general-purpose started: look it up", "{m}");
+        // The model request is under way once the server has it.
+        serve
+    })
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.requests().iter().filter(|r| r["messages"][1]["content"] == "hang").count() == 0 {
+        assert!(Instant::now() < deadline, "the hanging request never arrived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    serve.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "user"}}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while hung_up.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "the subagent's model request was not dropped");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // No result for the cancelled request; the next call is answered normally.
+    let (next, _serve) = tokio::task::spawn_blocking(move || {
+        serve.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
+        (serve.next(), serve)
+    })
+    .await
+    .unwrap();
+    assert_eq!(next["id"], 3, "the cancelled call must not answer: {next}");
+    let r = task(&env, "general-purpose", "again").await;
+    assert_eq!(r.outcome.text_content(), "Task Succeeded. Result: The notes say 42.");
+}
+
+/// tool_search inside a subagent promotes into the subagent's own state: the promoted MCP tool
+/// is offered to the subagent's next model call, while the parent thread promotes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subagent_promotions_stay_in_its_own_state() {
+    let server = ChatServer::start(Arc::new(|_, req: &Value| {
+        let turn = req["messages"].as_array().map(|m| m.len()).unwrap_or(0);
+        if turn == 2 {
+            tool_calls(&[("tool_search", r#"{"query": "select:time_get_current_time"}"#)])
+        } else {
+            answer("found it")
+        }
+    }))
+    .await;
+    let time = concat!(env!("CARGO_MANIFEST_DIR"), "/../.peers/venv/bin/mcp-server-time");
+    assert!(Path::new(time).exists(), "run scripts/install-peers.sh first");
+    let env = open_with(&server.base_url, "tool_search:\n  enabled: true\n", |dir| {
+        let ext = json!({"mcpServers": {"time": {"type": "stdio", "command": time, "args": ["--local-timezone", "UTC"], "session_init_timeout": 60}}});
+        std::fs::write(dir.join("extensions_config.json"), ext.to_string()).unwrap();
+    });
+    let names = |tools: Vec<toolhost::ToolSpec>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
+    let before = names(env.host.model_tools(&lead(), "t1").await.unwrap());
+    assert!(
+        before.contains(&"tool_search".to_string()) && !before.contains(&"time_get_current_time".to_string()),
+        "{before:?}"
+    );
+
+    let r = task(&env, "general-purpose", "what time is it?").await;
+    assert_eq!(r.outcome.text_content(), "Task Succeeded. Result: found it");
+    let offered = |req: &Value| -> Vec<String> {
+        req["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect()
+    };
+    let reqs = server.requests();
+    assert!(!offered(&reqs[0]).contains(&"time_get_current_time".to_string()), "deferred at first");
+    assert!(offered(&reqs[1]).contains(&"time_get_current_time".to_string()), "promoted for the subagent");
+    let promoted = env.host.thread_state("t1").await.unwrap().promoted;
+    let names_promoted = promoted.as_ref().and_then(|p| p.get("names")).and_then(Value::as_array).map_or(0, Vec::len);
+    assert_eq!(names_promoted, 0, "parent promoted: {promoted:?}");
+    let after = names(env.host.model_tools(&lead(), "t1").await.unwrap());
+    assert!(!after.contains(&"time_get_current_time".to_string()), "the parent still sees it deferred: {after:?}");
 }

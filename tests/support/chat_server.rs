@@ -55,6 +55,8 @@ pub type Script = Arc<dyn Fn(usize, &Value) -> Reply + Send + Sync>;
 pub struct ChatServer {
     pub base_url: String,
     pub requests: Arc<Mutex<Vec<Value>>>,
+    /// Requests answered with [`Reply::Hang`] whose client went away (closed the connection).
+    pub hung_up: Arc<std::sync::atomic::AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -76,11 +78,14 @@ impl ChatServer {
         let addr = listener.local_addr().unwrap();
         let requests: Arc<Mutex<Vec<Value>>> = Arc::default();
         let recorded = requests.clone();
+        let hung_up: Arc<std::sync::atomic::AtomicUsize> = Arc::default();
+        let gone = hung_up.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((mut sock, _)) = listener.accept().await else { return };
                 let script = script.clone();
                 let recorded = recorded.clone();
+                let gone = gone.clone();
                 tokio::spawn(async move {
                     let Some(body) = read_request(&mut sock).await else { return };
                     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
@@ -100,7 +105,15 @@ impl ChatServer {
                             (200, "application/json", b)
                         }
                         Reply::Hang => {
-                            tokio::time::sleep(Duration::from_secs(600)).await;
+                            let mut b = [0u8; 1];
+                            tokio::select! {
+                                _ = tokio::time::sleep(Duration::from_secs(600)) => {}
+                                r = tokio::io::AsyncReadExt::read(&mut sock, &mut b) => {
+                                    if matches!(r, Ok(0) | Err(_)) {
+                                        gone.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                                    }
+                                }
+                            }
                             return;
                         }
                     };
@@ -114,7 +127,7 @@ impl ChatServer {
                 });
             }
         });
-        Self { base_url: format!("http://{addr}/v1"), requests, task }
+        Self { base_url: format!("http://{addr}/v1"), requests, hung_up, task }
     }
 
     pub fn requests(&self) -> Vec<Value> {

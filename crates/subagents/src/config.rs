@@ -97,6 +97,10 @@ pub struct CustomSubagentConfig {
     pub max_turns: u64,
     #[serde(default = "nine_hundred", deserialize_with = "at_least_one")]
     pub timeout_seconds: u64,
+    /// toolhost: run this subagent as the ACP agent of that name (`acp_agents:`) instead of a
+    /// model loop; the prompt goes to it as `invoke_acp_agent` sends it.
+    #[serde(default)]
+    pub acp: Option<String>,
 }
 
 /// `TokenBudgetConfig` (DeerFlow `H/config/token_budget_config.py`).

@@ -55,6 +55,9 @@ pub struct SubagentRun<'a> {
     pub loop_detection: LoopDetectionConfig,
     /// Cumulative usage, readable while the run is going (a timed-out run still reports it).
     pub usage: &'a Mutex<Option<TokenUsage>>,
+    /// Where the `task` call's progress goes (an MCP client's progress token): one report per
+    /// subagent message.
+    pub progress: Option<Progressor<'a>>,
 }
 
 /// The run's end before the status contract: `Ok(final text, stop reason)` or a failure.
@@ -178,6 +181,9 @@ impl SubagentRun<'_> {
             }
             messages.push(turn.to_message());
             *last_ai_text = Some(turn.content.clone());
+            if let Some(p) = &self.progress {
+                p.report(subagent_message(&turn.content, &turn.tool_calls));
+            }
             if turn.tool_calls.is_empty() {
                 return End::Done(turn.content, stop.map(|(_, r)| r));
             }
@@ -467,4 +473,39 @@ mod tests {
         assert_eq!(s, "[TOKEN BUDGET EXCEEDED] The total token usage (1,600) has exceeded the safety limit (1,000). Producing final answer with results collected so far.");
         assert_eq!(grouped(2_000_000), "2,000,000");
     }
+}
+
+/// Progress reports of one `task` call: the sink, the call they are about, and a counter so
+/// that each report's `progress` is larger than the last (as MCP requires).
+#[derive(Clone, Copy)]
+pub struct Progressor<'a> {
+    pub sink: &'a toolhost_core::ProgressSink,
+    pub tool_call_id: &'a str,
+    pub seq: &'a std::sync::atomic::AtomicU64,
+}
+
+impl Progressor<'_> {
+    /// Report `message` (no total: a subagent's length is not known in advance).
+    pub fn report(&self, message: String) {
+        let n = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.sink.report(toolhost_core::Progress {
+            tool_call_id: self.tool_call_id.to_string(),
+            progress: n as f64,
+            total: None,
+            message: Some(message),
+        });
+    }
+}
+
+/// A subagent message as a progress line: its text (first 200 characters) or the tools it calls.
+fn subagent_message(content: &str, calls: &[crate::model::ToolCallRequest]) -> String {
+    let text: String = content.trim().chars().take(200).collect();
+    if !calls.is_empty() {
+        let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+        if text.is_empty() {
+            return format!("subagent calls {}", names.join(", "));
+        }
+        return format!("subagent: {text} (calls {})", names.join(", "));
+    }
+    format!("subagent: {text}")
 }

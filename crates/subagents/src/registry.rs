@@ -20,6 +20,8 @@ pub struct SubagentConfig {
     pub model: String,
     pub max_turns: u64,
     pub timeout_seconds: u64,
+    /// An ACP agent (`acp_agents:` name) that runs this subagent instead of a model loop.
+    pub acp: Option<String>,
 }
 
 /// The model name meaning "the parent's model".
@@ -59,6 +61,7 @@ pub fn builtin(name: &str) -> Option<SubagentConfig> {
         model: INHERIT.into(),
         max_turns,
         timeout_seconds: 900,
+        acp: None,
     })
 }
 
@@ -77,6 +80,7 @@ pub fn get_subagent_config(name: &str, app: &SubagentsAppConfig) -> Option<Subag
             model: c.model.clone(),
             max_turns: c.max_turns,
             timeout_seconds: c.timeout_seconds,
+            acp: c.acp.clone(),
         })
     })?;
     let o = app.agents.get(name);

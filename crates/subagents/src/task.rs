@@ -10,11 +10,13 @@ use serde_json::{json, Map, Value};
 use toolhost_core::{CallContext, StateUpdate, Tool, ToolOutcome, ToolSpec};
 
 use crate::config::SubagentsAppConfig;
-use crate::executor::{LoopDetectionConfig, SubagentRun};
+use crate::executor::{LoopDetectionConfig, Progressor, SubagentRun};
 use crate::model::{ChatClient, ChatModel};
-use crate::registry::{available_subagent_names, get_subagent_config, merge_skill_allowlists, resolve_model_name};
+use crate::registry::{
+    available_subagent_names, get_subagent_config, merge_skill_allowlists, resolve_model_name, SubagentConfig,
+};
 use crate::status::{bound_metadata_text, sha256_hex, SubagentOutcome, SubagentStatus};
-use crate::{SubagentHost, SubagentScope};
+use crate::{SubagentHost, SubagentScope, ToolCall};
 
 /// `LOCAL_BASH_SUBAGENT_DISABLED_MESSAGE`.
 pub const LOCAL_BASH_SUBAGENT_DISABLED_MESSAGE: &str = "Bash subagent is disabled for LocalSandboxProvider because host bash execution is not a secure sandbox boundary. Switch to AioSandboxProvider for isolated bash access, or set sandbox.allow_host_bash: true only in a fully trusted local environment.";
@@ -77,7 +79,13 @@ impl TaskTool {
         self.settings.models.iter().find(|m| m.get("name").and_then(Value::as_str) == Some(name))
     }
 
-    async fn run(&self, ctx: &CallContext, prompt: &str, subagent_type: &str) -> Result<SubagentOutcome, ToolOutcome> {
+    async fn run(
+        &self,
+        ctx: &CallContext,
+        prompt: &str,
+        subagent_type: &str,
+        progress: Option<Progressor<'_>>,
+    ) -> Result<SubagentOutcome, ToolOutcome> {
         let s = &self.settings;
         let Some(mut config) = get_subagent_config(subagent_type, &s.subagents) else {
             let available = available_subagent_names(&s.subagents, s.host_bash_allowed).join(", ");
@@ -90,6 +98,9 @@ impl TaskTool {
         }
         if let Some(parent_skills) = &self.parent.available_skills {
             config.skills = merge_skill_allowlists(Some(parent_skills), config.skills.as_deref());
+        }
+        if let Some(agent) = config.acp.clone() {
+            return Ok(self.run_acp(ctx, &config, &agent, prompt, progress).await);
         }
         let first = s.models.first().and_then(|m| m.get("name")).and_then(Value::as_str);
         let model_name = resolve_model_name(&config, self.parent.model_name.as_deref(), first)
@@ -128,6 +139,7 @@ impl TaskTool {
             token_budget: s.subagents.token_budget_for(subagent_type),
             loop_detection: s.loop_detection.clone(),
             usage: &usage,
+            progress,
         };
         tracing::info!(subagent = subagent_type, model = %model_name, timeout = config.timeout_seconds, "task: starting subagent");
         // Dropping the loop on timeout drops its model request and its running tool calls.
@@ -143,6 +155,73 @@ impl TaskTool {
                 usage: *usage.lock().unwrap_or_else(|p| p.into_inner()),
             },
         })
+    }
+}
+
+impl TaskTool {
+    /// A subagent that is an ACP agent (`acp: NAME`): the prompt (after the subagent's system
+    /// prompt) goes to `invoke_acp_agent` through the host's pipeline, in the parent's thread,
+    /// under the subagent's timeout; its answer is the result, an `Error…` answer the failure.
+    async fn run_acp(
+        &self,
+        ctx: &CallContext,
+        config: &SubagentConfig,
+        agent: &str,
+        prompt: &str,
+        progress: Option<Progressor<'_>>,
+    ) -> SubagentOutcome {
+        let Some(host) = self.settings.host.get() else {
+            return SubagentOutcome::failed(
+                "subagents need a shared host: open it with Toolhost::into_shared so the task tool can run the subagent",
+            );
+        };
+        let first = self.settings.models.first().and_then(|m| m.get("name")).and_then(Value::as_str);
+        let scope = SubagentScope {
+            model_name: self.parent.model_name.as_deref().or(first).unwrap_or_default().to_string(),
+            groups: self.parent.tool_groups.clone(),
+            skills: config.skills.clone(),
+        };
+        let text = match config.system_prompt.as_deref().map(str::trim).filter(|p| !p.is_empty()) {
+            Some(system) => format!("{system}\n\n{prompt}"),
+            None => prompt.to_string(),
+        };
+        let call = ToolCall {
+            name: "invoke_acp_agent".into(),
+            args: json!({"agent": agent, "prompt": text}),
+            id: format!("{}-acp", ctx.tool_call_id),
+        };
+        tracing::info!(subagent = %config.name, acp = agent, "task: starting ACP subagent");
+        let mut state = toolhost_core::ThreadState::default();
+        let timeout = Duration::from_secs(config.timeout_seconds);
+        let run = host.run_tool_calls(&scope, &ctx.thread_id, &mut state, vec![call]);
+        let outcome = match tokio::time::timeout(timeout, run).await {
+            Err(_) => {
+                return SubagentOutcome {
+                    status: SubagentStatus::TimedOut,
+                    error: Some(format!("Execution timed out after {} seconds", config.timeout_seconds)),
+                    ..SubagentOutcome::failed("")
+                }
+            }
+            Ok(Err(e)) => return SubagentOutcome::failed(e),
+            Ok(Ok(mut outcomes)) => match outcomes.pop() {
+                Some(o) => o,
+                None => return SubagentOutcome::failed("the ACP agent gave no answer"),
+            },
+        };
+        let answer = outcome.text_content();
+        if let Some(p) = &progress {
+            p.report(format!("ACP agent {agent} answered"));
+        }
+        if outcome.is_error() || answer.starts_with("Error") {
+            return SubagentOutcome::failed(answer);
+        }
+        let answer = if answer.trim().is_empty() { "No response generated".to_string() } else { answer };
+        SubagentOutcome {
+            status: SubagentStatus::Completed,
+            result: Some(answer),
+            error: None,
+            ..SubagentOutcome::failed("")
+        }
     }
 }
 
@@ -205,6 +284,9 @@ impl Tool for TaskTool {
     }
 
     async fn call(&self, ctx: &CallContext, args: Value) -> ToolOutcome {
+        let seq = std::sync::atomic::AtomicU64::new(0);
+        let progress =
+            ctx.progress.as_ref().map(|sink| Progressor { sink, tool_call_id: &ctx.tool_call_id, seq: &seq });
         #[allow(clippy::result_large_err)]
         let parsed = (|| {
             Ok::<_, ToolOutcome>((arg(&args, "description")?, arg(&args, "prompt")?, arg(&args, "subagent_type")?))
@@ -213,11 +295,20 @@ impl Tool for TaskTool {
             Ok(p) => p,
             Err(o) => return o,
         };
-        let outcome = match self.run(ctx, prompt, subagent_type).await {
+        if let Some(p) = &progress {
+            p.report(format!(
+                "subagent {subagent_type} started: {}",
+                description.chars().take(200).collect::<String>()
+            ));
+        }
+        let outcome = match self.run(ctx, prompt, subagent_type, progress).await {
             Ok(o) => o,
             Err(raised) => return raised,
         };
         tracing::info!(subagent = subagent_type, status = outcome.status.as_str(), "task: finished");
+        if let Some(p) = &progress {
+            p.report(format!("subagent {subagent_type} {}", outcome.status.as_str()));
+        }
         let entry = ledger_entry(&ctx.tool_call_id, description, subagent_type, &outcome);
         let mut out = ToolOutcome::text(outcome.message())
             .with_update(StateUpdate { delegations: Some(vec![entry]), ..Default::default() });

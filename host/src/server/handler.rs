@@ -124,7 +124,8 @@ fn internal(e: impl std::fmt::Display) -> McpError {
 }
 
 /// A toolhost outcome as an MCP tool result: text and image parts as such, MCP resources as the
-/// server sent them, `isError` from the status, `structuredContent` when present.
+/// server sent them, `isError` from the status, `structuredContent` when present, a tool's
+/// `additional_kwargs` as `_meta`.
 pub fn outcome_to_result(outcome: &ToolOutcome) -> CallToolResult {
     let content: Vec<ContentBlock> = outcome
         .content
@@ -146,6 +147,10 @@ pub fn outcome_to_result(outcome: &ToolOutcome) -> CallToolResult {
         .collect();
     let mut result = if outcome.is_error() { CallToolResult::error(content) } else { CallToolResult::success(content) };
     result.structured_content = outcome.structured.clone();
+    // DeerFlow's ToolMessage.additional_kwargs (`task`'s subagent_* metadata) travel as `_meta`.
+    if let Some(k) = &outcome.additional_kwargs {
+        result.meta = Some(rmcp::model::MetaObject(k.clone()));
+    }
     result
 }
 
@@ -231,32 +236,43 @@ impl ServerHandler for McpSessionHandler {
             return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
         }
         let _in_use = self.keeper.enter(&thread, true);
-        let result = match token {
-            None => served.host.call(&served.request, &thread, &name, args, None).await,
-            Some(token) => {
-                // The tool reports on the thread that runs it; a task sends the notifications in
-                // order, and all of them are sent before the result.
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-                let peer = cx.peer.clone();
-                let forward = tokio::spawn(async move {
-                    while let Some(p) = rx.recv().await {
-                        let mut n = ProgressNotificationParam::new(token.clone(), p.progress);
-                        n.total = p.total;
-                        n.message = p.message;
-                        if let Err(e) = peer.notify_progress(n).await {
-                            tracing::debug!("cannot send a progress notification: {e}");
+        let run = async {
+            match token {
+                None => served.host.call(&served.request, &thread, &name, args, None).await,
+                Some(token) => {
+                    // The tool reports on the thread that runs it; a task sends the notifications in
+                    // order, and all of them are sent before the result.
+                    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+                    let peer = cx.peer.clone();
+                    let forward = tokio::spawn(async move {
+                        while let Some(p) = rx.recv().await {
+                            let mut n = ProgressNotificationParam::new(token.clone(), p.progress);
+                            n.total = p.total;
+                            n.message = p.message;
+                            if let Err(e) = peer.notify_progress(n).await {
+                                tracing::debug!("cannot send a progress notification: {e}");
+                            }
                         }
+                    });
+                    let sink = ProgressSink::new(move |p| drop(tx.send(p)));
+                    let r = served.host.call_with_progress(&served.request, &thread, &name, args, None, sink).await;
+                    if let Err(e) = forward.await {
+                        tracing::debug!("progress forwarding ended: {e}");
                     }
-                });
-                let sink = ProgressSink::new(move |p| drop(tx.send(p)));
-                let r = served.host.call_with_progress(&served.request, &thread, &name, args, None, sink).await;
-                if let Err(e) = forward.await {
-                    tracing::debug!("progress forwarding ended: {e}");
+                    r
                 }
-                r
             }
-        }
-        .map_err(internal)?;
+        };
+        // A client's `notifications/cancelled` cancels `cx.ct`: dropping the call stops it (a
+        // subagent's model request and its running tool calls with it). rmcp sends no response
+        // for a cancelled request.
+        let result = tokio::select! {
+            r = run => r.map_err(internal)?,
+            _ = cx.ct.cancelled() => {
+                tracing::info!(thread = %thread, tool = %name, "tools/call cancelled by the client");
+                return Err(McpError::internal_error("the request was cancelled", None));
+            }
+        };
         for e in &result.state_errors {
             tracing::warn!(thread = %thread, tool = %name, "state update refused: {e}");
         }
