@@ -57,6 +57,9 @@ pub struct ChatServer {
     pub requests: Arc<Mutex<Vec<Value>>>,
     /// Requests answered with [`Reply::Hang`] whose client went away (closed the connection).
     pub hung_up: Arc<std::sync::atomic::AtomicUsize>,
+    /// Nanoseconds spent answering (from the first byte read to the last written), summed: the
+    /// server's share of a subagent's time, for the benchmark.
+    pub busy_ns: Arc<std::sync::atomic::AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -80,14 +83,17 @@ impl ChatServer {
         let recorded = requests.clone();
         let hung_up: Arc<std::sync::atomic::AtomicUsize> = Arc::default();
         let gone = hung_up.clone();
+        let busy_ns: Arc<std::sync::atomic::AtomicU64> = Arc::default();
+        let busy = busy_ns.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((mut sock, _)) = listener.accept().await else { return };
                 let script = script.clone();
                 let recorded = recorded.clone();
                 let gone = gone.clone();
+                let busy = busy.clone();
                 tokio::spawn(async move {
-                    let Some(body) = read_request(&mut sock).await else { return };
+                    let Some((body, started)) = read_request(&mut sock).await else { return };
                     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                     let n = {
                         let mut r = recorded.lock().unwrap();
@@ -123,11 +129,12 @@ impl ChatServer {
                     );
                     let _ = sock.write_all(head.as_bytes()).await;
                     let _ = sock.write_all(&body).await;
+                    busy.fetch_add(started.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
                     let _ = sock.shutdown().await;
                 });
             }
         });
-        Self { base_url: format!("http://{addr}/v1"), requests, hung_up, task }
+        Self { base_url: format!("http://{addr}/v1"), requests, hung_up, busy_ns, task }
     }
 
     pub fn requests(&self) -> Vec<Value> {
@@ -154,8 +161,10 @@ fn sse(completion: &Value) -> String {
     out
 }
 
-async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
+/// The request body, and when its first byte arrived.
+async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<(Vec<u8>, std::time::Instant)> {
     let mut buf = Vec::new();
+    let mut started = None;
     let mut chunk = [0u8; 8192];
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -171,12 +180,13 @@ async fn read_request(sock: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
                 }
                 buf.extend_from_slice(&chunk[..n]);
             }
-            return Some(buf[end + 4..end + 4 + len].to_vec());
+            return Some((buf[end + 4..end + 4 + len].to_vec(), started.unwrap_or_else(std::time::Instant::now)));
         }
         let n = sock.read(&mut chunk).await.ok()?;
         if n == 0 {
             return None;
         }
+        started.get_or_insert_with(std::time::Instant::now);
         buf.extend_from_slice(&chunk[..n]);
     }
 }
