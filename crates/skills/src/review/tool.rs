@@ -197,6 +197,9 @@ pub fn review(
     let content = neutralize_untrusted_tags(&stable_json_dumps(&content_payload));
     let mut artifact = content_payload;
     artifact["markdown"] = markdown;
+    // toolhost difference: DeerFlow's artifact never reaches the model; toolhost's goes out as
+    // MCP `structuredContent`, which clients may show to one, so its texts are neutralized too.
+    neutralize_strings(&mut artifact);
     let mut kwargs = Map::new();
     kwargs.insert(
         "review_subject_entry".into(),
@@ -208,6 +211,21 @@ pub fn review(
         }),
     );
     Ok(Review { content, additional_kwargs: kwargs, artifact })
+}
+
+/// `neutralize_untrusted_tags` on every string of a JSON value.
+pub fn neutralize_strings(value: &mut Value) {
+    match value {
+        Value::String(s) => {
+            let clean = neutralize_untrusted_tags(s);
+            if clean != *s {
+                *s = clean;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(neutralize_strings),
+        Value::Object(map) => map.values_mut().for_each(neutralize_strings),
+        _ => {}
+    }
 }
 
 fn snapshot_for_target(
