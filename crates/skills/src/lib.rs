@@ -20,8 +20,8 @@ pub use policy::{
     allowed_tool_names_for_skills, filter_tools_by_skill_allowed_tools, ActiveSkills, NamedTool, PolicySource,
     SkillToolPolicy, ALWAYS_AVAILABLE_BUILTIN_TOOL_NAMES,
 };
-pub use review::{ReviewSkillPackageTool, REVIEW_SKILL_PACKAGE_TOOL_NAME};
 pub use registry::{
     disabled_skill_message, read_skill_states, PublicSkillStates, Skill, SkillCategory, SkillRegistry, SkillStore,
     SkillsError, SkillsLayout, DEFAULT_SKILLS_CONTAINER_PATH,
 };
+pub use review::{ReviewSkillPackageTool, REVIEW_SKILL_PACKAGE_TOOL_NAME};

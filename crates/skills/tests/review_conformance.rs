@@ -124,5 +124,11 @@ async fn every_case_matches_deerflow_byte_for_byte() {
             failures.push(format!("{id}: artifact\n  got:  {artifact}\n  want: {want}"));
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), doc["cases"].as_array().unwrap().len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ:\n{}",
+        failures.len(),
+        doc["cases"].as_array().unwrap().len(),
+        failures.join("\n")
+    );
 }

@@ -34,7 +34,8 @@ impl Env {
         write_skill(&skills.join("public/good-skill"));
         let outside = dir.path().join("outside");
         std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(outside.join("SKILL.md"), format!("---\nname: x\ndescription: {SENTINEL}\n---\n{SENTINEL}\n")).unwrap();
+        std::fs::write(outside.join("SKILL.md"), format!("---\nname: x\ndescription: {SENTINEL}\n---\n{SENTINEL}\n"))
+            .unwrap();
         std::fs::write(outside.join("secret.txt"), SENTINEL).unwrap();
         let shared = SharedRoots::new(Some(SharedDir::open("/mnt/skills", &skills, true).unwrap()), vec![]);
         let threads = Threads::new(dir.path().join("data"), Arc::new(shared));
@@ -205,7 +206,11 @@ async fn a_zip_bomb_is_reported_after_bounded_reads_and_nothing_is_written() {
         err["code"] == "archive_member_read_failed" || err["code"] == "file_too_large",
         "the lying member is never inflated past its budget: {err}"
     );
-    assert!(c["facts"]["resources"]["nodes"].as_array().unwrap().iter().all(|n| n["kind"] != "text" || n["path"] != "assets/zeros.bin"));
+    assert!(c["facts"]["resources"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|n| n["kind"] != "text" || n["path"] != "assets/zeros.bin"));
 
     assert_eq!(env.tree(), before, "reviewing an archive wrote nothing");
     env.still_works().await;
@@ -230,7 +235,13 @@ async fn traversal_absolute_and_symlink_entries_are_reported_never_followed() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["code"].as_str().unwrap().into(), e["path"].as_str().unwrap().into(), e["message"].as_str().unwrap().into()))
+        .map(|e| {
+            (
+                e["code"].as_str().unwrap().into(),
+                e["path"].as_str().unwrap().into(),
+                e["message"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     let invalid = |p: &str, m: &str| ("invalid_archive_path".to_string(), p.to_string(), m.to_string());
     assert_eq!(
@@ -241,7 +252,8 @@ async fn traversal_absolute_and_symlink_entries_are_reported_never_followed() {
             invalid("a/../../up.txt", "path must not contain parent-directory traversal"),
         ]
     );
-    let nodes: Vec<&str> = c["facts"]["resources"]["nodes"].as_array().unwrap().iter().map(|n| n["path"].as_str().unwrap()).collect();
+    let nodes: Vec<&str> =
+        c["facts"]["resources"]["nodes"].as_array().unwrap().iter().map(|n| n["path"].as_str().unwrap()).collect();
     assert_eq!(nodes, ["SKILL.md", "link", "references/guide.md"]);
     let link = findings_of(&c, "package.symlink");
     assert_eq!(link.len(), 1);
@@ -335,7 +347,10 @@ async fn inline_installed_unknown_and_bad_targets() {
     assert!(out.is_error() && out.text_content().contains("Input should be 'deerflow' or 'agentskills'"));
     let out = env.call(json!({"target": "/mnt/user-data/workspace/none.skill"})).await;
     let c: Value = serde_json::from_str(&out.text_content()).unwrap();
-    assert_eq!(c["facts"]["reader_errors"][0]["message"], "[Errno 2] No such file or directory: '/mnt/user-data/workspace/none.skill'");
+    assert_eq!(
+        c["facts"]["reader_errors"][0]["message"],
+        "[Errno 2] No such file or directory: '/mnt/user-data/workspace/none.skill'"
+    );
     env.still_works().await;
 }
 

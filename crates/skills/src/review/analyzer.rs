@@ -268,11 +268,8 @@ fn analyze_skill_md(content: &str, profile: &str, findings: &mut Vec<Finding>) -
     }
     let get = |key: &str| metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v);
 
-    let unexpected: BTreeSet<&str> = metadata
-        .iter()
-        .map(|(k, _)| k.as_str())
-        .filter(|k| !ALLOWED_FRONTMATTER_PROPERTIES.contains(k))
-        .collect();
+    let unexpected: BTreeSet<&str> =
+        metadata.iter().map(|(k, _)| k.as_str()).filter(|k| !ALLOWED_FRONTMATTER_PROPERTIES.contains(k)).collect();
     if !unexpected.is_empty() {
         let list: Vec<&str> = unexpected.into_iter().collect();
         findings.push(
@@ -440,8 +437,7 @@ const RESOURCE_DIRS: [&str; 5] = ["references", "scripts", "templates", "assets"
 fn extract_references(content: &str) -> BTreeSet<String> {
     static LINK: OnceLock<Regex> = OnceLock::new();
     static CODE: OnceLock<Regex> = OnceLock::new();
-    let link =
-        LINK.get_or_init(|| Regex::new(r#"!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)"#).expect("static regex"));
+    let link = LINK.get_or_init(|| Regex::new(r#"!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)"#).expect("static regex"));
     let code = CODE.get_or_init(|| Regex::new(r"`([^`]+)`").expect("static regex"));
     let mut refs = BTreeSet::new();
     for c in link.captures_iter(content) {
@@ -711,7 +707,9 @@ mod tests {
 
     #[test]
     fn references_resolve_like_pathlib() {
-        assert!(matches!(resolve_reference("SKILL.md", "references/a.md"), Resolved::Path(p) if p == "references/a.md"));
+        assert!(
+            matches!(resolve_reference("SKILL.md", "references/a.md"), Resolved::Path(p) if p == "references/a.md")
+        );
         assert!(matches!(resolve_reference("a/b.md", "../c.md"), Resolved::Path(p) if p == "c.md"));
         assert!(matches!(resolve_reference("SKILL.md", "../c.md"), Resolved::Escapes));
         assert!(matches!(resolve_reference("SKILL.md", "/etc/hosts"), Resolved::Escapes));

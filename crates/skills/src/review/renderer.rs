@@ -98,11 +98,7 @@ pub fn build_static_report(facts: &Value, scope: &[String], completed_at: &str) 
     let actions: Vec<String> = if readiness == "publish_candidate" {
         Vec::new()
     } else {
-        findings
-            .iter()
-            .take(5)
-            .map(|f| format!("{}: {}", py_str(&f["rule_id"]), py_str(&f["remediation"])))
-            .collect()
+        findings.iter().take(5).map(|f| format!("{}: {}", py_str(&f["rule_id"]), py_str(&f["remediation"]))).collect()
     };
     json!({
         "schema_version": REPORT_SCHEMA_VERSION,

@@ -45,29 +45,113 @@ struct Spec {
 fn spec(rule_id: &str) -> Spec {
     let (severity, message, remediation) = match rule_id {
         "package-symlink" => ("HIGH", "Package contains a symlink entry.", "Remove symlinks from the skill package."),
-        "package-nested-skill-md" => ("CRITICAL", "Package contains a nested SKILL.md file.", "Keep exactly one SKILL.md at the skill root."),
-        "package-oversized-file" => ("CRITICAL", "Package contains a file that exceeds the per-file size limit.", "Remove or shrink the oversized file."),
-        "package-executable-binary" => ("CRITICAL", "Package contains an executable binary.", "Remove binary executables from the skill package."),
-        "package-nested-archive" => ("HIGH", "Package contains a nested archive file.", "Unpack and review nested archives before packaging the skill."),
-        "package-hidden-sensitive-file" => ("HIGH", "Package contains a hidden sensitive file.", "Remove hidden credential or package-manager config files."),
-        "package-git-directory" => ("MEDIUM", "Package contains a .git directory.", "Package only source files needed by the skill, excluding repository metadata."),
-        "secret-private-key" => ("CRITICAL", "Private key material is embedded in skill content.", "Move private keys to a managed secret store and remove them from the skill."),
-        "secret-cloud-token" => ("CRITICAL", "High-confidence cloud or API token is embedded in skill content.", "Move tokens to environment variables or a secret store."),
-        "secret-env-assignment" => ("HIGH", "Secret-like assignment contains a non-placeholder value.", "Replace hardcoded credentials with documented runtime configuration."),
-        "declaration-prompt-override" => ("HIGH", "SKILL.md contains a prompt override phrase.", "Rephrase examples so they describe unsafe text instead of instructing the agent to follow it."),
-        "declaration-sensitive-capability" => ("HIGH", "SKILL.md declares a sensitive capability.", "Make the capability explicit, narrow, and justified, or remove it."),
-        "declaration-sensitive-path" => ("HIGH", "SKILL.md references sensitive host or credential paths.", "Remove references to sensitive host paths unless they are harmless documentation."),
-        "declaration-external-endpoint" => ("MEDIUM", "SKILL.md declares an external network endpoint.", "Document why the endpoint is needed and prefer HTTPS."),
-        "shell-reverse-shell" => ("CRITICAL", "Shell script contains a reverse-shell idiom.", "Remove reverse-shell behavior from the skill."),
-        "shell-reverse-shell-heuristic" => ("HIGH", "Shell script resembles a reverse-shell idiom.", "Confirm this is not reverse-shell behavior; unmistakable reverse-shell signals are blocked outright."),
-        "shell-sensitive-exfil" => ("CRITICAL", "Shell script reads sensitive paths and sends data over the network.", "Remove sensitive reads or outbound transfer commands."),
-        "shell-curl-pipe-shell" => ("HIGH", "Shell script pipes remote content into a shell.", "Download, verify, and execute reviewed code explicitly instead."),
-        "shell-destructive-command" => ("HIGH", "Shell script contains an unmistakably destructive command.", "Remove destructive commands from skill scripts."),
-        "shell-env-dump" => ("MEDIUM", "Shell script dumps the environment.", "Avoid bulk environment dumps in skills."),
-        "network-cloud-metadata" => ("CRITICAL", "Skill content references a cloud metadata service.", "Remove cloud metadata access from the skill."),
-        "resource-fork-bomb" => ("CRITICAL", "Skill content contains a fork-bomb pattern.", "Remove resource-exhaustion payloads."),
-        "network-cleartext-http" => ("MEDIUM", "Skill content references a non-local cleartext HTTP endpoint.", "Use HTTPS or document why cleartext local development is required."),
-        "network-local-http" => ("LOW", "Skill content references a local HTTP endpoint.", "Confirm the local endpoint is expected for this skill."),
+        "package-nested-skill-md" => {
+            ("CRITICAL", "Package contains a nested SKILL.md file.", "Keep exactly one SKILL.md at the skill root.")
+        }
+        "package-oversized-file" => (
+            "CRITICAL",
+            "Package contains a file that exceeds the per-file size limit.",
+            "Remove or shrink the oversized file.",
+        ),
+        "package-executable-binary" => {
+            ("CRITICAL", "Package contains an executable binary.", "Remove binary executables from the skill package.")
+        }
+        "package-nested-archive" => (
+            "HIGH",
+            "Package contains a nested archive file.",
+            "Unpack and review nested archives before packaging the skill.",
+        ),
+        "package-hidden-sensitive-file" => (
+            "HIGH",
+            "Package contains a hidden sensitive file.",
+            "Remove hidden credential or package-manager config files.",
+        ),
+        "package-git-directory" => (
+            "MEDIUM",
+            "Package contains a .git directory.",
+            "Package only source files needed by the skill, excluding repository metadata.",
+        ),
+        "secret-private-key" => (
+            "CRITICAL",
+            "Private key material is embedded in skill content.",
+            "Move private keys to a managed secret store and remove them from the skill.",
+        ),
+        "secret-cloud-token" => (
+            "CRITICAL",
+            "High-confidence cloud or API token is embedded in skill content.",
+            "Move tokens to environment variables or a secret store.",
+        ),
+        "secret-env-assignment" => (
+            "HIGH",
+            "Secret-like assignment contains a non-placeholder value.",
+            "Replace hardcoded credentials with documented runtime configuration.",
+        ),
+        "declaration-prompt-override" => (
+            "HIGH",
+            "SKILL.md contains a prompt override phrase.",
+            "Rephrase examples so they describe unsafe text instead of instructing the agent to follow it.",
+        ),
+        "declaration-sensitive-capability" => (
+            "HIGH",
+            "SKILL.md declares a sensitive capability.",
+            "Make the capability explicit, narrow, and justified, or remove it.",
+        ),
+        "declaration-sensitive-path" => (
+            "HIGH",
+            "SKILL.md references sensitive host or credential paths.",
+            "Remove references to sensitive host paths unless they are harmless documentation.",
+        ),
+        "declaration-external-endpoint" => (
+            "MEDIUM",
+            "SKILL.md declares an external network endpoint.",
+            "Document why the endpoint is needed and prefer HTTPS.",
+        ),
+        "shell-reverse-shell" => (
+            "CRITICAL",
+            "Shell script contains a reverse-shell idiom.",
+            "Remove reverse-shell behavior from the skill.",
+        ),
+        "shell-reverse-shell-heuristic" => (
+            "HIGH",
+            "Shell script resembles a reverse-shell idiom.",
+            "Confirm this is not reverse-shell behavior; unmistakable reverse-shell signals are blocked outright.",
+        ),
+        "shell-sensitive-exfil" => (
+            "CRITICAL",
+            "Shell script reads sensitive paths and sends data over the network.",
+            "Remove sensitive reads or outbound transfer commands.",
+        ),
+        "shell-curl-pipe-shell" => (
+            "HIGH",
+            "Shell script pipes remote content into a shell.",
+            "Download, verify, and execute reviewed code explicitly instead.",
+        ),
+        "shell-destructive-command" => (
+            "HIGH",
+            "Shell script contains an unmistakably destructive command.",
+            "Remove destructive commands from skill scripts.",
+        ),
+        "shell-env-dump" => {
+            ("MEDIUM", "Shell script dumps the environment.", "Avoid bulk environment dumps in skills.")
+        }
+        "network-cloud-metadata" => (
+            "CRITICAL",
+            "Skill content references a cloud metadata service.",
+            "Remove cloud metadata access from the skill.",
+        ),
+        "resource-fork-bomb" => {
+            ("CRITICAL", "Skill content contains a fork-bomb pattern.", "Remove resource-exhaustion payloads.")
+        }
+        "network-cleartext-http" => (
+            "MEDIUM",
+            "Skill content references a non-local cleartext HTTP endpoint.",
+            "Use HTTPS or document why cleartext local development is required.",
+        ),
+        "network-local-http" => (
+            "LOW",
+            "Skill content references a local HTTP endpoint.",
+            "Confirm the local endpoint is expected for this skill.",
+        ),
         other => unreachable!("unknown SkillScan rule {other}"),
     };
     Spec { severity, message, remediation }
@@ -79,7 +163,8 @@ fn rule(rule_id: &'static str) -> &'static str {
 
 fn finding(rule_id: &'static str, file: &str, line: Option<u64>, evidence: Option<String>) -> SecurityFinding {
     let s = spec(rule_id);
-    let evidence = if evidence.is_some() && rule_id.starts_with("secret-") { Some("[redacted]".into()) } else { evidence };
+    let evidence =
+        if evidence.is_some() && rule_id.starts_with("secret-") { Some("[redacted]".into()) } else { evidence };
     SecurityFinding {
         rule_id: rule(rule_id),
         severity: s.severity,
@@ -143,7 +228,10 @@ fn looks_like_placeholder(value: &str) -> bool {
     if PLACEHOLDER_VALUES.contains(&normalized.as_str()) {
         return true;
     }
-    normalized.starts_with('<') || normalized.starts_with("${") || normalized.contains("your") || normalized.contains("example")
+    normalized.starts_with('<')
+        || normalized.starts_with("${")
+        || normalized.contains("your")
+        || normalized.contains("example")
 }
 
 /// `str.splitlines()[0]` (empty text has no first line: Python would raise, and callers only ask
@@ -192,7 +280,8 @@ fn scan_secrets(rel: &str, text: &str, out: &mut Vec<SecurityFinding>) {
             }
         }
     }
-    let assignment = re!(r#"(?im)\b(token|password|passwd|api[_-]?key|secret|credential)s?\b\s*[:=]\s*["']?([^"'\s#]+)"#);
+    let assignment =
+        re!(r#"(?im)\b(token|password|passwd|api[_-]?key|secret|credential)s?\b\s*[:=]\s*["']?([^"'\s#]+)"#);
     for c in assignment.captures_iter(text) {
         let value = py_strip(c.get(2).map_or("", |m| m.as_str()));
         if !looks_like_placeholder(value) {

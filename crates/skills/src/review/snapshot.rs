@@ -86,9 +86,8 @@ impl Snapshot {
 
     fn sort(&mut self) {
         self.files.sort_by(|a, b| a.path.cmp(&b.path));
-        self.reader_errors.sort_by(|a, b| {
-            (a.path.as_deref().unwrap_or(""), a.code).cmp(&(b.path.as_deref().unwrap_or(""), b.code))
-        });
+        self.reader_errors
+            .sort_by(|a, b| (a.path.as_deref().unwrap_or(""), a.code).cmp(&(b.path.as_deref().unwrap_or(""), b.code)));
     }
 
     fn error(&mut self, code: &'static str, path: Option<&str>, message: impl Into<String>) {

@@ -99,7 +99,8 @@ fn validation_error(field: &str, msg: &str) -> ManageError {
 
 impl ReviewArgs {
     pub fn parse(args: &Value) -> Result<Self, ManageError> {
-        let obj = args.as_object().ok_or_else(|| validation_error("arguments", "Input should be a valid dictionary"))?;
+        let obj =
+            args.as_object().ok_or_else(|| validation_error("arguments", "Input should be a valid dictionary"))?;
         let target = match obj.get("target") {
             Some(Value::String(s)) => s.clone(),
             None => return Err(validation_error("target", "Field required")),
@@ -110,8 +111,12 @@ impl ReviewArgs {
             Some(Value::String(s)) if allowed.contains(&s.as_str()) => Ok(s.clone()),
             Some(_) => Err(validation_error(key, msg)),
         };
-        let profile =
-            literal("profile", "deerflow", &["deerflow", "agentskills"], "Input should be 'deerflow' or 'agentskills'")?;
+        let profile = literal(
+            "profile",
+            "deerflow",
+            &["deerflow", "agentskills"],
+            "Input should be 'deerflow' or 'agentskills'",
+        )?;
         let include_content = literal(
             "include_content",
             "semantic-review",
@@ -248,7 +253,11 @@ fn snapshot_for_target(
 }
 
 /// `parse_skill_uri` + `InstalledSkillReader`.
-fn installed_snapshot(target: &str, store: Option<&SkillStore>, limits: PackageLimits) -> Result<Snapshot, ReviewError> {
+fn installed_snapshot(
+    target: &str,
+    store: Option<&SkillStore>,
+    limits: PackageLimits,
+) -> Result<Snapshot, ReviewError> {
     let raw = &target["skill://".len()..];
     let (category, rel) = match raw.split_once('/') {
         Some((c, r)) if ["public", "custom", "legacy"].contains(&c) => (c, r),
@@ -341,7 +350,9 @@ fn semantic_artifacts(snapshot: &Snapshot, include_content: &str) -> Vec<Value> 
             None => (content, false),
         };
         let taken = content.chars().count();
-        out.push(json!({"path": entry.path, "content": content, "truncated": truncated, "untrusted_review_data": true}));
+        out.push(
+            json!({"path": entry.path, "content": content, "truncated": truncated, "untrusted_review_data": true}),
+        );
         remaining -= taken;
         if remaining == 0 {
             break;
