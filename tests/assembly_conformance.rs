@@ -22,8 +22,7 @@ use paths::root;
 /// DeerFlow builtins toolhost does not provide, with the reason; the known, documented
 /// differences of assembly. Each must still be in DeerFlow's lists (checked below), so the list
 /// cannot go stale.
-const NOT_PROVIDED: [(&str, &str); 4] = [
-    ("review_skill_package", "reviews a skill package with a model call; toolhost runs no model"),
+const NOT_PROVIDED: [(&str, &str); 3] = [
     ("list_background_tasks", "lists DeerFlow's durable background tasks; toolhost has no task runtime"),
     ("cancel_background_task", "cancels DeerFlow's durable background tasks; toolhost has no task runtime"),
     ("task", "delegates to a subagent, which needs a model loop"),

@@ -194,3 +194,75 @@ fn cli_call_takes_arguments_from_stdin_and_files() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("from stdin are not valid JSON"), "{err}");
 }
+
+#[path = "support/paths.rs"]
+mod paths;
+
+/// Standard base64 (the conformance file carries its archives that way).
+fn b64(text: &str) -> Vec<u8> {
+    let (mut out, mut buf, mut bits) = (Vec::new(), 0u32, 0);
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => continue,
+        };
+        buf = (buf << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buf >> bits) as u8);
+        }
+    }
+    out
+}
+
+/// `review_skill_package` end to end: assembled after `ask_clarification` as in DeerFlow, and a
+/// `.skill` archive among the thread's uploads reviewed through the whole pipeline with the text
+/// DeerFlow's tool gave for the same archive (conformance case `archive-good`; only the report's
+/// wall-clock `completed_at` differs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn review_skill_package_reviews_an_uploaded_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = Toolhost::open(opts(dir.path(), &config(""))).await.unwrap();
+    let thread = host.thread("review-t1");
+    let names: Vec<String> = thread.tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    let at = names.iter().position(|n| n == "review_skill_package").expect("assembled");
+    assert_eq!(names[at - 2..=at], ["present_files", "ask_clarification", "review_skill_package"], "{names:?}");
+
+    let vectors: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(paths::conformance().join("review_skill_package.json")).unwrap())
+            .unwrap();
+    let uploads = host.thread_paths("review-t1").unwrap().uploads();
+    std::fs::create_dir_all(&uploads).unwrap();
+    std::fs::write(uploads.join("good-skill.skill"), b64(vectors["archives"]["good-skill.skill"].as_str().unwrap()))
+        .unwrap();
+    let r = thread
+        .call(ToolCall::new("review_skill_package", json!({"target": "/mnt/user-data/uploads/good-skill.skill"})))
+        .await
+        .unwrap();
+    assert!(r.error_kind().is_none(), "{}", r.text());
+    let case = vectors["cases"].as_array().unwrap().iter().find(|c| c["id"] == "archive-good").unwrap();
+    let content: serde_json::Value = serde_json::from_str(&r.text()).unwrap();
+    let completed_at = content["static_report"]["review"]["completed_at"].as_str().unwrap().to_string();
+    assert!(completed_at.len() == 20 && completed_at.ends_with('Z'), "{completed_at}");
+    let pinned = vectors["completed_at"].as_str().unwrap();
+    assert_eq!(r.text().replace(&completed_at, pinned), case["expected"]["content"].as_str().unwrap());
+    let kwargs = r.outcome.additional_kwargs.clone().unwrap();
+    assert_eq!(serde_json::Value::Object(kwargs), case["expected"]["additional_kwargs"]);
+    assert_eq!(r.outcome.structured.as_ref().unwrap()["markdown"], case["expected"]["artifact"]["markdown"]);
+
+    // A host path is never read.
+    let r = thread
+        .call(ToolCall::new("review_skill_package", json!({"target": dir.path().display().to_string()})))
+        .await
+        .unwrap();
+    assert!(
+        r.text().ends_with("must be under the current workspace, /tmp, or the configured skills root"),
+        "{}",
+        r.text()
+    );
+}

@@ -316,6 +316,99 @@ impl ThreadFile {
     }
 }
 
+impl ThreadFile {
+    /// The open file itself, for a reader that needs `Seek` (an archive read in place).
+    pub fn into_file(self) -> File {
+        self.file
+    }
+}
+
+/// A directory opened beneath a thread root or a shared root with no symlink followed, walked
+/// one entry at a time: every step below it is an `O_NOFOLLOW` open relative to this handle, so
+/// a link inside the tree is reported as a link and never entered (a package reader walks a
+/// whole tree through it).
+#[derive(Debug)]
+pub struct DirHandle {
+    fd: OwnedFd,
+    /// How messages name the directory (its virtual path).
+    pub vpath: String,
+}
+
+impl DirHandle {
+    /// A directory named by the host's own configuration (the skills root), opened by path
+    /// (following links, as [`SharedDir::open`] does); what is below it is opened with no link
+    /// followed.
+    pub fn open_config_path(host: &Path, vpath: &str) -> Result<Self, FsError> {
+        let fd = rustix::fs::open(host, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| dir_open_error(e, vpath))?;
+        Ok(Self { fd, vpath: vpath.to_string() })
+    }
+
+    /// The entries, by `lstat` (links are reported as links), sorted by name.
+    pub fn entries(&self) -> Result<Vec<DirEntry>, FsError> {
+        let mut out = list_fd(self.fd.as_fd(), &self.vpath)?;
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn child_vpath(&self, name: &str) -> String {
+        format!("{}/{name}", self.vpath.trim_end_matches('/'))
+    }
+
+    /// The subdirectory `name` (one path component), refusing a symlink.
+    pub fn subdir(&self, name: &str) -> Result<Self, FsError> {
+        let shown = self.child_vpath(name);
+        check_component(name, &shown)?;
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&self.fd, name, flags, Mode::empty()).map_err(|e| dir_open_error(e, &shown))?;
+        Ok(Self { fd, vpath: shown })
+    }
+
+    /// The regular file `name` (one path component), opened `O_NOFOLLOW | O_NONBLOCK` and
+    /// refused unless `fstat` says it is a regular file.
+    pub fn open_file(&self, name: &str) -> Result<ThreadFile, FsError> {
+        let shown = self.child_vpath(name);
+        check_component(name, &shown)?;
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let fd = rustix::fs::openat(&self.fd, name, flags, Mode::empty()).map_err(|e| match e {
+            Errno::NOENT | Errno::NOTDIR => FsError::NotFound(shown.clone()),
+            Errno::LOOP => FsError::NotRegular { path: shown.clone(), kind: "symbolic link" },
+            e => FsError::Io { path: shown.clone(), source: e.into() },
+        })?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| FsError::Io { path: shown.clone(), source: e.into() })?;
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile => {}
+            other => return Err(FsError::NotRegular { path: shown, kind: kind_name(other) }),
+        }
+        Ok(ThreadFile { file: File::from(fd), len: st.st_size as u64, vpath: shown })
+    }
+
+    /// The target of the symlink `name`, as written (never followed).
+    pub fn read_link(&self, name: &str) -> Result<String, FsError> {
+        let shown = self.child_vpath(name);
+        check_component(name, &shown)?;
+        rustix::fs::readlinkat(&self.fd, name, Vec::new())
+            .map(|t| String::from_utf8_lossy(t.as_bytes()).into_owned())
+            .map_err(|e| FsError::Io { path: shown, source: e.into() })
+    }
+}
+
+fn check_component(name: &str, shown: &str) -> Result<(), FsError> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+        return Err(FsError::Escapes(shown.to_string()));
+    }
+    Ok(())
+}
+
+fn dir_open_error(e: Errno, shown: &str) -> FsError {
+    match e {
+        Errno::NOENT => FsError::NotFound(shown.to_string()),
+        Errno::NOTDIR => FsError::NotRegular { path: shown.to_string(), kind: "file that is not a directory" },
+        Errno::LOOP => FsError::NotRegular { path: shown.to_string(), kind: "symbolic link" },
+        e => FsError::Io { path: shown.to_string(), source: e.into() },
+    }
+}
+
 /// What [`ThreadFile::digest_capped`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Digest {
@@ -636,6 +729,23 @@ impl ThreadFs {
             other => return Err(FsError::NotRegular { path: shown.to_string(), kind: kind_name(other) }),
         }
         Ok(ThreadFile { file: File::from(fd), len: st.st_size as u64, vpath: r.vpath.clone() })
+    }
+
+    /// Open a directory of the thread (or of a shared root) by its virtual path: resolved in
+    /// virtual space like [`open_regular`](Self::open_regular), opened beneath its root with no
+    /// symlink followed, refused unless it is a directory.
+    pub fn open_dir_resolved(&self, r: &Resolved, shown: &str) -> Result<DirHandle, FsError> {
+        let dir = self.base_dir(r.base)?;
+        let fd = open_beneath(dir.as_fd(), &r.rel).map_err(|e| match e {
+            Errno::NOENT | Errno::NOTDIR => FsError::NotFound(shown.to_string()),
+            Errno::LOOP | Errno::XDEV => FsError::Changed { path: shown.to_string() },
+            e => FsError::Io { path: shown.to_string(), source: e.into() },
+        })?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| FsError::Io { path: shown.to_string(), source: e.into() })?;
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Directory => Ok(DirHandle { fd, vpath: r.vpath.clone() }),
+            other => Err(FsError::NotRegular { path: shown.to_string(), kind: kind_name(other) }),
+        }
     }
 
     /// The entries of one of the thread's directories, by `lstat` (links are reported as links).

@@ -1,12 +1,14 @@
 //! DeerFlow's skills for toolhost (spec §9): SKILL.md parsing and validation, the skill registry
 //! with enabled state and the file tools' disabled-skill gate, the `allowed-tools` policy of
-//! active skills, and the `skill_manage` tool for custom skills.
+//! active skills, the `skill_manage` tool for custom skills, and the
+//! `review_skill_package` tool (static skill package review).
 
 pub mod custom;
 pub mod frontmatter;
 pub mod manage;
 pub mod policy;
 pub mod registry;
+pub mod review;
 pub mod states;
 
 pub use frontmatter::{parse_skill_md, validate_skill_frontmatter, ParseError, SecretRequirement, SkillMeta};
@@ -22,3 +24,4 @@ pub use registry::{
     disabled_skill_message, read_skill_states, PublicSkillStates, Skill, SkillCategory, SkillRegistry, SkillStore,
     SkillsError, SkillsLayout, DEFAULT_SKILLS_CONTAINER_PATH,
 };
+pub use review::{ReviewSkillPackageTool, REVIEW_SKILL_PACKAGE_TOOL_NAME};

@@ -15,6 +15,7 @@ use crate::error::Problem;
 /// `task` comes built: it shares its settings with the host that runs its subagents.
 pub fn builtins(config: &AppConfig, skills: toolhost_skills::SkillStore, task: Arc<dyn Tool>) -> Vec<Builtin> {
     use toolhost_builtins::{AskClarificationTool, ListUploadedFilesTool, PresentFilesTool, ViewImageTool};
+    let review = toolhost_skills::ReviewSkillPackageTool::new(Some(skills.clone()));
     let manage = toolhost_skills::SkillManageConfig {
         security_fail_closed: config.skill_evolution.security_fail_closed,
         ..toolhost_skills::SkillManageConfig::new(skills)
@@ -22,6 +23,7 @@ pub fn builtins(config: &AppConfig, skills: toolhost_skills::SkillStore, task: A
     vec![
         Builtin { tool: Arc::new(PresentFilesTool::new()), condition: BuiltinCondition::Always },
         Builtin { tool: Arc::new(AskClarificationTool::new(false)), condition: BuiltinCondition::Always },
+        Builtin { tool: Arc::new(review), condition: BuiltinCondition::Always },
         Builtin { tool: Arc::new(ListUploadedFilesTool::new()), condition: BuiltinCondition::UploadTool },
         Builtin {
             tool: Arc::new(toolhost_skills::SkillManageTool::new(manage)),
