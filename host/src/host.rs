@@ -337,6 +337,15 @@ impl Toolhost {
         list_agents(&self.data_dir)
     }
 
+    /// The skills as the skill policy sees them (`None` when no skills directory is configured
+    /// or it cannot be read).
+    pub(crate) fn skill_registry(&self) -> Option<toolhost_skills::SkillRegistry> {
+        if !self.sources.skills.layout().root.is_dir() {
+            return None;
+        }
+        self.sources.skills.load_registry(&self.sources.public_skills).ok()
+    }
+
     /// The thread's current state.
     pub async fn thread_state(&self, thread_id: &str) -> Result<ThreadState, HostError> {
         Ok(self.states.get(&*self.thread_fs(thread_id)?).await?)

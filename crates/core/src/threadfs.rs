@@ -254,6 +254,11 @@ pub struct ThreadFile {
 }
 
 impl ThreadFile {
+    /// When the file was last modified.
+    pub fn modified(&self) -> io::Result<SystemTime> {
+        self.file.metadata()?.modified()
+    }
+
     /// The whole file, refusing one larger than `cap` bytes (by its size, and by what is read, so a
     /// file that grows while being read cannot push past the cap).
     pub fn read_capped(self, cap: u64) -> Result<Vec<u8>, FsError> {

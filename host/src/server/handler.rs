@@ -1,13 +1,23 @@
 //! The MCP `ServerHandler` of `toolhost serve`: one value per MCP session, bound to one toolhost
 //! thread. tools/list is the model's view in that thread; tools/call runs through the pipeline
 //! there; promotions by `tool_search` are announced with `notifications/tools/list_changed`.
+//! Resources (the thread's outputs and artifacts), prompts (the enabled skills) and log messages
+//! are served too.
 
-use std::sync::Arc;
+// MCP logging is deprecated by SEP-2577 (revision 2026-07-28) but part of 2025-06-18 and
+// 2025-11-25, which the clients in use speak.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
-    Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, RequestParamsMeta,
-    Resource, ServerCapabilities, ServerConfig, Tool,
+    GetPromptRequestParams, GetPromptResponse, Implementation, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse,
+    RequestParamsMeta, Resource, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -77,13 +87,34 @@ pub struct McpSessionHandler {
     thread: String,
     /// Keeps the session's thread from expiring while the session lives.
     _hold: Arc<Hold>,
+    /// `resources/subscribe`: URI → thread and what the file looked like when last seen.
+    subscriptions: Arc<Mutex<HashMap<String, (String, Option<Stamp>)>>>,
+    /// `logging/setLevel`: the least severe level the client wants (`None`: no log messages).
+    log_level: Arc<Mutex<Option<LoggingLevel>>>,
+}
+
+/// A file's size and modification time.
+type Stamp = (u64, std::time::SystemTime);
+
+/// Severity order of MCP log levels.
+fn severity(l: LoggingLevel) -> u8 {
+    match l {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
 }
 
 impl McpSessionHandler {
     /// A session in `thread`.
     pub fn new(opening: Opening, keeper: Arc<ThreadKeeper>, thread: String) -> Self {
         let hold = Arc::new(keeper.hold_session(&thread));
-        Self { opening, keeper, thread, _hold: hold }
+        Self { opening, keeper, thread, _hold: hold, subscriptions: Default::default(), log_level: Default::default() }
     }
 
     /// The thread a request runs in: the one it names (`_meta["toolhost/thread"]`, else the
@@ -115,6 +146,69 @@ impl McpSessionHandler {
                 Ok(name)
             }
             None => Ok(self.thread.clone()),
+        }
+    }
+
+    /// Send a log message if the client asked for messages this severe.
+    async fn log(&self, cx: &RequestContext<RoleServer>, level: LoggingLevel, data: Value) {
+        let wanted = *self.log_level.lock().unwrap_or_else(|p| p.into_inner());
+        if wanted.is_some_and(|w| severity(level) >= severity(w)) {
+            let mut p = LoggingMessageNotificationParam::new(level, data);
+            p.logger = Some("toolhost".into());
+            if let Err(e) = cx.peer.notify_logging_message(p).await {
+                tracing::debug!("cannot send a log message: {e}");
+            }
+        }
+    }
+
+    /// After a call: log what went wrong (refusals such as the audit's blocks and quotas, time
+    /// limits, failures, refused state updates), tell subscribers which of their resources changed,
+    /// and say the resource list changed when the call added artifacts.
+    async fn after_call(
+        &self,
+        host: &Toolhost,
+        thread: &str,
+        tool: &str,
+        outcome: &ToolOutcome,
+        state_errors: &[String],
+        cx: &RequestContext<RoleServer>,
+    ) {
+        if let Some(kind) = outcome.error_kind() {
+            let level = match kind {
+                toolhost_core::ErrorKind::Failed => LoggingLevel::Error,
+                _ => LoggingLevel::Warning,
+            };
+            let message: String = outcome.text_content().chars().take(500).collect();
+            self.log(cx, level, serde_json::json!({"thread": thread, "tool": tool, "kind": kind, "message": message}))
+                .await;
+        }
+        for e in state_errors {
+            let data =
+                serde_json::json!({"thread": thread, "tool": tool, "message": format!("state update refused: {e}")});
+            self.log(cx, LoggingLevel::Warning, data).await;
+        }
+        let changed: Vec<String> = {
+            let mut subs = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
+            subs.iter_mut()
+                .filter(|(_, (t, _))| t == thread)
+                .filter_map(|(uri, (t, seen))| {
+                    let now = super::resources::stamp(host, t, uri);
+                    (now != *seen).then(|| {
+                        *seen = now;
+                        uri.clone()
+                    })
+                })
+                .collect()
+        };
+        for uri in changed {
+            if let Err(e) = cx.peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri)).await {
+                tracing::debug!("cannot send resources/updated: {e}");
+            }
+        }
+        if outcome.update.artifacts.is_some() || tool == "write_file" || tool == "bash" {
+            if let Err(e) = cx.peer.notify_resource_list_changed().await {
+                tracing::debug!("cannot send resources/list_changed: {e}");
+            }
         }
     }
 }
@@ -181,12 +275,22 @@ fn promoted_something(outcome: &ToolOutcome) -> bool {
 
 impl ServerHandler for McpSessionHandler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "DeerFlow's tool set, sandboxed. Files live under /mnt/user-data/{workspace,uploads,outputs}; \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_logging()
+                .enable_prompts()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "DeerFlow's tool set, sandboxed. Files live under /mnt/user-data/{workspace,uploads,outputs}; \
                  each MCP session is its own thread with its own directories.",
-            )
+        )
     }
 
     async fn list_tools(
@@ -214,6 +318,100 @@ impl ServerHandler for McpSessionHandler {
             })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn list_resources(
+        &self,
+        _req: Option<PaginatedRequestParams>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let thread = self.thread(&cx)?;
+        let served = self.opening.ready().await?;
+        let _in_use = self.keeper.enter(&thread, false);
+        let list = super::resources::list(&served.host, &thread).await.map_err(internal)?;
+        Ok(ListResourcesResult::with_all_items(list))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _req: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(super::resources::templates()))
+    }
+
+    async fn read_resource(
+        &self,
+        req: ReadResourceRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let thread = self.thread(&cx)?;
+        let served = self.opening.ready().await?;
+        let _in_use = self.keeper.enter(&thread, false);
+        let uri = cap_text(&req.uri, ECHO_MAX_BYTES);
+        match super::resources::read(&served.host, &thread, &req.uri).await {
+            Ok(r) => Ok(r.into()),
+            // -32002 is the spec's "resource not found".
+            Err(super::resources::ReadError::NotFound(_)) => Err(McpError::new(
+                rmcp::model::ErrorCode(-32002),
+                format!("Resource not found: {uri}"),
+                Some(serde_json::json!({"uri": uri})),
+            )),
+            Err(e) => Err(McpError::invalid_params(cap_text(&e.to_string(), ECHO_MAX_BYTES), None)),
+        }
+    }
+
+    async fn subscribe(&self, req: SubscribeRequestParams, cx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        let thread = self.thread(&cx)?;
+        if super::resources::vpath_of(&req.uri).is_none() {
+            let uri = cap_text(&req.uri, ECHO_MAX_BYTES);
+            return Err(McpError::invalid_params(format!("not a toolhost resource: {uri}"), None));
+        }
+        let served = self.opening.ready().await?;
+        let stamp = super::resources::stamp(&served.host, &thread, &req.uri);
+        let mut subs = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
+        if subs.len() >= 1000 && !subs.contains_key(&req.uri) {
+            return Err(McpError::invalid_params("at most 1000 subscriptions per session", None));
+        }
+        subs.insert(req.uri, (thread, stamp));
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        req: UnsubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscriptions.lock().unwrap_or_else(|p| p.into_inner()).remove(&req.uri);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _req: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let served = self.opening.ready().await?;
+        Ok(ListPromptsResult::with_all_items(super::resources::prompts(&served.host)))
+    }
+
+    async fn get_prompt(
+        &self,
+        req: GetPromptRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let thread = self.thread(&cx)?;
+        let served = self.opening.ready().await?;
+        let _in_use = self.keeper.enter(&thread, true);
+        let r = super::resources::get_prompt(&served.host, &served.request, &thread, &req.name)
+            .await
+            .map_err(|e| McpError::invalid_params(cap_text(&e, ECHO_MAX_BYTES), None))?;
+        Ok(r.into())
+    }
+
+    async fn set_level(&self, req: SetLevelRequestParams, _cx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) = Some(req.level);
+        Ok(())
     }
 
     async fn call_tool(
@@ -277,6 +475,7 @@ impl ServerHandler for McpSessionHandler {
             tracing::warn!(thread = %thread, tool = %name, "state update refused: {e}");
         }
         let outcome = result.outcome;
+        self.after_call(&served.host, &thread, &name, &outcome, &result.state_errors, &cx).await;
         if promoted_something(&outcome) {
             if let Err(e) = cx.peer.notify_tool_list_changed().await {
                 tracing::warn!("cannot send tools/list_changed: {e}");

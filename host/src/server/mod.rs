@@ -6,6 +6,7 @@
 mod handler;
 mod http_server;
 pub mod jsonrpc;
+mod resources;
 mod stdio;
 pub mod threads;
 

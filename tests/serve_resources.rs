@@ -1,0 +1,281 @@
+//! `toolhost serve`'s resources, prompts and log messages, through the rmcp client over stdio:
+//! a thread's outputs and artifacts as resources (text and blobs, subscriptions told when a tool
+//! rewrites a file), links, FIFOs, traversal and oversized files refused with nothing read from
+//! outside the outputs; the enabled skills as prompts, whose reading activates the skill's
+//! `allowed-tools` policy as reading SKILL.md does; `logging/setLevel` and the messages a failed
+//! call sends. Every hostile step ends with a normal call that still works.
+
+#![allow(deprecated)] // resources/subscribe and logging: legacy in 2026-07-28, current in 2025-11-25.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, GetPromptRequestParams, Implementation, LoggingLevel,
+    LoggingMessageNotificationParam, ProtocolVersion, ReadResourceRequestParams, ResourceContents,
+    ResourceUpdatedNotificationParam, SetLevelRequestParams, SubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+#[path = "support/serve_harness.rs"]
+mod harness;
+#[path = "support/paths.rs"]
+mod paths;
+use harness::{text, Setup};
+
+/// A client that records resource updates and log messages.
+#[derive(Clone, Default)]
+struct Recorder {
+    updated: Arc<Mutex<Vec<String>>>,
+    logs: Arc<Mutex<Vec<Value>>>,
+}
+
+impl ClientHandler for Recorder {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new("resources-test", "0.1.0"))
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_resource_updated(&self, p: ResourceUpdatedNotificationParam, _cx: NotificationContext<RoleClient>) {
+        self.updated.lock().unwrap().push(p.uri);
+    }
+
+    async fn on_logging_message(&self, p: LoggingMessageNotificationParam, _cx: NotificationContext<RoleClient>) {
+        self.logs.lock().unwrap().push(json!({"level": p.level, "data": p.data}));
+    }
+}
+
+type Session = RunningService<RoleClient, Recorder>;
+
+async fn session(s: &Setup, client: Recorder) -> Session {
+    let cmd = tokio::process::Command::from(s.command(&["--thread", "t1"])).configure(|c| {
+        c.stderr(std::process::Stdio::null());
+    });
+    client.serve(TokioChildProcess::new(cmd).unwrap()).await.expect("initialize over stdio")
+}
+
+async fn call(c: &Session, name: &str, args: Value) -> rmcp::model::CallToolResult {
+    let params =
+        rmcp::model::CallToolRequestParams::new(name.to_string()).with_arguments(args.as_object().unwrap().clone());
+    c.call_tool(params).await.unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+async fn read(c: &Session, uri: &str) -> Result<ResourceContents, String> {
+    c.read_resource(ReadResourceRequestParams::new(uri))
+        .await
+        .map(|mut r| r.contents.remove(0))
+        .map_err(|e| e.to_string())
+}
+
+async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn setup() -> Setup {
+    let s = Setup::new(false, false);
+    let mut config = std::fs::read_to_string(s.config()).unwrap();
+    config += "skills:\n  path: skills\n  container_path: /mnt/skills\n";
+    std::fs::write(s.config(), config).unwrap();
+    let skill = s.dir.path().join("skills/public/demo-skill");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: demo-skill\ndescription: A demo skill.\nallowed-tools: [write_file]\n---\n# Demo\nOnly write files.\n",
+    )
+    .unwrap();
+    s
+}
+
+const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0xff, 0xfe];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outputs_and_artifacts_are_resources_and_subscribers_hear_of_changes() {
+    let s = setup();
+    let client = Recorder::default();
+    let c = session(&s, client.clone()).await;
+    assert!(c.list_all_resources().await.unwrap().is_empty());
+    let templates = c.list_all_resource_templates().await.unwrap();
+    assert_eq!(templates[0].uri_template, "toolhost:///mnt/user-data/outputs/{path}");
+
+    let r = call(
+        &c,
+        "write_file",
+        json!({"description": "w", "path": "/mnt/user-data/outputs/report.md", "content": "# Report\n"}),
+    )
+    .await;
+    assert_eq!(text(&r), "OK");
+    let outputs = s.data().join("threads/t1/user-data/outputs");
+    std::fs::create_dir_all(outputs.join("img")).unwrap();
+    std::fs::write(outputs.join("img/logo.png"), PNG).unwrap();
+
+    let listed = c.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = listed.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["toolhost:///mnt/user-data/outputs/img/logo.png", "toolhost:///mnt/user-data/outputs/report.md"]);
+    assert_eq!(listed[1].mime_type.as_deref(), Some("text/markdown"));
+    assert_eq!(listed[1].size, Some(9));
+
+    match read(&c, "toolhost:///mnt/user-data/outputs/report.md").await.unwrap() {
+        ResourceContents::TextResourceContents { text, mime_type, .. } => {
+            assert_eq!(text, "# Report\n");
+            assert_eq!(mime_type.as_deref(), Some("text/markdown"));
+        }
+        other => panic!("{other:?}"),
+    }
+    match read(&c, "toolhost:///mnt/user-data/outputs/img/logo.png").await.unwrap() {
+        ResourceContents::BlobResourceContents { blob, mime_type, .. } => {
+            assert_eq!(base64::engine::general_purpose::STANDARD.decode(blob).unwrap(), PNG);
+            assert_eq!(mime_type.as_deref(), Some("image/png"));
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // A subscriber hears when a tool rewrites the file, and not before.
+    c.subscribe(SubscribeRequestParams::new("toolhost:///mnt/user-data/outputs/report.md")).await.unwrap();
+    call(&c, "hello", json!({"name": "x"})).await;
+    assert!(client.updated.lock().unwrap().is_empty(), "nothing changed yet");
+    // (read-before-write: the file is read before it is rewritten)
+    call(&c, "read_file", json!({"description": "r", "path": "/mnt/user-data/outputs/report.md"})).await;
+    assert!(client.updated.lock().unwrap().is_empty(), "a read changes nothing");
+    let r = call(
+        &c,
+        "write_file",
+        json!({"description": "w", "path": "/mnt/user-data/outputs/report.md", "content": "# Report, longer\n"}),
+    )
+    .await;
+    assert_eq!(text(&r), "OK");
+    wait_for("resources/updated", || !client.updated.lock().unwrap().is_empty()).await;
+    assert_eq!(*client.updated.lock().unwrap(), ["toolhost:///mnt/user-data/outputs/report.md"]);
+
+    // present_files' artifacts are resources too.
+    let r = call(&c, "present_files", json!({"filepaths": ["/mnt/user-data/outputs/report.md"]})).await;
+    assert!(!r.is_error.unwrap_or(false), "{}", text(&r));
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_never_leave_the_outputs() {
+    let s = setup();
+    let c = session(&s, Recorder::default()).await;
+    call(
+        &c,
+        "write_file",
+        json!({"description": "w", "path": "/mnt/user-data/workspace/secret.txt", "content": "WORKSPACE-SECRET"}),
+    )
+    .await;
+    let sentinel = s.dir.path().join("sentinel.txt");
+    std::fs::write(&sentinel, "HOST-SENTINEL").unwrap();
+    let outputs = s.data().join("threads/t1/user-data/outputs");
+    std::fs::create_dir_all(&outputs).unwrap();
+    std::os::unix::fs::symlink(&sentinel, outputs.join("host.txt")).unwrap();
+    std::os::unix::fs::symlink("../workspace/secret.txt", outputs.join("ws.txt")).unwrap();
+    std::os::unix::fs::symlink("/etc", outputs.join("etc")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        outputs.join("pipe"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let big = std::fs::File::create(outputs.join("big.txt")).unwrap();
+    big.set_len(17 << 20).unwrap();
+
+    let listed: Vec<String> = c.list_all_resources().await.unwrap().into_iter().map(|r| r.uri).collect();
+    assert_eq!(listed, ["toolhost:///mnt/user-data/outputs/big.txt"], "links and FIFOs are not resources");
+
+    for (uri, why) in [
+        ("toolhost:///mnt/user-data/outputs/host.txt", ""),
+        ("toolhost:///mnt/user-data/outputs/ws.txt", "leaves the thread's outputs"),
+        ("toolhost:///mnt/user-data/outputs/etc/passwd", ""),
+        ("toolhost:///mnt/user-data/outputs/pipe", "not a regular file"),
+        ("toolhost:///mnt/user-data/outputs/big.txt", "over the 16777216-byte limit"),
+        ("toolhost:///mnt/user-data/outputs/../workspace/secret.txt", ""),
+        ("toolhost:///mnt/user-data/workspace/secret.txt", "Resource not found"),
+        ("file:///etc/passwd", "Resource not found"),
+    ] {
+        let started = Instant::now();
+        let r = read(&c, uri).await;
+        assert!(started.elapsed() < Duration::from_secs(10), "{uri} blocked");
+        let e = r.expect_err(uri);
+        assert!(e.contains(why), "{uri}: {e}");
+        assert!(!e.contains("HOST-SENTINEL") && !e.contains("WORKSPACE-SECRET") && !e.contains("root:"), "{e}");
+    }
+    assert_eq!(std::fs::read_to_string(&sentinel).unwrap(), "HOST-SENTINEL");
+    // A normal read still works.
+    call(&c, "write_file", json!({"description": "w", "path": "/mnt/user-data/outputs/ok.txt", "content": "fine"}))
+        .await;
+    match read(&c, "toolhost:///mnt/user-data/outputs/ok.txt").await.unwrap() {
+        ResourceContents::TextResourceContents { text, .. } => assert_eq!(text, "fine"),
+        other => panic!("{other:?}"),
+    }
+    c.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_are_prompts_and_a_prompt_activates_its_skill() {
+    let s = setup();
+    let c = session(&s, Recorder::default()).await;
+    let prompts = c.list_all_prompts().await.unwrap();
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(prompts[0].name, "demo-skill");
+    assert_eq!(prompts[0].description.as_deref(), Some("A demo skill."));
+    let before = harness_names(&c).await;
+    assert!(before.contains(&"hello".to_string()), "{before:?}");
+
+    let p = c.get_prompt(GetPromptRequestParams::new("demo-skill")).await.unwrap();
+    let body = serde_json::to_value(&p.messages[0]).unwrap();
+    assert_eq!(body["role"], "user");
+    assert!(body["content"]["text"].as_str().unwrap().contains("Only write files."), "{body}");
+    // The skill is active now: its allowed-tools policy hides hello, as after reading SKILL.md.
+    let after = harness_names(&c).await;
+    assert!(!after.contains(&"hello".to_string()) && after.contains(&"write_file".to_string()), "{after:?}");
+
+    let e = c.get_prompt(GetPromptRequestParams::new("../../etc/passwd")).await.unwrap_err().to_string();
+    assert!(e.contains("Prompt not found"), "{e}");
+    let r = call(&c, "write_file", json!({"description": "w", "path": "/mnt/user-data/outputs/a.txt", "content": "a"}))
+        .await;
+    assert_eq!(text(&r), "OK");
+    c.cancel().await.unwrap();
+}
+
+async fn harness_names(c: &Session) -> Vec<String> {
+    c.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_calls_send_log_messages_at_the_level_asked() {
+    let s = setup();
+    let client = Recorder::default();
+    let c = session(&s, client.clone()).await;
+    // No level set: no messages.
+    call(&c, "read_file", json!({"description": "r", "path": "/mnt/user-data/workspace/none.txt"})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(client.logs.lock().unwrap().is_empty());
+
+    c.set_level(SetLevelRequestParams::new(LoggingLevel::Error)).await.unwrap();
+    call(&c, "write_file", json!({"description": "w", "path": "/etc/passwd", "content": "x"})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let logs = client.logs.lock().unwrap().clone();
+    assert!(logs.iter().all(|l| l["level"] == "error"), "only errors at level error: {logs:?}");
+
+    c.set_level(SetLevelRequestParams::new(LoggingLevel::Warning)).await.unwrap();
+    let r = call(&c, "nope", json!({})).await;
+    assert!(r.is_error.unwrap_or(false));
+    wait_for("a log message", || client.logs.lock().unwrap().iter().any(|l| l["data"]["tool"] == "nope")).await;
+    let logs = client.logs.lock().unwrap().clone();
+    let l = logs.iter().find(|l| l["data"]["tool"] == "nope").unwrap();
+    assert_eq!(l["level"], "warning");
+    assert_eq!(l["data"]["kind"], "not_found");
+    assert_eq!(l["data"]["thread"], "t1");
+    let r = call(&c, "hello", json!({"name": "x"})).await;
+    assert!(!r.is_error.unwrap_or(false));
+    c.cancel().await.unwrap();
+}
