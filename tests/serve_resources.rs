@@ -157,6 +157,17 @@ async fn outputs_and_artifacts_are_resources_and_subscribers_hear_of_changes() {
     // present_files' artifacts are resources too.
     let r = call(&c, "present_files", json!({"filepaths": ["/mnt/user-data/outputs/report.md"]})).await;
     assert!(!r.is_error.unwrap_or(false), "{}", text(&r));
+    let links: Vec<Value> =
+        r.content.iter().map(|c| serde_json::to_value(c).unwrap()).filter(|c| c["type"] == "resource_link").collect();
+    assert_eq!(links.len(), 1, "{:?}", r.content);
+    assert_eq!(links[0]["uri"], "toolhost:///mnt/user-data/outputs/report.md");
+    assert_eq!(links[0]["mimeType"], "text/markdown");
+    // The link reads back through resources/read.
+    let uri = links[0]["uri"].as_str().unwrap();
+    match read(&c, uri).await.unwrap() {
+        ResourceContents::TextResourceContents { text, .. } => assert_eq!(text, "# Report, longer\n"),
+        other => panic!("{other:?}"),
+    }
     c.cancel().await.unwrap();
 }
 

@@ -485,6 +485,16 @@ impl ServerHandler for McpSessionHandler {
         if mcp.is_error == Some(true) {
             cap_error_texts(&mut mcp);
         }
+        // present_files: the presented files as resource links the client can read
+        // (`resources/read`) and show.
+        if name == "present_files" && !outcome.is_error() {
+            for vpath in outcome.update.artifacts.iter().flatten() {
+                let file = vpath.rsplit('/').next().unwrap_or(vpath);
+                let mut link = Resource::new(super::resources::uri_of(vpath), file.to_string());
+                link.mime_type = super::resources::mime_of(vpath).map(str::to_string);
+                mcp.content.push(ContentBlock::resource_link(link));
+            }
+        }
         if name == toolhost_builtins::clarification::NAME && outcome.end_run && !outcome.is_error() {
             if let Some(answer) = elicit_answer(&cx, &outcome.text_content()).await {
                 mcp.content.push(ContentBlock::text(format!("The user answered: {answer}")));
