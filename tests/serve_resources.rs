@@ -290,3 +290,62 @@ async fn failed_calls_send_log_messages_at_the_level_asked() {
     assert!(!r.is_error.unwrap_or(false));
     c.cancel().await.unwrap();
 }
+
+/// A client of each protocol revision toolhost negotiates (2025-06-18, 2025-11-25 with
+/// `initialize`; 2026-07-28 as rmcp's client speaks it) lists and calls tools, reads a resource
+/// and gets a prompt over stdio.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_protocol_revision_lists_calls_reads_and_prompts() {
+    #[derive(Clone)]
+    struct Versioned(ProtocolVersion);
+    impl ClientHandler for Versioned {
+        fn get_info(&self) -> ClientConfig {
+            ClientConfig::new(ClientCapabilities::default(), Implementation::new("revision-test", "0.1.0"))
+                .with_protocol_version(self.0.clone())
+        }
+    }
+    for version in [ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
+        let s = setup();
+        let cmd = tokio::process::Command::from(s.command(&["--thread", "t1"])).configure(|c| {
+            c.stderr(std::process::Stdio::null());
+        });
+        let c = Versioned(version.clone())
+            .serve(TokioChildProcess::new(cmd).unwrap())
+            .await
+            .unwrap_or_else(|e| panic!("{version}: {e}"));
+        let tools: Vec<String> = c.list_all_tools().await.unwrap().into_iter().map(|t| t.name.to_string()).collect();
+        assert!(tools.contains(&"hello".to_string()), "{version}: {tools:?}");
+        let params = rmcp::model::CallToolRequestParams::new("write_file").with_arguments(
+            json!({"description": "w", "path": "/mnt/user-data/outputs/v.txt", "content": version.to_string()})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let r = c.call_tool(params).await.unwrap();
+        assert_eq!(text(&r), "OK", "{version}");
+        let read = c.read_resource(ReadResourceRequestParams::new("toolhost:///mnt/user-data/outputs/v.txt")).await;
+        match read.unwrap_or_else(|e| panic!("{version}: {e}")).contents.remove(0) {
+            ResourceContents::TextResourceContents { text, .. } => assert_eq!(text, version.to_string()),
+            other => panic!("{version}: {other:?}"),
+        }
+        let p = c.get_prompt(GetPromptRequestParams::new("demo-skill")).await.unwrap();
+        assert!(serde_json::to_string(&p.messages).unwrap().contains("Only write files."), "{version}");
+        c.cancel().await.unwrap();
+    }
+}
+
+/// Without elicitation, ask_clarification answers DeerFlow's question text and marks the result
+/// `_meta["toolhost/end_run"]` so the client pauses for its user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clarification_without_elicitation_marks_the_result_to_pause() {
+    let s = setup();
+    let c = session(&s, Recorder::default()).await;
+    let r =
+        call(&c, "ask_clarification", json!({"question": "Which colour?", "clarification_type": "missing_info"})).await;
+    assert!(text(&r).contains("Which colour?"), "{}", text(&r));
+    let meta = serde_json::to_value(&r).unwrap()["_meta"].clone();
+    assert_eq!(meta["toolhost/end_run"], true, "{meta}");
+    let r = call(&c, "hello", json!({"name": "x"})).await;
+    assert!(serde_json::to_value(&r).unwrap()["_meta"].get("toolhost/end_run").is_none());
+    c.cancel().await.unwrap();
+}

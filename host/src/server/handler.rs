@@ -496,8 +496,14 @@ impl ServerHandler for McpSessionHandler {
             }
         }
         if name == toolhost_builtins::clarification::NAME && outcome.end_run && !outcome.is_error() {
-            if let Some(answer) = elicit_answer(&cx, &outcome.text_content()).await {
-                mcp.content.push(ContentBlock::text(format!("The user answered: {answer}")));
+            match elicit_answer(&cx, &outcome.text_content()).await {
+                Some(answer) => mcp.content.push(ContentBlock::text(format!("The user answered: {answer}"))),
+                // No answer from the client's user: DeerFlow ends the run here and waits for the
+                // user. `_meta["toolhost/end_run"]` tells a client to pause and ask.
+                None => {
+                    let meta = mcp.meta.get_or_insert_with(Default::default);
+                    meta.0.insert("toolhost/end_run".into(), Value::Bool(true));
+                }
             }
         }
         Ok(mcp.into())
