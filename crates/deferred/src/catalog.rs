@@ -98,14 +98,6 @@ impl<'a> CatalogSource<'a> {
     pub fn from_spec(spec: &'a ToolSpec) -> Self {
         Self::Json { name: &spec.name, description: &spec.description, schema: &spec.parameters }
     }
-
-    fn name(&self) -> &str {
-        match self {
-            Self::Parsed(t) => &t.name,
-            Self::Json { name, .. } => name,
-            Self::Tool(t) => &t.spec().name,
-        }
-    }
 }
 
 impl From<DeferredToolInput> for CatalogSource<'_> {
@@ -386,43 +378,29 @@ impl DeferredCatalog {
     /// [`DeferredCatalog::new`] from tools parsed or as `serde_json` schemas (see
     /// [`CatalogSource`]): the same catalog and hash either way.
     pub fn from_sources<'a>(tools: impl IntoIterator<Item = CatalogSource<'a>>) -> Result<Self, ConvertError> {
-        // The tools are taken in name order and each is converted (or checked for `$ref`) and
-        // rendered at once, while its schema is in cache, straight into the blob, which is hashed
-        // as it grows: no entry is copied, no schema walked twice from memory.
-        let mut sources: Vec<Option<CatalogSource<'a>>> = tools.into_iter().map(Some).collect();
-        let order = {
-            let names: Vec<&str> = sources.iter().map(|s| s.as_ref().map_or("", CatalogSource::name)).collect();
-            name_order_of(&names)
-        };
-        // The compact texts of `Json` schemas, about as long as their entries: reserved once (only
-        // the pages written are touched).
-        let json = sources.iter().filter(|s| matches!(s, Some(CatalogSource::Json { .. }))).count();
-        let mut texts = String::with_capacity(json * ENTRY_GUESS);
-        let mut pending: Vec<Option<Pending>> = (0..sources.len()).map(|_| None).collect();
-        let mut failed = None;
-        let (blob, spans, hash) = render_and_hash(&order, |i, out| {
-            let Some(source) = sources[i].take() else { return };
-            if failed.is_none() {
-                match add_source(source, out, &mut texts) {
-                    Ok(p) => pending[i] = Some(p),
-                    Err(e) => failed = Some(e),
-                }
+        // Each tool is rendered right after its conversion (or its `$ref` check) walked its
+        // schema, while that is still in cache, into a scratch buffer in catalog order; the blob
+        // then takes the entries in name order from there. (Rendering in name order straight into
+        // the blob was tried: walking the schemas out of their order in memory cost more than the
+        // copy saves.)
+        let tools = tools.into_iter();
+        let mut scratch = String::with_capacity(tools.size_hint().0 * ENTRY_GUESS);
+        let mut texts = String::new();
+        let mut local: Vec<(usize, usize)> = Vec::with_capacity(tools.size_hint().0);
+        let mut pending: Vec<Pending> = Vec::with_capacity(tools.size_hint().0);
+        for t in tools {
+            if matches!(t, CatalogSource::Json { .. }) && texts.capacity() == 0 {
+                // The compact texts of `Json` schemas, about as long as their entries: reserved
+                // once (only the pages written are touched).
+                texts.reserve(scratch.capacity());
             }
-        });
-        if let Some(e) = failed {
-            return Err(e);
+            let start = scratch.len();
+            pending.push(add_source(t, &mut scratch, &mut texts)?);
+            local.push((start, scratch.len()));
         }
-        let tools = finish_pending(pending.into_iter().map(|p| p.expect("every tool is rendered")).collect(), texts);
-        Ok(Self {
-            tools,
-            names: OnceLock::new(),
-            hash,
-            blob,
-            order,
-            spans,
-            index: OnceLock::new(),
-            regex_cache: Arc::default(),
-        })
+        let tools = finish_pending(pending, texts);
+        let order = name_order(&tools);
+        Ok(Self::assemble(tools, order, |i| Some(&scratch[local[i].0..local[i].1])))
     }
 
     /// The catalog of this one's tools that `keep` accepts (in this catalog's order) followed by
@@ -663,11 +641,6 @@ impl DeferredCatalog {
 /// compared as one number; the rest are compared whole.
 fn name_order(tools: &[CatalogTool]) -> Vec<usize> {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    name_order_of(&names)
-}
-
-/// [`name_order`] of the names alone.
-fn name_order_of(names: &[&str]) -> Vec<usize> {
     let prefix = |name: &str| {
         let mut b = [0u8; 16];
         let n = name.len().min(16);

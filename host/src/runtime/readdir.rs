@@ -124,14 +124,8 @@ mod tests {
         std::os::unix::fs::symlink("file.txt", p.join("link")).unwrap();
         std::os::unix::fs::symlink("missing", p.join("dangling")).unwrap();
         std::os::unix::fs::symlink("sub", p.join("dirlink")).unwrap();
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &p.join("fifo"),
-            FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        rustix::fs::mknodat(rustix::fs::CWD, p.join("fifo"), FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0)
+            .unwrap();
         let _sock = std::os::unix::net::UnixListener::bind(p.join("sock")).unwrap();
         use rustix::fs::FileType;
         let got = read_entries(&std::fs::File::open(p).unwrap()).unwrap();
