@@ -67,6 +67,6 @@ if ! skip audit; then
 fi
 
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/machine.txt"
-python3 scripts/bench-report.py "$OUT" "$ROOT/target/criterion" "$START_STAMP"
+python3 scripts/bench-report.py "$OUT" "${CARGO_TARGET_DIR:-$ROOT/target}/criterion" "$START_STAMP"
 echo
 echo "raw logs: $OUT"

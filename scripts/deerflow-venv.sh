@@ -18,7 +18,8 @@ COMMIT=f1f4af99bbf1cffb83a80744bf6e4a44ee8f24be
 SRC="$VENV/deerflow-src"
 
 if [ ! -x "$VENV/bin/python" ]; then
-    PY="${PYTHON:-$(command -v python3.12 || echo "$HOME/.pyenv/versions/3.12.1/bin/python")}"
+    # A pyenv shim named python3.12 may exist without that version selected: check it runs.
+    PY="${PYTHON:-$(python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null || echo "$HOME/.pyenv/versions/3.12.1/bin/python")}"
     "$PY" -m venv "$VENV" >&2
 fi
 if [ ! -f "$VENV/.deps-ok" ]; then

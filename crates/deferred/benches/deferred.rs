@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, BatchSize, Criterion};
 use serde_json::json;
-use toolhost_core::ToolSpec;
-use toolhost_deferred::{DeferredCatalog, DeferredToolInput, ToolSearchTool};
+use std::sync::Arc;
+
+use toolhost_core::{CallContext, Tool, ToolOutcome, ToolSpec};
+use toolhost_deferred::{build_deferred_tool_setup, DeferredCatalog, DeferredToolInput, ToolSearchTool};
 use toolhost_py::re::CatalogRegex;
 
 const SERVICES: [&str; 10] =
@@ -47,6 +49,23 @@ fn specs(n: usize) -> Vec<ToolSpec> {
         .collect()
 }
 
+/// An MCP tool as the host holds it: a `dyn Tool` whose spec has the `serde_json` schema.
+struct McpLike(ToolSpec);
+
+#[async_trait::async_trait]
+impl Tool for McpLike {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    async fn call(&self, _ctx: &CallContext, _args: serde_json::Value) -> ToolOutcome {
+        ToolOutcome::text("")
+    }
+}
+
+fn host_tools(specs: &[ToolSpec]) -> Vec<Arc<dyn Tool>> {
+    specs.iter().map(|s| Arc::new(McpLike(s.clone())) as Arc<dyn Tool>).collect()
+}
+
 fn inputs(specs: &[ToolSpec]) -> Vec<DeferredToolInput> {
     specs.iter().map(DeferredToolInput::from_spec).collect()
 }
@@ -64,6 +83,10 @@ fn bench(c: &mut Criterion) {
     let catalog = DeferredCatalog::new(inputs.clone()).expect("bench catalog converts");
     c.bench_function("catalog_from_specs_10k (schemas -> hash, end to end)", |b| {
         b.iter_with_large_drop(|| DeferredCatalog::from_specs(black_box(&specs)))
+    });
+    let tools = host_tools(&specs);
+    c.bench_function("deferred_setup_10k (the host's MCP tools -> tool_search setup)", |b| {
+        b.iter_with_large_drop(|| build_deferred_tool_setup(black_box(&tools), true))
     });
     c.bench_function("catalog_build_10k (parsed schemas -> hash)", |b| {
         b.iter_batched(|| inputs.clone(), DeferredCatalog::new, BatchSize::LargeInput)
@@ -127,7 +150,12 @@ fn medians() {
         (t[t.len() / 2], t[0])
     }
     println!("\ncatalog of 10 000 tools, medians of {runs} runs (catalog_hash {})", catalog.hash());
+    let tools = host_tools(&specs);
     let rows = [
+        (
+            "host: MCP tools -> tool_search setup (catalog_hash e2e)",
+            median_ms(runs, || (), |()| build_deferred_tool_setup(&tools, true)),
+        ),
         (
             "from_specs: MCP schemas -> catalog_hash (end to end)",
             median_ms(runs, || (), |()| DeferredCatalog::from_specs(&specs)),
@@ -159,7 +187,7 @@ criterion_group! {
 }
 
 fn main() {
-    // `DEFERRED_PROFILE=render|new|rebuild|search|specs:N`: only that, N times, printing the
+    // `DEFERRED_PROFILE=render|new|rebuild|search|setup|specs:N`: only that, N times, printing the
     // median and minimum; for a profiler, `perf stat`, or a side-by-side with another build.
     if let Ok(what) = std::env::var("DEFERRED_PROFILE") {
         let (what, n) = what.split_once(':').unwrap_or((what.as_str(), "20"));
@@ -167,6 +195,7 @@ fn main() {
         let specs = specs(10_000);
         let inputs = inputs(&specs);
         let catalog = DeferredCatalog::new(inputs.clone()).expect("converts");
+        let tools = host_tools(&specs);
         let mut t: Vec<f64> = Vec::new();
         for _ in 0..n {
             let i = if what == "new" { inputs.clone() } else { Vec::new() };
@@ -180,6 +209,7 @@ fn main() {
                     Box::new(c.rebuild(|k| k.name != t.name, [t.clone()]))
                 }
                 ("search", Some(c)) => Box::new(c.search("select:slack_send_0").len()),
+                ("setup", _) => Box::new(build_deferred_tool_setup(&tools, true)),
                 _ => Box::new(DeferredCatalog::from_specs(&specs)),
             };
             t.push(start.elapsed().as_secs_f64() * 1000.0);

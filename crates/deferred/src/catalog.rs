@@ -3,16 +3,19 @@
 //! Everything a search needs per tool is computed once when the catalog is built.
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Deref;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use memchr::memmem;
 
 use sha2::{Digest, Sha256};
-use toolhost_core::ToolSpec;
+use toolhost_core::{Tool, ToolSpec};
 
-use crate::convert::{convert_tool, OpenAiFunction};
+use serde_json::Value;
+
+use crate::convert::{convert_tool, json_plain_schema, write_json_function_sorted, OpenAiFunction};
 use crate::error::ConvertError;
-use toolhost_py::json::{write_py_str, PyValue};
+use toolhost_py::json::{write_json_compact, write_py_str, PyValue};
 use toolhost_py::re::CatalogRegex;
 use toolhost_py::str_methods::{py_lower, py_split_once_ws, py_strip};
 
@@ -52,13 +55,135 @@ impl DeferredToolInput {
     }
 }
 
+/// A tool as the catalog receives it: already parsed ([`DeferredToolInput`]), or borrowed as the
+/// host has it, a `serde_json` schema (an MCP tool's `ToolSpec::parameters`).
+///
+/// A `Json` or `Tool` schema without `$ref` (nearly every MCP tool's) is rendered into the hash
+/// blob straight from the `serde_json` value, with Python's rules (integers as their digits,
+/// floats as `repr`, keys sorted by code point), and converted into its [`OpenAiFunction`] only
+/// when a search returns it: from the tool itself (`Tool`), or from the schema's compact text the
+/// catalog keeps (`Json`). Any other schema takes the `PyValue` path (`PyValue::from_json`, then
+/// the conversion). All give the same hash and functions (tested).
+#[derive(Clone)]
+pub enum CatalogSource<'a> {
+    Parsed(DeferredToolInput),
+    Json {
+        name: &'a str,
+        description: &'a str,
+        schema: &'a Value,
+    },
+    /// A tool as the host holds it: its spec's `serde_json` schema, or its exact schema when it
+    /// has one ([`Tool::exact_parameters`]: integers beyond 64 bits keep their digits).
+    Tool(Arc<dyn Tool>),
+}
+
+impl std::fmt::Debug for CatalogSource<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Parsed(t) => f.debug_tuple("Parsed").field(t).finish(),
+            Self::Json { name, description, schema } => f
+                .debug_struct("Json")
+                .field("name", name)
+                .field("description", description)
+                .field("schema", schema)
+                .finish(),
+            Self::Tool(t) => f.debug_tuple("Tool").field(&t.spec().name).finish(),
+        }
+    }
+}
+
+impl<'a> CatalogSource<'a> {
+    /// A tool spec's name, description and `serde_json` schema (see
+    /// [`DeferredToolInput::from_spec`] on number precision).
+    pub fn from_spec(spec: &'a ToolSpec) -> Self {
+        Self::Json { name: &spec.name, description: &spec.description, schema: &spec.parameters }
+    }
+}
+
+impl From<DeferredToolInput> for CatalogSource<'_> {
+    fn from(t: DeferredToolInput) -> Self {
+        Self::Parsed(t)
+    }
+}
+
 /// One catalog entry with what search and hashing need, precomputed.
 #[derive(Debug, Clone)]
 pub struct CatalogTool {
     pub name: String,
     pub description: String,
     /// `convert_to_openai_function(tool)`: `{name, description, parameters}`.
-    pub function: OpenAiFunction,
+    pub function: CatalogFunction,
+}
+
+/// A tool's `convert_to_openai_function` result (dereferences to [`OpenAiFunction`]): converted
+/// when the catalog was built, or, for a tool whose hash entry was rendered straight from its
+/// `serde_json` schema, converted on first use from the schema's compact text the catalog kept.
+#[derive(Debug, Clone)]
+pub struct CatalogFunction(FunctionRepr);
+
+#[derive(Clone)]
+enum FunctionRepr {
+    Converted(OpenAiFunction),
+    /// Converted on first use from the tool's spec.
+    FromTool {
+        tool: Arc<dyn Tool>,
+        function: OnceLock<OpenAiFunction>,
+    },
+    /// `text[b[0]..b[1]]` is the name, `text[b[1]..b[2]]` the description, `text[b[2]..b[3]]` the
+    /// schema as `json.dumps` writes it (insertion order), which reads back as
+    /// `PyValue::from_json` of the schema.
+    FromText {
+        text: Arc<String>,
+        b: [usize; 4],
+        function: OnceLock<OpenAiFunction>,
+    },
+}
+
+impl std::fmt::Debug for FunctionRepr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Converted(func) => f.debug_tuple("Converted").field(func).finish(),
+            Self::FromTool { tool, function } => {
+                f.debug_struct("FromTool").field("tool", &tool.spec().name).field("function", function).finish()
+            }
+            Self::FromText { b, function, .. } => {
+                f.debug_struct("FromText").field("bounds", b).field("function", function).finish()
+            }
+        }
+    }
+}
+
+impl CatalogFunction {
+    /// Whether the function has been converted (always, unless it was rendered from a
+    /// `serde_json` schema and not needed since).
+    pub fn is_converted(&self) -> bool {
+        match &self.0 {
+            FunctionRepr::Converted(_) => true,
+            FunctionRepr::FromText { function, .. } | FunctionRepr::FromTool { function, .. } => {
+                function.get().is_some()
+            }
+        }
+    }
+}
+
+impl Deref for CatalogFunction {
+    type Target = OpenAiFunction;
+
+    fn deref(&self) -> &OpenAiFunction {
+        match &self.0 {
+            FunctionRepr::Converted(f) => f,
+            FunctionRepr::FromTool { tool, function } => function.get_or_init(|| {
+                let spec = tool.spec();
+                convert_tool(&spec.name, &spec.description, PyValue::from_json(&spec.parameters))
+                    .expect("a $ref-free object schema converts")
+            }),
+            FunctionRepr::FromText { text, b, function } => function.get_or_init(|| {
+                let schema =
+                    PyValue::parse(&text[b[2]..b[3]]).expect("a schema's compact text, written by the catalog, parses");
+                convert_tool(&text[b[0]..b[1]], &text[b[1]..b[2]], schema).expect("a $ref-free object schema converts")
+            }),
+        }
+    }
 }
 
 impl CatalogTool {
@@ -247,21 +372,33 @@ impl DeferredCatalog {
     /// Convert every tool and compute the hash. Fails, as DeerFlow's hashing does, when a
     /// schema cannot be converted (e.g. an unresolvable `$ref`).
     pub fn new(tools: impl IntoIterator<Item = DeferredToolInput>) -> Result<Self, ConvertError> {
-        // Each tool is rendered right after its conversion walked its schema, while that is still
-        // in cache, into a scratch buffer in catalog order; the blob then takes the entries in
-        // name order from there.
+        Self::from_sources(tools.into_iter().map(CatalogSource::Parsed))
+    }
+
+    /// [`DeferredCatalog::new`] from tools parsed or as `serde_json` schemas (see
+    /// [`CatalogSource`]): the same catalog and hash either way.
+    pub fn from_sources<'a>(tools: impl IntoIterator<Item = CatalogSource<'a>>) -> Result<Self, ConvertError> {
+        // Each tool is rendered right after its conversion (or its `$ref` check) walked its
+        // schema, while that is still in cache, into a scratch buffer in catalog order; the blob
+        // then takes the entries in name order from there. (Rendering in name order straight into
+        // the blob was tried: walking the schemas out of their order in memory cost more than the
+        // copy saves.)
         let tools = tools.into_iter();
         let mut scratch = String::with_capacity(tools.size_hint().0 * ENTRY_GUESS);
+        let mut texts = String::new();
         let mut local: Vec<(usize, usize)> = Vec::with_capacity(tools.size_hint().0);
-        let tools = tools
-            .map(|t| {
-                let tool = convert_input(t)?;
-                let start = scratch.len();
-                render_entry(&tool, &mut scratch);
-                local.push((start, scratch.len()));
-                Ok(tool)
-            })
-            .collect::<Result<Vec<_>, ConvertError>>()?;
+        let mut pending: Vec<Pending> = Vec::with_capacity(tools.size_hint().0);
+        for t in tools {
+            if matches!(t, CatalogSource::Json { .. }) && texts.capacity() == 0 {
+                // The compact texts of `Json` schemas, about as long as their entries: reserved
+                // once (only the pages written are touched).
+                texts.reserve(scratch.capacity());
+            }
+            let start = scratch.len();
+            pending.push(add_source(t, &mut scratch, &mut texts)?);
+            local.push((start, scratch.len()));
+        }
+        let tools = finish_pending(pending, texts);
         let order = name_order(&tools);
         Ok(Self::assemble(tools, order, |i| Some(&scratch[local[i].0..local[i].1])))
     }
@@ -273,11 +410,21 @@ impl DeferredCatalog {
     /// copied from this catalog's blob; only the added tools are converted and rendered.
     pub fn rebuild(
         self,
-        mut keep: impl FnMut(&CatalogTool) -> bool,
+        keep: impl FnMut(&CatalogTool) -> bool,
         added: impl IntoIterator<Item = DeferredToolInput>,
+    ) -> Result<Self, ConvertError> {
+        self.rebuild_from_sources(keep, added.into_iter().map(CatalogSource::Parsed))
+    }
+
+    /// [`DeferredCatalog::rebuild`] with the added tools parsed or as `serde_json` schemas.
+    pub fn rebuild_from_sources<'a>(
+        self,
+        mut keep: impl FnMut(&CatalogTool) -> bool,
+        added: impl IntoIterator<Item = CatalogSource<'a>>,
     ) -> Result<Self, ConvertError> {
         let Self { tools: old_tools, blob: old_blob, spans: old_spans, .. } = self;
         let mut scratch = String::new();
+        let mut texts = String::new();
         let mut entries: Vec<Entry> = Vec::with_capacity(old_tools.len());
         let mut tools: Vec<CatalogTool> = Vec::with_capacity(old_tools.len());
         for (tool, span) in old_tools.into_iter().zip(old_spans) {
@@ -286,13 +433,13 @@ impl DeferredCatalog {
                 tools.push(tool);
             }
         }
+        let mut pending = Vec::new();
         for t in added {
-            let tool = convert_input(t)?;
             let start = scratch.len();
-            render_entry(&tool, &mut scratch);
+            pending.push(add_source(t, &mut scratch, &mut texts)?);
             entries.push(Entry::New((start, scratch.len())));
-            tools.push(tool);
         }
+        tools.extend(finish_pending(pending, texts));
         let order = name_order(&tools);
         Ok(Self::assemble(tools, order, |i| match entries[i] {
             Entry::Old((s, e)) => Some(&old_blob[s..e]),
@@ -321,7 +468,7 @@ impl DeferredCatalog {
 
     /// A catalog of tool specs (see [`DeferredToolInput::from_spec`] on number precision).
     pub fn from_specs<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>) -> Result<Self, ConvertError> {
-        Self::new(specs.into_iter().map(DeferredToolInput::from_spec))
+        Self::from_sources(specs.into_iter().map(CatalogSource::from_spec))
     }
 
     /// Recompute the hash from the converted functions, rendering every entry afresh (what
@@ -493,22 +640,116 @@ impl DeferredCatalog {
 /// order of UTF-8), like Python's `sorted(key=name)`. Most names differ in their first 16 bytes,
 /// compared as one number; the rest are compared whole.
 fn name_order(tools: &[CatalogTool]) -> Vec<usize> {
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     let prefix = |name: &str| {
         let mut b = [0u8; 16];
         let n = name.len().min(16);
         b[..n].copy_from_slice(&name.as_bytes()[..n]);
         u128::from_be_bytes(b)
     };
-    let mut keyed: Vec<(u128, usize)> = tools.iter().enumerate().map(|(i, t)| (prefix(&t.name), i)).collect();
-    keyed
-        .sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| tools[a.1].name.cmp(&tools[b.1].name)).then(a.1.cmp(&b.1)));
+    let mut keyed: Vec<(u128, usize)> = names.iter().enumerate().map(|(i, n)| (prefix(n), i)).collect();
+    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| names[a.1].cmp(names[b.1])).then(a.1.cmp(&b.1)));
     keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// Convert one input into its catalog entry.
 fn convert_input(t: DeferredToolInput) -> Result<CatalogTool, ConvertError> {
     let function = convert_tool(&t.name, &t.description, t.schema)?;
-    Ok(CatalogTool { name: t.name, description: t.description, function })
+    Ok(CatalogTool {
+        name: t.name,
+        description: t.description,
+        function: CatalogFunction(FunctionRepr::Converted(function)),
+    })
+}
+
+/// A tool added to a catalog being built, before the texts its function is converted from are
+/// shared.
+enum Pending {
+    Ready(CatalogTool),
+    /// Rendered from a `serde_json` schema; bounds in the texts as in [`FunctionRepr::FromText`].
+    FromText {
+        name: String,
+        description: String,
+        b: [usize; 4],
+    },
+    /// Rendered from the tool's spec.
+    FromTool(Arc<dyn Tool>),
+}
+
+/// Add one tool: convert it or keep its schema's text (in `texts`), and render its hash entry
+/// into `out`.
+fn add_source(t: CatalogSource<'_>, out: &mut String, texts: &mut String) -> Result<Pending, ConvertError> {
+    let t = match t {
+        CatalogSource::Parsed(t) => t,
+        CatalogSource::Tool(tool) => {
+            let spec = tool.spec();
+            if let Some(exact) = tool.exact_parameters() {
+                DeferredToolInput::from_spec_with_schema(spec, exact.clone())
+            } else if let Some(plain) = json_plain_schema(&spec.description, &spec.parameters) {
+                render_plain_entry(&spec.name, &spec.description, plain, out);
+                return Ok(Pending::FromTool(tool.clone()));
+            } else {
+                DeferredToolInput::from_spec(spec)
+            }
+        }
+        CatalogSource::Json { name, description, schema } => {
+            if let Some(plain) = json_plain_schema(description, schema) {
+                let start = texts.len();
+                texts.push_str(name);
+                let name_end = texts.len();
+                texts.push_str(description);
+                let description_end = texts.len();
+                if write_json_compact(schema, texts) {
+                    render_plain_entry(name, description, plain, out);
+                    return Ok(Pending::FromText {
+                        name: name.to_string(),
+                        description: description.to_string(),
+                        b: [start, name_end, description_end, texts.len()],
+                    });
+                }
+                // A float that is not finite has no JSON text to read back: convert now.
+                texts.truncate(start);
+            }
+            DeferredToolInput {
+                name: name.to_string(),
+                description: description.to_string(),
+                schema: PyValue::from_json(schema),
+            }
+        }
+    };
+    let tool = convert_input(t)?;
+    render_entry(&tool, out);
+    Ok(Pending::Ready(tool))
+}
+
+/// [`render_entry`] of a tool whose schema [`json_plain_schema`] accepted, from that schema.
+fn render_plain_entry(name: &str, description: &str, schema: &serde_json::Map<String, Value>, out: &mut String) {
+    out.push_str("{\"name\": ");
+    write_py_str(name, out);
+    out.push_str(", \"schema\": ");
+    write_json_function_sorted(name, description, schema, out);
+    out.push('}');
+}
+
+/// The catalog tools of `pending`, sharing `texts`.
+fn finish_pending(pending: Vec<Pending>, texts: String) -> Vec<CatalogTool> {
+    let texts = Arc::new(texts);
+    pending
+        .into_iter()
+        .map(|p| match p {
+            Pending::Ready(tool) => tool,
+            Pending::FromTool(tool) => CatalogTool {
+                name: tool.spec().name.clone(),
+                description: tool.spec().description.clone(),
+                function: CatalogFunction(FunctionRepr::FromTool { tool, function: OnceLock::new() }),
+            },
+            Pending::FromText { name, description, b } => CatalogTool {
+                name,
+                description,
+                function: CatalogFunction(FunctionRepr::FromText { text: texts.clone(), b, function: OnceLock::new() }),
+            },
+        })
+        .collect()
 }
 
 /// `{"name": …, "schema": …}` of one tool, as an element of the hash blob.

@@ -4,7 +4,11 @@
 //! and `utils/json_schema.py`).
 
 use crate::error::ConvertError;
-use toolhost_py::json::{write_indented_rm_titles, write_py_str, write_sorted_rm_titles, PyDict, PyValue};
+use serde_json::{Map, Value};
+use toolhost_py::json::{
+    write_indented_rm_titles, write_json_sorted, write_json_sorted_rm_titles, write_py_str, write_sorted_rm_titles,
+    PyDict, PyValue,
+};
 
 /// Deeper than Python's recursion limit would allow; deeper schemas are rejected.
 const MAX_DEPTH: usize = 400;
@@ -178,6 +182,55 @@ pub fn convert_tool(name: &str, description: &str, schema: PyValue) -> Result<Op
         skip_top,
         strip_titles: true,
     })
+}
+
+/// The schema, when `convert_tool` of `PyValue::from_json(schema)` would take its plain path: an
+/// object without any `$ref` (nor nesting too deep to scan), and not the `__arg1` case. Its
+/// function can then be rendered straight from the `serde_json` value
+/// ([`write_json_function_sorted`]), with no `PyValue` tree built.
+pub(crate) fn json_plain_schema<'v>(description: &str, schema: &'v Value) -> Option<&'v Map<String, Value>> {
+    let Value::Object(m) = schema else { return None };
+    if (m.is_empty() && description.is_empty()) || json_contains_ref(m, 0) {
+        return None;
+    }
+    Some(m)
+}
+
+/// `json.dumps(convert_to_openai_function(tool), sort_keys=True, ensure_ascii=False)` for a
+/// schema [`json_plain_schema`] accepted: what [`OpenAiFunction::write_sorted`] writes for
+/// `convert_tool(name, description, PyValue::from_json(schema))` (tested).
+pub(crate) fn write_json_function_sorted(name: &str, description: &str, schema: &Map<String, Value>, out: &mut String) {
+    out.push_str("{\"description\": ");
+    match (description.is_empty(), schema.get("description")) {
+        (false, _) => write_py_str(description, out),
+        (true, Some(d)) => write_json_sorted(d, out),
+        (true, None) => out.push_str("\"\""),
+    }
+    out.push_str(", \"name\": ");
+    match (name.is_empty(), schema.get("title")) {
+        (false, _) => write_py_str(name, out),
+        (true, Some(t)) => write_json_sorted(t, out),
+        (true, None) => out.push_str("\"\""),
+    }
+    out.push_str(", \"parameters\": ");
+    write_json_sorted_rm_titles(schema, "", &POPPED, out);
+    out.push('}');
+}
+
+/// [`contains_ref`] of `PyValue::from_json(m)`.
+fn json_contains_ref(m: &Map<String, Value>, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return true;
+    }
+    m.iter().any(|(k, v)| k == "$ref" || json_value_contains_ref(v, depth + 1))
+}
+
+fn json_value_contains_ref(v: &Value, depth: usize) -> bool {
+    match v {
+        Value::Object(m) => json_contains_ref(m, depth),
+        Value::Array(l) => l.iter().any(|x| json_value_contains_ref(x, depth + 1)),
+        _ => false,
+    }
 }
 
 /// Whether any object in the schema has a `$ref` key (outside nothing: `$defs` counts too,

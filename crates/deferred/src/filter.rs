@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolhost_core::{Tool, ToolOutcome, ToolSpec};
 
-use crate::catalog::{DeferredCatalog, DeferredToolInput};
+use crate::catalog::{CatalogSource, DeferredCatalog};
 use crate::error::DeferredError;
 use crate::tool::ToolSearchTool;
 
@@ -60,19 +60,15 @@ pub fn build_deferred_tool_setup(
     if !enabled {
         return Ok(DeferredToolSetup::default());
     }
-    let deferred: Vec<DeferredToolInput> = candidates
-        .iter()
-        .filter(|t| t.spec().is_mcp())
-        .map(|t| match t.exact_parameters() {
-            // Integers beyond 64 bits keep their digits, as in DeerFlow's catalog_hash.
-            Some(schema) => DeferredToolInput::from_spec_with_schema(t.spec(), schema.clone()),
-            None => DeferredToolInput::from_spec(t.spec()),
-        })
-        .collect();
+    // The tools themselves: a schema is rendered straight from the spec's serde_json value (or
+    // from the tool's exact schema, where integers beyond 64 bits keep their digits, as in
+    // DeerFlow's catalog_hash) and converted from the tool when a search first returns it.
+    let deferred: Vec<CatalogSource<'_>> =
+        candidates.iter().filter(|t| t.spec().is_mcp()).map(|t| CatalogSource::Tool(t.clone())).collect();
     if deferred.is_empty() {
         return Ok(DeferredToolSetup::default());
     }
-    Ok(DeferredToolSetup::from_catalog(DeferredCatalog::new(deferred)?))
+    Ok(DeferredToolSetup::from_catalog(DeferredCatalog::from_sources(deferred)?))
 }
 
 /// `assemble_deferred_tools`: the final tool list (candidates, then `tool_search` when set up)
@@ -207,6 +203,7 @@ impl DeferredToolFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalog::DeferredToolInput;
     use async_trait::async_trait;
     use serde_json::json;
     use toolhost_core::{CallContext, ToolSource};
@@ -318,6 +315,38 @@ mod tests {
         assert!(blob(&kept).contains("\"maximum\": 123456789012345678901234567890,"), "{}", blob(&kept));
         assert!(!blob(&lossy).contains("123456789012345678901234567890"), "{}", blob(&lossy));
         assert_ne!(kept.catalog_hash, lossy.catalog_hash);
+
+        // Beside a tool rendered straight from its serde_json schema, the exact one still counts:
+        // the setup's catalog is the one built from both tools parsed exactly.
+        let plain = ToolSpec {
+            name: "mcp_plain".into(),
+            description: "Plain.".into(),
+            parameters: json!({"type": "object", "properties": {"x": {"type": "number", "default": 1e-7}}}),
+            group: None,
+            source: ToolSource::Mcp { server: "s".into() },
+        };
+        let big = ToolSpec {
+            name: "mcp_big".into(),
+            description: "Big.".into(),
+            parameters: serde_json::from_str(text).unwrap(),
+            group: None,
+            source: ToolSource::Mcp { server: "s".into() },
+        };
+        let mixed = build_deferred_tool_setup(
+            &[
+                Arc::new(Fixed(plain.clone())) as Arc<dyn Tool>,
+                Arc::new(Exact(big.clone(), toolhost_py::json::PyValue::parse(text).unwrap())) as Arc<dyn Tool>,
+            ],
+            true,
+        )
+        .unwrap();
+        let parsed = DeferredCatalog::new([
+            DeferredToolInput::from_spec(&plain),
+            DeferredToolInput::from_schema_text("mcp_big", "Big.", text).unwrap(),
+        ])
+        .unwrap();
+        assert_eq!(blob(&mixed), parsed.hash_blob());
+        assert_eq!(mixed.catalog_hash.as_deref(), Some(parsed.hash()));
     }
 
     #[test]

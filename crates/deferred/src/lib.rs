@@ -9,8 +9,8 @@ pub mod filter;
 pub mod routing;
 pub mod tool;
 
-pub use catalog::{CatalogTool, DeferredCatalog, DeferredToolInput, MAX_RESULTS};
-pub use convert::convert_to_openai_function;
+pub use catalog::{CatalogFunction, CatalogSource, CatalogTool, DeferredCatalog, DeferredToolInput, MAX_RESULTS};
+pub use convert::{convert_to_openai_function, OpenAiFunction};
 pub use error::{ConvertError, DeferredError, JsonError};
 pub use filter::{
     assemble_deferred_tools, build_deferred_tool_setup, deferred_tools_prompt_section, finish_assembly,

@@ -9,6 +9,8 @@ pub(crate) mod content;
 mod exec;
 mod net;
 pub(crate) mod progress;
+#[cfg(unix)]
+mod readdir;
 mod watchdog;
 pub(crate) mod wit;
 
@@ -212,6 +214,9 @@ impl Runtime {
         };
         let mut linker: Linker<exec::HostState> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        // Listings take each entry's type from `getdents` instead of a `statx` per entry.
+        #[cfg(unix)]
+        readdir::add_to_linker(&mut linker)?;
         // Always linked, so a component that imports wasi:http loads; whether a request may leave
         // is decided per call by the tool's network grant (see `net`).
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;

@@ -6,12 +6,14 @@
 //! `repr`) so that those texts match DeerFlow byte for byte.
 
 mod decode;
+mod serde_text;
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
 pub use decode::loads;
+pub use serde_text::{write_json_compact, write_json_number, write_json_sorted, write_json_sorted_rm_titles};
 
 /// JSON text that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
