@@ -7,7 +7,7 @@ use serde::Serialize;
 use wasmtime::component::{HasSelf, InstancePre, Linker};
 use wasmtime::Store;
 
-use super::exec::HostState;
+use super::store::HostState;
 
 /// Bindings of `toolhost:tool@0.1.0`: the sandbox settings as a JSON string, one text result.
 #[allow(missing_docs)]
@@ -325,45 +325,39 @@ fn upgrade_result(
 impl v0_1::toolhost::tool::types::Host for HostState {}
 impl types::Host for HostState {}
 
-impl v0_1::toolhost::tool::host::Host for HostState {
-    fn log(&mut self, level: v0_1::toolhost::tool::host::Level, message: String) {
-        use v0_1::toolhost::tool::host::Level as L;
-        let level = match level {
-            L::Trace => tracing::Level::TRACE,
-            L::Debug => tracing::Level::DEBUG,
-            L::Info => tracing::Level::INFO,
-            L::Warn => tracing::Level::WARN,
-            L::Error => tracing::Level::ERROR,
-        };
-        self.write_log(level, &message);
-    }
+/// The `host` interface of one version, bound to `HostState`'s shared implementation: `log`
+/// (the version's `level` enum mapped to tracing's) and `resolve-host`, plus what that version
+/// adds.
+macro_rules! host_interface {
+    ($version:ident { $($extra:item)* }) => {
+        impl $version::toolhost::tool::host::Host for HostState {
+            fn log(&mut self, level: $version::toolhost::tool::host::Level, message: String) {
+                use $version::toolhost::tool::host::Level as L;
+                let level = match level {
+                    L::Trace => tracing::Level::TRACE,
+                    L::Debug => tracing::Level::DEBUG,
+                    L::Info => tracing::Level::INFO,
+                    L::Warn => tracing::Level::WARN,
+                    L::Error => tracing::Level::ERROR,
+                };
+                self.write_log(level, &message);
+            }
 
-    fn resolve_host(&mut self, name: String) -> Result<Vec<String>, String> {
-        self.resolve_for_guest(&name)
-    }
+            fn resolve_host(&mut self, name: String) -> Result<Vec<String>, String> {
+                self.resolve_for_guest(&name)
+            }
+
+            $($extra)*
+        }
+    };
 }
 
-impl v0_2::toolhost::tool::host::Host for HostState {
-    fn log(&mut self, level: v0_2::toolhost::tool::host::Level, message: String) {
-        use v0_2::toolhost::tool::host::Level as L;
-        let level = match level {
-            L::Trace => tracing::Level::TRACE,
-            L::Debug => tracing::Level::DEBUG,
-            L::Info => tracing::Level::INFO,
-            L::Warn => tracing::Level::WARN,
-            L::Error => tracing::Level::ERROR,
-        };
-        self.write_log(level, &message);
-    }
-
-    fn resolve_host(&mut self, name: String) -> Result<Vec<String>, String> {
-        self.resolve_for_guest(&name)
-    }
-
+host_interface!(v0_1 {});
+host_interface!(v0_2 {
     fn progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
         self.report_progress(progress, total, message);
     }
-}
+});
 
 #[cfg(test)]
 mod tests {
