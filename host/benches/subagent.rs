@@ -14,7 +14,6 @@ use serde_json::{json, Value};
 use toolhost::{AssemblyRequest, HostOptions, Toolhost};
 
 #[path = "../../tests/support/chat_server.rs"]
-#[allow(dead_code)]
 mod chat_server;
 use chat_server::{answer, tool_calls, ChatServer};
 

@@ -147,7 +147,8 @@ impl Toolhost {
         let subagents = crate::subagents::Subagents::new(&config.config, &opts.env);
         let sources = Sources::build(&config, &runtime, &opts, subagents.builtin(), &mut problems);
         let pipeline = crate::middleware::lead_agent_pipeline(
-            &config.config,
+            &config.config.read_before_write,
+            config.config.sandbox.as_ref().and_then(|s| s.thread_disk_quota_mb),
             sources.skills.clone(),
             sources.public_skills.clone(),
         );

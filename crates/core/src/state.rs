@@ -493,104 +493,10 @@ fn is_py_whitespace(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
-/// Python's `str(x)` of a JSON value as DeerFlow would hold it.
-pub fn py_str(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => py_repr(other),
-    }
-}
-
-/// Python's `repr(x)` of a JSON value as DeerFlow would hold it (`None`, `True`, `'text'`,
-/// `[…]`, `{'k': …}`); strings are quoted and escaped the way CPython does. Used for messages
-/// DeerFlow builds with `!r` or f-strings over lists and dicts.
-pub fn py_repr(v: &Value) -> String {
-    match v {
-        Value::Null => "None".to_string(),
-        Value::Bool(true) => "True".to_string(),
-        Value::Bool(false) => "False".to_string(),
-        Value::Number(n) => py_number(n),
-        Value::String(s) => py_repr_str(s),
-        Value::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Value::Object(o) => {
-            let items: Vec<String> = o.iter().map(|(k, v)| format!("{}: {}", py_repr_str(k), py_repr(v))).collect();
-            format!("{{{}}}", items.join(", "))
-        }
-    }
-}
-
-fn py_number(n: &serde_json::Number) -> String {
-    if n.is_i64() || n.is_u64() {
-        return n.to_string();
-    }
-    let f = n.as_f64().unwrap_or(0.0);
-    if f.is_finite() && f == f.trunc() && f.abs() < 1e16 {
-        format!("{f:.1}")
-    } else {
-        // Rust's shortest round-trip form matches Python's repr except for the exponent style.
-        let s = format!("{f:?}");
-        match s.split_once('e') {
-            Some((m, e)) => {
-                let (sign, digits) = e.strip_prefix('-').map_or(("+", e), |d| ("-", d));
-                format!("{m}e{sign}{digits:0>2}")
-            }
-            None => s,
-        }
-    }
-}
-
-/// CPython's `repr(str)`: single quotes unless the text has `'` and no `"`; `\\`, the quote,
-/// `\t \n \r` escaped; other non-printable characters as `\xhh`, `\uhhhh` or `\Uhhhhhhhh`.
-pub fn py_repr_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if !py_printable(c) => {
-                let n = c as u32;
-                if n <= 0xff {
-                    out.push_str(&format!("\\x{n:02x}"));
-                } else if n <= 0xffff {
-                    out.push_str(&format!("\\u{n:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{n:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
-
-/// An approximation of `str.isprintable` per character: controls, separators other than the
-/// space, format characters and unassigned private-use/surrogate ranges are not printable.
-fn py_printable(c: char) -> bool {
-    let n = c as u32;
-    !(n < 0x20
-        || (0x7f..=0xa0).contains(&n)
-        || n == 0xad
-        || n == 0x1680
-        || n == 0x180e
-        || (0x2000..=0x200f).contains(&n)
-        || (0x2028..=0x202f).contains(&n)
-        || (0x205f..=0x2064).contains(&n)
-        || (0x2066..=0x206f).contains(&n)
-        || n == 0x3000
-        || n == 0xfeff
-        || (0xe000..=0xf8ff).contains(&n)
-        || (0xfff9..=0xfffb).contains(&n)
-        || (0xf0000..).contains(&n))
-}
+/// Python's `str(x)`, `repr(x)` and `repr(str)` of a JSON value as DeerFlow would hold it
+/// (`None`, `True`, `'text'`, `[…]`, `{'k': …}`), strings quoted and escaped the way CPython does:
+/// `toolhost-py`'s, under the names DeerFlow-facing messages here use.
+pub use toolhost_py::builtins::{repr as py_repr, str_of as py_str, str_repr as py_repr_str};
 
 #[cfg(test)]
 mod tests {

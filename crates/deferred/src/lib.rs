@@ -3,6 +3,7 @@
 //! deferred filter that hides and gates unpromoted MCP tools, and MCP routing auto-promotion.
 
 pub mod catalog;
+pub mod config;
 pub mod convert;
 pub mod error;
 pub mod filter;
@@ -10,6 +11,7 @@ pub mod routing;
 pub mod tool;
 
 pub use catalog::{CatalogFunction, CatalogSource, CatalogTool, DeferredCatalog, DeferredToolInput, MAX_RESULTS};
+pub use config::ToolSearchConfig;
 pub use convert::{convert_to_openai_function, OpenAiFunction};
 pub use error::{ConvertError, DeferredError, JsonError};
 pub use filter::{

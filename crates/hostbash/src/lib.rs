@@ -6,6 +6,7 @@
 //! before the tool is offered. The audit is not applied here: the host's pipeline wraps every `bash`
 //! call in DeerFlow's `SandboxAuditMiddleware` (`host/src/middleware/sandbox_audit.rs`).
 
+pub mod config;
 mod confine;
 mod dirs;
 mod explain;
@@ -64,8 +65,9 @@ pub struct HostMount {
     pub read_only: bool,
 }
 
-/// Whether host-bash commands are confined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Whether host-bash commands are confined (`sandbox.bash_confinement`: `full` or `off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ConfineMode {
     /// Every command is confined, after a start-up self-test proved the confinement engages;
     /// when it cannot engage, the tool is left out (never run unconfined).

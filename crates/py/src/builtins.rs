@@ -145,20 +145,24 @@ pub fn str_repr(s: &str) -> String {
     out
 }
 
-/// The characters Python's `str.isprintable()` rejects that `repr` escapes (the common ones:
-/// C1 controls, separators other than the space, format characters, unassigned planes).
+/// The characters Python's `str.isprintable()` rejects that `repr` escapes besides the C0
+/// controls and DEL: C1 controls, separators other than the space (Zs, Zl, Zp), format
+/// characters (Cf), private use (Co) and the unassigned code points among them.
 fn is_unprintable(c: char) -> bool {
     let n = c as u32;
     (0x80..=0xa0).contains(&n)
         || n == 0xad
+        || n == 0x1680
+        || n == 0x180e
         || (0x2000..=0x200f).contains(&n)
         || (0x2028..=0x202f).contains(&n)
         || (0x205f..=0x206f).contains(&n)
         || n == 0x3000
+        || (0xe000..=0xf8ff).contains(&n)
         || n == 0xfeff
         || (0xfff9..=0xfffb).contains(&n)
         || (0xe0000..=0xe007f).contains(&n)
-        || (0xd800..=0xdfff).contains(&n)
+        || (0xf0000..).contains(&n)
 }
 
 /// A JSON number as Python prints it: ints exactly, floats by `float.__repr__`.
@@ -201,6 +205,16 @@ pub fn take_chars(s: &str, n: usize) -> &str {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn str_repr_escapes_what_python_does_not_print() {
+        // CPython 3.11: repr('\x07\xa0\u1680\u2065\ue000\U000e0001\U000f0000é日🚀')
+        assert_eq!(
+            str_repr("\u{7}\u{a0}\u{1680}\u{2065}\u{e000}\u{e0001}\u{f0000}é日🚀"),
+            "'\\x07\\xa0\\u1680\\u2065\\ue000\\U000e0001\\U000f0000é日🚀'"
+        );
+        assert_eq!(str_repr("it's"), "\"it's\"");
+    }
 
     #[test]
     fn ints_follow_python() {

@@ -3,6 +3,7 @@
 //! active skills, the `skill_manage` tool for custom skills, and the
 //! `review_skill_package` tool (static skill package review).
 
+pub mod config;
 pub mod custom;
 pub mod frontmatter;
 pub mod manage;
@@ -11,6 +12,7 @@ pub mod registry;
 pub mod review;
 pub mod states;
 
+pub use config::{SkillEvolutionConfig, SkillsConfig};
 pub use frontmatter::{parse_skill_md, validate_skill_frontmatter, ParseError, SecretRequirement, SkillMeta};
 pub use manage::{
     skill_manage_spec, ScanDecision, ScanResult, SkillContentScanner, SkillManageConfig, SkillManageTool,

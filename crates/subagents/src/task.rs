@@ -37,6 +37,9 @@ impl HostSlot {
     }
 }
 
+/// An environment lookup (the host's environment, not necessarily the process's).
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// What every `task` tool of a host shares.
 pub struct TaskSettings {
     pub subagents: SubagentsAppConfig,
@@ -47,7 +50,7 @@ pub struct TaskSettings {
     pub loop_detection: LoopDetectionConfig,
     /// Environment lookups ChatOpenAI makes (`OPENAI_API_KEY`, `OPENAI_BASE_URL`).
     /// The environment the host was given (this crate never reads the process's).
-    pub env: Arc<dyn Fn(&str) -> Option<String> + Send + Sync>,
+    pub env: EnvLookup,
 }
 
 /// The parent run's facts a subagent inherits (DeerFlow's run metadata).

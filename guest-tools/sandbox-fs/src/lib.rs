@@ -55,7 +55,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 pub use paths::HostMap;
-pub use settings::SandboxSettings;
+pub use settings::{SandboxSettings, SandboxSettingsExt};
 pub use tools::{Outcome, Sandbox};
 
 /// One tool as the model sees it.
@@ -208,26 +208,11 @@ mod component {
 
     use toolhost_sdk::{Context, Output, ToolDef};
 
-    use super::{call, settings::Mount, specs, HostMap, Sandbox, SandboxSettings};
+    use super::{call, specs, HostMap, Sandbox, SandboxSettings, SandboxSettingsExt};
 
     /// The typed settings of `toolhost:tool@0.2.0`, normalized as the JSON ones are.
     fn settings(ctx: &Context) -> SandboxSettings {
-        let s = ctx.sandbox();
-        // wasm32: a limit past usize means "no practical limit", as `from_json` reads it.
-        let chars = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-        SandboxSettings {
-            read_file_output_max_chars: chars(s.read_file_output_max_chars),
-            ls_output_max_chars: chars(s.ls_output_max_chars),
-            mounts: s
-                .mounts
-                .iter()
-                .map(|m| Mount { container_path: m.container_path.clone(), read_only: m.read_only })
-                .collect(),
-            skills_container_path: s.skills_container_path.clone(),
-            write_file_max_bytes: s.write_file_max_bytes.clone(),
-            disabled_skills: s.disabled_skills.clone(),
-        }
-        .normalized()
+        ctx.sandbox().clone().normalized()
     }
 
     /// The tools in `schemas.json` order; only listing the tools reads their specs (each call is

@@ -6,60 +6,52 @@
 use serde_json::Value;
 
 /// DeerFlow's default `read_file_output_max_chars`.
-pub const DEFAULT_READ_FILE_MAX_CHARS: usize = 50_000;
+pub const DEFAULT_READ_FILE_MAX_CHARS: u64 = 50_000;
 /// DeerFlow's default `ls_output_max_chars`.
-pub const DEFAULT_LS_MAX_CHARS: usize = 20_000;
+pub const DEFAULT_LS_MAX_CHARS: u64 = 20_000;
 /// DeerFlow's default skills container path.
 pub const DEFAULT_SKILLS_CONTAINER_PATH: &str = "/mnt/skills";
 /// The 80 KiB single-call cap of `write_file` (issue #3189).
 pub const DEFAULT_WRITE_FILE_MAX_BYTES: i128 = 80 * 1024;
 
-/// A configured custom mount, as the host exposes it at its container path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mount {
-    pub container_path: String,
-    pub read_only: bool,
+/// The sandbox settings of one call (`ctx.sandbox`) and a configured mount: the guest SDK's types,
+/// the one guest copy of the WIT's `sandbox-settings` record.
+pub use toolhost_sdk::{Mount, SandboxSettings};
+
+/// A limit in characters as this target counts them: one past `usize` means "no practical limit".
+fn chars(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
 }
 
-/// The sandbox settings of one call (`ctx.sandbox`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxSettings {
-    /// Head-truncation limit of `read_file` output in characters; 0 disables truncation.
-    pub read_file_output_max_chars: usize,
-    /// Head-truncation limit of `ls` output in characters; 0 disables truncation.
-    pub ls_output_max_chars: usize,
-    pub mounts: Vec<Mount>,
-    pub skills_container_path: String,
-    /// DeerFlow's `DEERFLOW_WRITE_FILE_MAX_BYTES` as the host was given it (raw text).
-    pub write_file_max_bytes: Option<String>,
-    /// Virtual directories of disabled skills, e.g. `/mnt/skills/public/some-skill`.
-    pub disabled_skills: Vec<String>,
+/// What sandbox-fs reads of the settings beyond the record's fields: DeerFlow's lenient JSON
+/// reading, the normalization every source goes through, the output limits in characters and the
+/// active `write_file` cap.
+pub trait SandboxSettingsExt: Sized {
+    /// Read the settings from a JSON object with the WIT record's fields (`snake_case`), as the
+    /// conformance vectors write them and `toolhost:tool@0.1.0` sent them.
+    fn from_json(v: &Value) -> Self;
+    /// The settings as the tools use them, whatever their source: a skills path that is not
+    /// absolute falls back to the default and loses a trailing `/`; disabled skills lose theirs,
+    /// and empty ones are dropped.
+    fn normalized(self) -> Self;
+    /// The active `write_file` cap: the env value parsed like Python's `int()`, the default when
+    /// absent or not an integer. A value `<= 0` disables the guard.
+    fn write_cap(&self) -> i128;
+    /// `read_file_output_max_chars` as a character count; 0 disables the cut.
+    fn read_file_max_chars(&self) -> usize;
+    /// `ls_output_max_chars` as a character count; 0 disables the cut.
+    fn ls_max_chars(&self) -> usize;
 }
 
-impl Default for SandboxSettings {
-    fn default() -> Self {
-        Self {
-            read_file_output_max_chars: DEFAULT_READ_FILE_MAX_CHARS,
-            ls_output_max_chars: DEFAULT_LS_MAX_CHARS,
-            mounts: Vec::new(),
-            skills_container_path: DEFAULT_SKILLS_CONTAINER_PATH.to_string(),
-            write_file_max_bytes: None,
-            disabled_skills: Vec::new(),
-        }
-    }
-}
-
-fn usize_key(v: &Value, key: &str, default: usize) -> usize {
+fn u64_key(v: &Value, key: &str, default: u64) -> u64 {
     match v.get(key) {
-        Some(Value::Number(n)) => n.as_u64().map(|n| usize::try_from(n).unwrap_or(usize::MAX)).unwrap_or(default),
+        Some(Value::Number(n)) => n.as_u64().unwrap_or(default),
         _ => default,
     }
 }
 
-impl SandboxSettings {
-    /// Read the settings from a JSON object with the WIT record's fields (`snake_case`), as the
-    /// conformance vectors write them and `toolhost:tool@0.1.0` sent them.
-    pub fn from_json(v: &Value) -> Self {
+impl SandboxSettingsExt for SandboxSettings {
+    fn from_json(v: &Value) -> Self {
         let d = Self::default();
         let mounts = v
             .get("mounts")
@@ -90,8 +82,8 @@ impl SandboxSettings {
             .map(|l| l.iter().filter_map(Value::as_str).map(str::to_string).collect())
             .unwrap_or_default();
         Self {
-            read_file_output_max_chars: usize_key(v, "read_file_output_max_chars", d.read_file_output_max_chars),
-            ls_output_max_chars: usize_key(v, "ls_output_max_chars", d.ls_output_max_chars),
+            read_file_output_max_chars: u64_key(v, "read_file_output_max_chars", d.read_file_output_max_chars),
+            ls_output_max_chars: u64_key(v, "ls_output_max_chars", d.ls_output_max_chars),
             mounts,
             skills_container_path,
             write_file_max_bytes,
@@ -100,10 +92,7 @@ impl SandboxSettings {
         .normalized()
     }
 
-    /// The settings as the tools use them, whatever their source: a skills path that is not
-    /// absolute falls back to the default and loses a trailing `/`; disabled skills lose theirs,
-    /// and empty ones are dropped.
-    pub fn normalized(mut self) -> Self {
+    fn normalized(mut self) -> Self {
         self.skills_container_path = if self.skills_container_path.starts_with('/') {
             let t = self.skills_container_path.trim_end_matches('/');
             if t.is_empty() {
@@ -122,13 +111,19 @@ impl SandboxSettings {
         self
     }
 
-    /// The active `write_file` cap: the env value parsed like Python's `int()`, the default when
-    /// absent or not an integer. A value `<= 0` disables the guard.
-    pub fn write_cap(&self) -> i128 {
+    fn write_cap(&self) -> i128 {
         match &self.write_file_max_bytes {
             None => DEFAULT_WRITE_FILE_MAX_BYTES,
             Some(raw) => python_int(raw).unwrap_or(DEFAULT_WRITE_FILE_MAX_BYTES),
         }
+    }
+
+    fn read_file_max_chars(&self) -> usize {
+        chars(self.read_file_output_max_chars)
+    }
+
+    fn ls_max_chars(&self) -> usize {
+        chars(self.ls_output_max_chars)
     }
 }
 
@@ -176,6 +171,18 @@ mod tests {
         assert_eq!(python_int("lots"), None);
         assert_eq!(python_int("1__0"), None);
         assert_eq!(python_int(""), None);
+    }
+
+    #[test]
+    fn the_sdk_defaults_are_deerflows() {
+        let d = SandboxSettings::default();
+        assert_eq!(
+            (d.read_file_output_max_chars, d.ls_output_max_chars),
+            (DEFAULT_READ_FILE_MAX_CHARS, DEFAULT_LS_MAX_CHARS)
+        );
+        assert_eq!(d.skills_container_path, DEFAULT_SKILLS_CONTAINER_PATH);
+        assert_eq!((d.read_file_max_chars(), d.ls_max_chars()), (50_000, 20_000));
+        assert_eq!(SandboxSettings { ls_output_max_chars: u64::MAX, ..d }.ls_max_chars(), usize::MAX);
     }
 
     #[test]

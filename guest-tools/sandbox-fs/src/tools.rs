@@ -10,7 +10,7 @@ use crate::glob::{should_ignore_name, GlobMatcher};
 use crate::paths::Layout;
 use crate::ranged::{ranged_read, read_for_range};
 use crate::search::{self, GrepMatch};
-use crate::settings::SandboxSettings;
+use crate::settings::{SandboxSettings, SandboxSettingsExt};
 use crate::text::{
     format_write_file_error, python_decode_error, truncate_head, truncate_middle_write_error, universal_newlines,
     LS_HINT, READ_FILE_HINT,
@@ -118,7 +118,7 @@ impl Sandbox {
         if entries.is_empty() {
             return "(empty)".to_string();
         }
-        truncate_head(&entries.join("\n"), self.settings.ls_output_max_chars, LS_HINT)
+        truncate_head(&entries.join("\n"), self.settings.ls_max_chars(), LS_HINT)
     }
 
     fn ls_walk(&self, root: &str, dir: &str, depth: usize, out: &mut Vec<String>) {
@@ -233,7 +233,7 @@ impl Sandbox {
             }
             return "(empty)".to_string();
         }
-        truncate_head(&content, self.settings.read_file_output_max_chars, READ_FILE_HINT)
+        truncate_head(&content, self.settings.read_file_max_chars(), READ_FILE_HINT)
     }
 
     // ---- write_file -----------------------------------------------------------------------

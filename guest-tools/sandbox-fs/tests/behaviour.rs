@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use sandbox_fs::{call, HostMap, Sandbox, SandboxSettings};
+use sandbox_fs::{call, HostMap, Sandbox, SandboxSettings, SandboxSettingsExt};
 use serde_json::{json, Value};
 
 struct T {

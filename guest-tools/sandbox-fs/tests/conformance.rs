@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use sandbox_fs::{call, HostMap, Sandbox, SandboxSettings};
+use sandbox_fs::{call, HostMap, Sandbox, SandboxSettings, SandboxSettingsExt};
 use serde_json::{json, Value};
 
 const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/sandbox_fs.json");

@@ -36,17 +36,11 @@ pub fn host_bash(
             })
             .collect(),
         mcp_server_args,
-        confine: match s.bash_confinement {
-            crate::config::BashConfinement::Full => toolhost_hostbash::ConfineMode::Full,
-            crate::config::BashConfinement::Off => toolhost_hostbash::ConfineMode::Off,
-        },
+        confine: s.bash_confinement,
         shell: s.bash_shell.map(PathBuf::from).unwrap_or(defaults.shell),
         user: s.bash_user.map(|u| u.0),
         env: s.bash_env.into_iter().map(|e| e.0).collect(),
-        network: match s.bash_network {
-            crate::config::BashNetworkConfig::None => toolhost_hostbash::BashNetwork::None,
-            crate::config::BashNetworkConfig::Allowlist(grant) => toolhost_hostbash::BashNetwork::Allowlist(grant),
-        },
+        network: s.bash_network,
         max_file_bytes: s.bash_max_file_size_mb.bytes(),
         ..defaults
     };

@@ -2,7 +2,6 @@
 //! the mapping from DeerFlow's Python `use:` paths to what toolhost bundles, and errors that
 //! name the file, line and column.
 
-mod bash;
 mod env;
 mod uses;
 
@@ -12,14 +11,26 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-pub use bash::{BashConfinement, BashNetworkConfig, BashUserConfig, EnvName, FileSizeMb};
 pub use env::expand_env;
 
 use crate::options::{ConfigSource, Environment};
 pub use uses::{resolve_use, ResolvedUse, BASH_TOOL_USE};
 
+// Each section's type lives in the crate (or module) that uses it; this module reads the file
+// and hands the typed sections out.
+pub use crate::middleware::ReadBeforeWriteConfig;
 pub use crate::runtime::capabilities::CapabilitiesConfig;
 pub use crate::runtime::ToolhostConfig;
+/// One `acp_agents.<name>` entry: the ACP crate's type, read straight from config.yaml.
+pub use toolhost_acp::AcpAgentConfig;
+/// `tool_search:` (deferred MCP tools): the deferred crate's type.
+pub use toolhost_deferred::ToolSearchConfig;
+/// toolhost's own `sandbox:` keys for host bash's confinement: the hostbash crate's types.
+pub use toolhost_hostbash::config::{BashConfinement, BashNetworkConfig, BashUserConfig, EnvName, FileSizeMb};
+/// `skills:` and `skill_evolution:`: the skills crate's types.
+pub use toolhost_skills::{SkillEvolutionConfig, SkillsConfig};
+/// The `subagents:` section: the subagents crate's type, read straight from config.yaml.
+pub use toolhost_subagents::SubagentsAppConfig as SubagentsConfig;
 
 /// A config problem, with where it is.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -139,7 +150,7 @@ pub struct SandboxConfig {
     /// `str_replace` to go on writing (none: no quota). DeerFlow's loader ignores it.
     #[serde(deserialize_with = "positive_mb")]
     pub thread_disk_quota_mb: Option<u64>,
-    /// toolhost's keys for host bash's confinement (see `config/bash.rs`).
+    /// toolhost's keys for host bash's confinement (see `toolhost_hostbash::config`).
     pub bash_confinement: BashConfinement,
     #[serde(deserialize_with = "null_as_default")]
     pub bash_network: BashNetworkConfig,
@@ -216,66 +227,6 @@ impl ModelConfig {
         m.insert("name".into(), Value::String(self.name.clone()));
         m.insert("supports_vision".into(), Value::Bool(self.supports_vision));
         m
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
-pub struct SkillEvolutionConfig {
-    pub enabled: bool,
-    pub moderation_model_name: Option<String>,
-    /// With no content scan available, block every `skill_manage` write (DeerFlow's default).
-    pub security_fail_closed: bool,
-}
-
-impl Default for SkillEvolutionConfig {
-    fn default() -> Self {
-        Self { enabled: false, moderation_model_name: None, security_fail_closed: true }
-    }
-}
-
-/// The `subagents:` section: the subagents crate's type, read straight from config.yaml.
-pub use toolhost_subagents::SubagentsAppConfig as SubagentsConfig;
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
-pub struct ToolSearchConfig {
-    pub enabled: bool,
-    pub auto_promote_top_k: i64,
-}
-
-impl Default for ToolSearchConfig {
-    fn default() -> Self {
-        Self { enabled: false, auto_promote_top_k: 3 }
-    }
-}
-
-/// One `acp_agents.<name>` entry: the ACP crate's type, read straight from config.yaml.
-pub use toolhost_acp::AcpAgentConfig;
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
-pub struct SkillsConfig {
-    pub path: Option<String>,
-    pub container_path: String,
-    pub deferred_discovery: bool,
-}
-
-impl Default for SkillsConfig {
-    fn default() -> Self {
-        Self { path: None, container_path: "/mnt/skills".into(), deferred_discovery: false }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
-pub struct ReadBeforeWriteConfig {
-    pub enabled: bool,
-}
-
-impl Default for ReadBeforeWriteConfig {
-    fn default() -> Self {
-        Self { enabled: true }
     }
 }
 
@@ -720,5 +671,63 @@ mod validate_tests {
         assert!(errs[2].message.starts_with("sandbox.allow_host_bash: "), "{}", errs[2]);
         assert_eq!(errs[2].line, 11);
         assert!(validate("tools: []\n", "c", &Environment::default()).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod bash_tests {
+    use super::{parse, validate, BashNetworkConfig};
+
+    fn sandbox(keys: &str) -> String {
+        format!("sandbox:\n  use: deerflow.sandbox.local:LocalSandboxProvider\n  allow_host_bash: true\n{keys}")
+    }
+
+    #[test]
+    fn keys_parse() {
+        let (c, _) = parse(
+            &sandbox("  bash_network:\n    allow: [pypi.org, 'localhost:8443']\n    allow_private_addresses: true\n  bash_env: [GIT_AUTHOR_NAME]\n  bash_user: nobody\n  bash_confinement: full\n  bash_max_file_size_mb: 0\n"),
+            "c.yaml",
+            &Default::default(),
+        )
+        .unwrap();
+        let s = c.sandbox.unwrap();
+        match &s.bash_network {
+            BashNetworkConfig::Allowlist(g) => {
+                assert!(g.allows("pypi.org", 443) && g.allows("localhost", 8443) && g.allow_private());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(s.bash_env[0].0, "GIT_AUTHOR_NAME");
+        assert_eq!(s.bash_user.unwrap().0.uid, 65534);
+        assert_eq!(s.bash_max_file_size_mb.bytes(), None);
+        let (c, _) =
+            parse(&sandbox("  bash_network: none\n  bash_user: 1000:1000\n"), "c.yaml", &Default::default()).unwrap();
+        let s = c.sandbox.unwrap();
+        assert_eq!(s.bash_network, BashNetworkConfig::None);
+        assert_eq!(s.bash_max_file_size_mb.bytes(), Some(1 << 30));
+    }
+
+    #[test]
+    fn bad_values_name_line_and_column() {
+        for (keys, line, needle) in [
+            ("  bash_network: allowlist\n", 4, "allowlist needs its hosts"),
+            ("  bash_network: everything\n", 4, "unknown bash_network 'everything'"),
+            ("  bash_network:\n    allow: ['http://x.example']\n", 5, "only HTTPS"),
+            ("  bash_network:\n    allow: []\n", 5, "allow is empty"),
+            ("  bash_network:\n    allow: [x.example]\n    alow_private: true\n", 6, "unknown field `alow_private`"),
+            ("  bash_user: root\n", 4, "must not be 0"),
+            ("  bash_env: ['BAD NAME']\n", 4, "not an environment variable name"),
+            ("  bash_confinement: maybe\n", 4, "unknown variant `maybe`"),
+            ("  bash_max_file_size_mb: -1\n", 4, "bash_max_file_size_mb"),
+        ] {
+            let text = sandbox(keys);
+            let err = parse(&text, "c.yaml", &Default::default()).unwrap_err();
+            assert!(err.message.contains(needle), "{keys}: {err}");
+            assert_eq!(err.line, line, "{keys}: {err}");
+            assert!(err.column > 0, "{keys}: {err}");
+            let all = validate(&text, "c.yaml", &Default::default());
+            assert_eq!(all.len(), 1, "{keys}: {all:?}");
+            assert!(all[0].message.contains(needle), "{keys}: {}", all[0]);
+        }
     }
 }

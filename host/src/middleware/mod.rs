@@ -23,7 +23,7 @@ use crate::assembly::Deferred;
 pub use clarification::ClarificationMiddleware;
 pub use deferred_tool_filter::DeferredToolFilterMiddleware;
 pub use disk_quota::ThreadDiskQuotaMiddleware;
-pub use read_before_write::ReadBeforeWriteMiddleware;
+pub use read_before_write::{ReadBeforeWriteConfig, ReadBeforeWriteMiddleware};
 pub use sandbox_audit::SandboxAuditMiddleware;
 pub use skill_tool_policy::SkillToolPolicyMiddleware;
 pub use tool_error_handling::ToolErrorHandlingMiddleware;
@@ -37,20 +37,21 @@ pub use tool_result_sanitization::ToolResultSanitizationMiddleware;
 /// ThreadDiskQuota layer, only when `sandbox.thread_disk_quota_mb` is set, sits right inside the
 /// read-before-write gate, so a write the gate refuses never counts.
 pub(crate) fn lead_agent_pipeline(
-    config: &crate::config::AppConfig,
+    read_before_write: &ReadBeforeWriteConfig,
+    thread_disk_quota_mb: Option<u64>,
     skills: toolhost_skills::SkillStore,
     public: toolhost_skills::PublicSkillStates,
 ) -> Pipeline {
     let mut layers: Vec<Arc<dyn Middleware>> = vec![
         Arc::new(ToolResultSanitizationMiddleware),
         Arc::new(SandboxAuditMiddleware),
-        Arc::new(ReadBeforeWriteMiddleware::new(config.read_before_write.enabled)),
+        Arc::new(ReadBeforeWriteMiddleware::new(read_before_write.enabled)),
         Arc::new(ToolErrorHandlingMiddleware),
         Arc::new(SkillToolPolicyMiddleware::new(skills, public)),
         Arc::new(DeferredToolFilterMiddleware),
         Arc::new(ClarificationMiddleware { disable: false }),
     ];
-    if let Some(mb) = config.sandbox.as_ref().and_then(|s| s.thread_disk_quota_mb) {
+    if let Some(mb) = thread_disk_quota_mb {
         layers.insert(3, Arc::new(ThreadDiskQuotaMiddleware::new(mb)));
     }
     Pipeline::new(layers)

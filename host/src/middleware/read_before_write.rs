@@ -21,6 +21,20 @@ use toolhost_core::{CallContext, ErrorKind, FsError, StateUpdate, ToolOutcome};
 
 use super::{Middleware, Next, ToolRequest};
 
+/// The `read_before_write:` section of `config.yaml` (toolhost's; on by default).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(default)]
+pub struct ReadBeforeWriteConfig {
+    /// Whether a write to an existing file needs a read of its current version first.
+    pub enabled: bool,
+}
+
+impl Default for ReadBeforeWriteConfig {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
+}
+
 /// The largest file the gate hashes; a bigger one cannot be verified and its writes are refused.
 pub const GATE_MAX_BYTES: u64 = 64 << 20;
 

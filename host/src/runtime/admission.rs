@@ -9,12 +9,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::exec::ComponentCallError;
-
-/// The most component calls that may run at once in one process: half the pool's 256
-/// component instances, so a component built of a few core instances (Rust guests have three;
-/// the pool has 512) and the instances used to list a component's tools at load still fit.
-pub const MAX_CONCURRENT_CALLS: usize = 128;
+use super::call_error::ComponentCallError;
+use super::capabilities::limits::MAX_CONCURRENT_CALLS;
 
 /// How many component calls may run at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 use base64::Engine;
 use toolhost_core::ContentPart;
 
-use super::exec::ComponentCallError;
+use super::call_error::ComponentCallError;
 use super::wit::v0_2::toolhost::tool::types::{self, ContentBlock};
 
 /// Blocks one result may have. A result is read by a model: past this many blocks it is a

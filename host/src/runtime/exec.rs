@@ -5,100 +5,18 @@
 
 use std::time::{Duration, Instant};
 
-use wasmtime::component::ResourceTable;
-use wasmtime::{ResourceLimiter, Store};
+use wasmtime::Store;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use toolhost_core::{ContentPart, ProgressSink};
 
+use super::call_error::ComponentCallError;
 use super::capabilities::{CapabilitySet, Preopen};
-use super::net::NetHooks;
 use super::progress::ProgressRelay;
+use super::store::{new_store, HostState};
 use super::wit::v0_2::toolhost::tool::types;
 use super::wit::{CallInput, Failure, SandboxSettings, ToolPre};
 use super::{ListedTool, Runtime, EPOCH_TICK};
-
-/// Per-call limits.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CallLimits {
-    /// CPU and wall time of the call, enforced by epoch interruption.
-    pub timeout: Duration,
-    /// Linear memory of the instance.
-    pub memory_bytes: u64,
-    /// Bytes of content the call may return.
-    pub output_bytes: u64,
-    /// WASI handles (files, directories, streams, HTTP objects) the instance may hold at once;
-    /// each open file or directory is a file descriptor of the host process.
-    pub handles: usize,
-}
-
-/// The data of one store: WASI state, the limiter, the tool's label for logs, and where its
-/// progress reports go.
-pub struct HostState {
-    ctx: WasiCtx,
-    table: ResourceTable,
-    limiter: Limiter,
-    label: String,
-    http: wasmtime_wasi_http::WasiHttpCtx,
-    net: NetHooks,
-    progress: ProgressRelay,
-}
-
-impl WasiView for HostState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.ctx, table: &mut self.table }
-    }
-}
-
-impl wasmtime_wasi_http::WasiHttpView for HostState {
-    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
-        wasmtime_wasi_http::WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.net }
-    }
-}
-
-// The `host` interface of the WIT, shared by every version (`wit` binds each to these).
-impl HostState {
-    pub(super) fn resolve_for_guest(&mut self, name: &str) -> Result<Vec<String>, String> {
-        self.net.resolve_for_guest(name)
-    }
-
-    pub(super) fn write_log(&mut self, level: tracing::Level, message: &str) {
-        let message: String = message.chars().take(4096).collect();
-        let label = &self.label;
-        match level {
-            tracing::Level::TRACE => tracing::trace!(component = %label, "{message}"),
-            tracing::Level::DEBUG => tracing::debug!(component = %label, "{message}"),
-            tracing::Level::INFO => tracing::info!(component = %label, "{message}"),
-            tracing::Level::WARN => tracing::warn!(component = %label, "{message}"),
-            tracing::Level::ERROR => tracing::error!(component = %label, "{message}"),
-        }
-    }
-
-    pub(super) fn report_progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
-        self.progress.report(progress, total, message);
-    }
-}
-
-/// Refuses memory growth past the limit and remembers that it did, so the error can say so.
-struct Limiter {
-    memory_bytes: usize,
-    hit: bool,
-}
-
-impl ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        if desired > self.memory_bytes {
-            self.hit = true;
-            return Err(wasmtime::Error::msg("memory limit exceeded"));
-        }
-        Ok(true)
-    }
-
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        Ok(desired <= 1_000_000)
-    }
-}
 
 /// What to call.
 #[derive(Debug, Clone)]
@@ -144,97 +62,6 @@ impl RawResult {
             })
             .collect()
     }
-}
-
-/// Why a component call produced no result.
-#[derive(Debug, thiserror::Error)]
-pub enum ComponentCallError {
-    #[error("timed out after {0:?} and was stopped")]
-    /// The call ran past its `timeout_s`.
-    Timeout(Duration),
-    #[error("timed out after {timeout:?} waiting for a free slot ({queue}); it did not run")]
-    /// No slot freed up within the call's timeout; `queue` names the queue it waited in.
-    QueueTimeout {
-        /// The call's timeout.
-        timeout: Duration,
-        /// The queue it waited in.
-        queue: String,
-    },
-    #[error("held more than {0} open handles (files, directories, streams) at once and was stopped; capabilities.handles sets the limit")]
-    /// The call held more open handles than `capabilities.handles` allows.
-    TooManyHandles(usize),
-    #[error("exceeded its memory limit of {0} MiB and was stopped")]
-    /// The instance grew past its `memory_mb` (MiB).
-    Memory(u64),
-    #[error("returned {size} bytes of output, over its limit of {limit} bytes")]
-    /// The result was larger than `output_bytes`.
-    OutputTooLarge {
-        /// The size returned, in bytes.
-        size: u64,
-        /// The limit, in bytes.
-        limit: u64,
-    },
-    /// A result whose content blocks break the contract (see `content`).
-    #[error("returned {0}")]
-    InvalidContent(String),
-    #[error("crashed: {0}")]
-    /// The component trapped (a panic, an unreachable, a bad memory access).
-    Trap(String),
-    #[error("could not start: {0}")]
-    /// The component could not be instantiated (an import not granted, a start trap).
-    Instantiate(String),
-    #[error("has no tool named '{0}'")]
-    /// The component has no tool of that name.
-    UnknownTool(String),
-    #[error("rejected the arguments: {0}")]
-    /// The component refused the arguments; the text names what is wrong.
-    InvalidArguments(String),
-    #[error("failed: {0}")]
-    /// The tool failed; the text says why (`SomeError: detail` reads as a raised exception).
-    Failed(String),
-}
-
-impl ComponentCallError {
-    /// The Python exception DeerFlow would report for this failure.
-    pub fn exception_class(&self) -> &'static str {
-        match self {
-            Self::Timeout(_) | Self::QueueTimeout { .. } => "TimeoutError",
-            Self::Memory(_) => "MemoryError",
-            Self::TooManyHandles(_) => "OSError",
-            Self::InvalidContent(_) => "ValueError",
-            _ => "RuntimeError",
-        }
-    }
-}
-
-fn new_store(
-    rt: &Runtime,
-    caps: &CapabilitySet,
-    preopens: &[Preopen],
-    label: &str,
-    stderr: MemoryOutputPipe,
-    deadline: Instant,
-    progress: ProgressRelay,
-) -> Result<Store<HostState>, ComponentCallError> {
-    let ctx = caps.wasi_ctx(preopens, stderr).map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
-    let mut table = ResourceTable::new();
-    table.set_max_capacity(caps.limits.handles);
-    let state = HostState {
-        ctx,
-        table,
-        limiter: Limiter { memory_bytes: usize::try_from(caps.limits.memory_bytes).unwrap_or(usize::MAX), hit: false },
-        label: label.to_string(),
-        http: wasmtime_wasi_http::WasiHttpCtx::new(),
-        net: NetHooks::new(caps.network.clone(), rt.net().clone(), deadline),
-        progress,
-    };
-    let mut store = Store::new(rt.engine(), state);
-    store.limiter(|s| &mut s.limiter);
-    let left = deadline.saturating_duration_since(Instant::now());
-    let ticks = left.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64 + 1;
-    store.set_epoch_deadline(ticks);
-    store.epoch_deadline_trap();
-    Ok(store)
 }
 
 /// Classify a failed call: the limiter and the epoch say more than the trap text.

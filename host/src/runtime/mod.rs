@@ -4,6 +4,7 @@
 
 mod admission;
 mod cache;
+mod call_error;
 pub mod capabilities;
 pub(crate) mod content;
 mod exec;
@@ -11,6 +12,7 @@ mod net;
 pub(crate) mod progress;
 #[cfg(unix)]
 mod readdir;
+mod store;
 mod watchdog;
 pub(crate) mod wit;
 
@@ -23,18 +25,19 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine};
 
-pub use admission::{CallPermit, ConcurrencyLimits, ToolhostConfig, MAX_CONCURRENT_CALLS};
-pub use capabilities::{CapabilitiesConfig, CapabilitySet, FilesGrant, Preopen, PreopenDir, DEFAULT_HANDLES};
-pub use exec::{CallLimits, CallRequest, ComponentCallError, RawResult};
+pub use admission::{CallPermit, ConcurrencyLimits, ToolhostConfig};
+pub use call_error::ComponentCallError;
+pub use capabilities::limits::{MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES};
+pub use capabilities::{
+    CallLimits, CapabilitiesConfig, CapabilitySet, FilesGrant, Preopen, PreopenDir, DEFAULT_HANDLES,
+};
+pub use exec::{CallRequest, RawResult};
 pub use toolhost_net::{forbidden_address, HostRule, NetGrant};
 pub use wit::{InterfaceVersion, SandboxMount, SandboxSettings};
 
 /// How often the epoch ticks. Deadlines are whole ticks, so a call overruns its timeout by at
 /// most one tick.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
-
-/// The largest linear memory an instance may have (a pooled slot's size): 4 GiB, all of wasm32.
-pub const MAX_MEMORY_BYTES: u64 = 1 << 32;
 
 /// Bytes of each pooled linear memory kept resident between instances (see `Runtime::config`).
 const MEMORY_KEEP_RESIDENT: usize = 2 << 20;
@@ -136,7 +139,7 @@ pub struct ListedTool {
 /// watchdog that bound running calls.
 pub struct Runtime {
     engine: Engine,
-    linker: Linker<exec::HostState>,
+    linker: Linker<store::HostState>,
     cache: Option<cache::Cache>,
     components: Mutex<HashMap<String, Arc<LoadedComponent>>>,
     pooling: bool,
@@ -212,7 +215,7 @@ impl Runtime {
                 }
             }
         };
-        let mut linker: Linker<exec::HostState> = Linker::new(&engine);
+        let mut linker: Linker<store::HostState> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         // Listings take each entry's type from `getdents` instead of a `statx` per entry.
         #[cfg(unix)]

@@ -7,7 +7,7 @@ use serde::Serialize;
 use wasmtime::component::{HasSelf, InstancePre, Linker};
 use wasmtime::Store;
 
-use super::exec::HostState;
+use super::store::HostState;
 
 /// Bindings of `toolhost:tool@0.1.0`: the sandbox settings as a JSON string, one text result.
 #[allow(missing_docs)]
@@ -325,45 +325,39 @@ fn upgrade_result(
 impl v0_1::toolhost::tool::types::Host for HostState {}
 impl types::Host for HostState {}
 
-impl v0_1::toolhost::tool::host::Host for HostState {
-    fn log(&mut self, level: v0_1::toolhost::tool::host::Level, message: String) {
-        use v0_1::toolhost::tool::host::Level as L;
-        let level = match level {
-            L::Trace => tracing::Level::TRACE,
-            L::Debug => tracing::Level::DEBUG,
-            L::Info => tracing::Level::INFO,
-            L::Warn => tracing::Level::WARN,
-            L::Error => tracing::Level::ERROR,
-        };
-        self.write_log(level, &message);
-    }
+/// The `host` interface of one version, bound to `HostState`'s shared implementation: `log`
+/// (the version's `level` enum mapped to tracing's) and `resolve-host`, plus what that version
+/// adds.
+macro_rules! host_interface {
+    ($version:ident { $($extra:item)* }) => {
+        impl $version::toolhost::tool::host::Host for HostState {
+            fn log(&mut self, level: $version::toolhost::tool::host::Level, message: String) {
+                use $version::toolhost::tool::host::Level as L;
+                let level = match level {
+                    L::Trace => tracing::Level::TRACE,
+                    L::Debug => tracing::Level::DEBUG,
+                    L::Info => tracing::Level::INFO,
+                    L::Warn => tracing::Level::WARN,
+                    L::Error => tracing::Level::ERROR,
+                };
+                self.write_log(level, &message);
+            }
 
-    fn resolve_host(&mut self, name: String) -> Result<Vec<String>, String> {
-        self.resolve_for_guest(&name)
-    }
+            fn resolve_host(&mut self, name: String) -> Result<Vec<String>, String> {
+                self.resolve_for_guest(&name)
+            }
+
+            $($extra)*
+        }
+    };
 }
 
-impl v0_2::toolhost::tool::host::Host for HostState {
-    fn log(&mut self, level: v0_2::toolhost::tool::host::Level, message: String) {
-        use v0_2::toolhost::tool::host::Level as L;
-        let level = match level {
-            L::Trace => tracing::Level::TRACE,
-            L::Debug => tracing::Level::DEBUG,
-            L::Info => tracing::Level::INFO,
-            L::Warn => tracing::Level::WARN,
-            L::Error => tracing::Level::ERROR,
-        };
-        self.write_log(level, &message);
-    }
-
-    fn resolve_host(&mut self, name: String) -> Result<Vec<String>, String> {
-        self.resolve_for_guest(&name)
-    }
-
+host_interface!(v0_1 {});
+host_interface!(v0_2 {
     fn progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
         self.report_progress(progress, total, message);
     }
-}
+});
 
 #[cfg(test)]
 mod tests {
@@ -402,6 +396,56 @@ mod tests {
         assert_eq!((w.read_file_output_max_chars, w.ls_output_max_chars), (7, 0));
         assert_eq!(w.mounts[0].container_path, "/mnt/data");
         assert!(w.mounts[0].read_only && w.write_file_max_bytes.is_none());
+    }
+
+    /// The fields of `pub struct NAME { … }` in Rust source, in order.
+    fn struct_fields(src: &str, name: &str) -> Vec<String> {
+        let start = src.find(&format!("pub struct {name} {{")).unwrap_or_else(|| panic!("no struct {name}"));
+        let body = &src[start..][..src[start..].find("\n}").unwrap()];
+        body.lines()
+            .filter_map(|l| l.trim().strip_prefix("pub ")?.split_once(':').map(|(f, _)| f.to_string()))
+            .collect()
+    }
+
+    /// The fields of `record NAME { … }` in a WIT file, in order, as Rust spells them.
+    fn record_fields(wit: &str, name: &str) -> Vec<String> {
+        let start = wit.find(&format!("record {name} {{")).unwrap_or_else(|| panic!("no record {name}"));
+        let body = &wit[start..][..wit[start..].find('}').unwrap()];
+        body.lines()
+            .skip(1)
+            .map(str::trim)
+            .filter(|l| !l.starts_with("//") && l.contains(':'))
+            .map(|l| l.split_once(':').unwrap().0.replace('-', "_"))
+            .collect()
+    }
+
+    #[test]
+    fn the_host_and_the_guest_sdk_carry_the_same_sandbox_settings() {
+        // The guest workspace cannot depend on the host's crates (nor the host on wit-bindgen's
+        // guest side), so each has its own `SandboxSettings`; both must be the WIT record, field
+        // for field, with DeerFlow's defaults.
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+        let sdk = std::fs::read_to_string(format!("{root}/guest-tools/sdk/src/lib.rs")).unwrap();
+        let wit = std::fs::read_to_string(format!("{root}/wit/tool.wit")).unwrap();
+        let host = std::fs::read_to_string(format!("{root}/host/src/runtime/wit.rs")).unwrap();
+        for (rust, record) in [("SandboxSettings", "sandbox-settings"), ("SandboxMount", "mount"), ("Mount", "mount")] {
+            let src = if rust == "Mount" { &sdk } else { &host };
+            assert_eq!(struct_fields(src, rust), record_fields(&wit, record), "{rust} vs the WIT's {record}");
+        }
+        assert_eq!(struct_fields(&sdk, "SandboxSettings"), struct_fields(&host, "SandboxSettings"));
+        assert_eq!(record_fields(&wit, "sandbox-settings").len(), 6);
+        assert_eq!(record_fields(&wit, "mount"), ["container_path", "read_only"]);
+        let json = serde_json::to_value(SandboxSettings::default()).unwrap();
+        let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+        assert_eq!(keys, struct_fields(&sdk, "SandboxSettings").iter().collect::<Vec<_>>());
+        let d = SandboxSettings::default();
+        for default in [
+            format!("read_file_output_max_chars: {},", d.read_file_output_max_chars).replace("50000", "50_000"),
+            format!("ls_output_max_chars: {},", d.ls_output_max_chars).replace("20000", "20_000"),
+            format!("skills_container_path: {:?}.to_string(),", d.skills_container_path),
+        ] {
+            assert!(sdk.contains(&default), "the guest SDK's default differs: {default}");
+        }
     }
 
     #[test]

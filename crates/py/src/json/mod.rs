@@ -215,49 +215,36 @@ impl PyValue {
 
     /// `json.dumps(v, sort_keys=True, ensure_ascii=False)` appended to `out`.
     pub fn write_sorted(&self, out: &mut String) {
-        match self {
-            PyValue::List(l) => {
-                out.push('[');
-                for (i, v) in l.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    v.write_sorted(out);
-                }
-                out.push(']');
-            }
-            PyValue::Dict(d) => {
-                out.push('{');
-                for_sorted_entries(d, |_, _| true, |i, k, v| write_sorted_entry(i, k, v, out));
-                out.push('}');
-            }
-            scalar => scalar.write_scalar(out),
-        }
+        self.write_one_line(out, true);
     }
 
     /// `json.dumps(v, ensure_ascii=False)` appended to `out`: insertion order, separators
     /// `", "` and `": "`.
     pub fn write_compact(&self, out: &mut String) {
+        self.write_one_line(out, false);
+    }
+
+    /// `json.dumps` on one line (separators `", "` and `": "`), keys sorted or in insertion order.
+    fn write_one_line(&self, out: &mut String, sort_keys: bool) {
         match self {
             PyValue::List(l) => {
                 out.push('[');
                 for (i, v) in l.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    v.write_compact(out);
+                    write_separator(i, out);
+                    v.write_one_line(out, sort_keys);
                 }
                 out.push(']');
             }
             PyValue::Dict(d) => {
                 out.push('{');
-                for (i, (k, v)) in d.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    write_py_str(k, out);
-                    out.push_str(": ");
-                    v.write_compact(out);
+                let mut entry = |i: usize, k: &str, v: &PyValue| {
+                    write_key(i, k, out);
+                    v.write_one_line(out, sort_keys);
+                };
+                if sort_keys {
+                    for_sorted_entries(d, |_, _| true, entry);
+                } else {
+                    d.iter().enumerate().for_each(|(i, (k, v))| entry(i, k, v));
                 }
                 out.push('}');
             }
@@ -358,11 +345,7 @@ pub fn write_sorted_rm_titles(d: &PyDict, prev_key: &str, skip: &[&str], out: &m
         d,
         |k, v| keeps_title_rule(k, v, prev_key) && !skip.contains(&k),
         |i, k, v| {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            write_py_str(k, out);
-            out.push_str(": ");
+            write_key(i, k, out);
             match v {
                 PyValue::Dict(inner) => write_sorted_rm_titles(inner, k, &[], out),
                 other => other.write_sorted(out),
@@ -432,13 +415,18 @@ pub fn write_indented_rm_titles(d: &PyDict, prev_key: &str, skip: &[&str], out: 
     }
 }
 
-fn write_sorted_entry(i: usize, k: &str, v: &PyValue, out: &mut String) {
+/// `", "` before every item but the first, as `json.dumps` separates them on one line.
+fn write_separator(i: usize, out: &mut String) {
     if i > 0 {
         out.push_str(", ");
     }
+}
+
+/// An entry's separator, key and `": "`, on one line.
+fn write_key(i: usize, k: &str, out: &mut String) {
+    write_separator(i, out);
     write_py_str(k, out);
     out.push_str(": ");
-    v.write_sorted(out);
 }
 
 fn newline_indent(out: &mut String, level: usize) {

@@ -10,6 +10,7 @@ use std::io::{Read, Seek};
 
 use serde_json::{json, Value};
 use toolhost_core::{DirHandle, FsError};
+use toolhost_py::builtins::str_repr as py_repr;
 
 use super::models::{normalize_relative_path, sha256_hex, PackageLimits};
 
@@ -437,29 +438,6 @@ fn read_member_bounded<R: Read + Seek>(
         return Ok((Vec::new(), actual, true));
     }
     Ok((data, actual, false))
-}
-
-/// Python's `repr` of a string (single quotes unless it holds one and no double quote).
-fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-    let mut out = String::new();
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// zipfile's `BadZipFile` text for an archive it cannot open.

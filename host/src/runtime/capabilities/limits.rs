@@ -7,7 +7,27 @@ use std::time::Duration;
 
 use serde::Deserializer;
 
-use crate::runtime::{CallLimits, MAX_CONCURRENT_CALLS, MAX_MEMORY_BYTES};
+/// The largest linear memory an instance may have (a pooled slot's size): 4 GiB, all of wasm32.
+pub const MAX_MEMORY_BYTES: u64 = 1 << 32;
+
+/// The most component calls that may run at once in one process: half the pool's 256
+/// component instances, so a component built of a few core instances (Rust guests have three;
+/// the pool has 512) and the instances used to list a component's tools at load still fit.
+pub const MAX_CONCURRENT_CALLS: usize = 128;
+
+/// Per-call limits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallLimits {
+    /// CPU and wall time of the call, enforced by epoch interruption.
+    pub timeout: Duration,
+    /// Linear memory of the instance.
+    pub memory_bytes: u64,
+    /// Bytes of content the call may return.
+    pub output_bytes: u64,
+    /// WASI handles (files, directories, streams, HTTP objects) the instance may hold at once;
+    /// each open file or directory is a file descriptor of the host process.
+    pub handles: usize,
+}
 
 /// The longest `timeout_s` accepted: a day. Anything longer is a typo, and `1e300` would not
 /// even fit a `Duration`.

@@ -16,8 +16,8 @@ use serde::Deserialize;
 use toolhost_net::NetGrant;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
-use super::exec::CallLimits;
 pub use files::{thread_preopens, FilesGrant, Preopen, PreopenDir};
+pub use limits::CallLimits;
 pub use network::NetworkEntry;
 
 /// A tool's `capabilities:` block as written. Every key is optional, so a block merges over a

@@ -1,7 +1,8 @@
-//! toolhost's own `sandbox:` keys for host bash's confinement: `bash_confinement`,
-//! `bash_network`, `bash_user`, `bash_env`, `bash_shell`, `bash_max_file_size_mb`. DeerFlow's
-//! `SandboxConfig` allows extra keys (`extra="allow"`), so a file that sets them still loads
-//! there. Each value is checked as it is read, so a bad one is a config error with its line.
+//! toolhost's own `sandbox:` keys for host bash's confinement, as `config.yaml` spells them:
+//! `bash_confinement`, `bash_network`, `bash_user`, `bash_env`, `bash_shell`,
+//! `bash_max_file_size_mb`. DeerFlow's `SandboxConfig` allows extra keys (`extra="allow"`), so a
+//! file that sets them still loads there. Each value is checked as it is read, so a bad one is a
+//! config error with its line (the host's config loader places it).
 
 use std::fmt;
 use std::sync::Arc;
@@ -9,26 +10,29 @@ use std::sync::Arc;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use crate::runtime::capabilities::NetworkEntry;
+use toolhost_net::{HostRule, NetGrant};
 
-/// `sandbox.bash_confinement`: `full` (the default) or `off`.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum BashConfinement {
-    #[default]
-    Full,
-    /// Run host-bash commands unconfined, as DeerFlow does. Warned about at start.
-    Off,
-}
+use crate::{BashNetwork, BashUser, ConfineMode, DEFAULT_MAX_FILE_BYTES};
+
+/// `sandbox.bash_confinement`: `full` (the default) or `off` — the [`ConfineMode`] itself.
+pub type BashConfinement = ConfineMode;
 
 /// `sandbox.bash_network`: `none` (the default), or `{allow: [hosts…], allow_private_addresses:
 /// false}` — HTTPS through the host's proxy to the hosts listed, with the entry syntax and
-/// address rules of a component's `capabilities.network`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum BashNetworkConfig {
-    #[default]
-    None,
-    Allowlist(Arc<toolhost_net::NetGrant>),
+/// address rules of a component's `capabilities.network`. The [`BashNetwork`] itself.
+pub type BashNetworkConfig = BashNetwork;
+
+/// One `allow` entry, with the syntax of a component's `capabilities.network` entry.
+#[derive(Deserialize)]
+#[serde(try_from = "String")]
+struct NetworkEntry(HostRule);
+
+impl TryFrom<String> for NetworkEntry {
+    type Error = String;
+
+    fn try_from(entry: String) -> Result<Self, String> {
+        HostRule::parse(&entry).map(Self)
+    }
 }
 
 #[derive(Deserialize)]
@@ -39,23 +43,23 @@ struct AllowlistConfig {
     allow_private_addresses: bool,
 }
 
-impl<'de> Deserialize<'de> for BashNetworkConfig {
+impl<'de> Deserialize<'de> for BashNetwork {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = BashNetworkConfig;
+            type Value = BashNetwork;
 
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("`none` or `{allow: [host, …], allow_private_addresses: false}`")
             }
 
             fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-                Ok(BashNetworkConfig::None)
+                Ok(BashNetwork::None)
             }
 
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
                 match v {
-                    "none" => Ok(BashNetworkConfig::None),
+                    "none" => Ok(BashNetwork::None),
                     "allowlist" => Err(E::custom(
                         "allowlist needs its hosts: write `bash_network: {allow: [host, …]}` (entries as in capabilities.network)",
                     )),
@@ -79,10 +83,7 @@ impl<'de> Deserialize<'de> for BashNetworkConfig {
                     )));
                 }
                 let rules = c.allow.into_iter().map(|h| h.0).collect();
-                Ok(BashNetworkConfig::Allowlist(Arc::new(toolhost_net::NetGrant::new(
-                    rules,
-                    c.allow_private_addresses,
-                ))))
+                Ok(BashNetwork::Allowlist(Arc::new(NetGrant::new(rules, c.allow_private_addresses))))
             }
         }
         d.deserialize_any(V)
@@ -91,7 +92,7 @@ impl<'de> Deserialize<'de> for BashNetworkConfig {
 
 /// `sandbox.bash_user`: a user name, a uid, or `uid:gid` — never root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BashUserConfig(pub toolhost_hostbash::BashUser);
+pub struct BashUserConfig(pub BashUser);
 
 impl<'de> Deserialize<'de> for BashUserConfig {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -112,7 +113,7 @@ impl<'de> Deserialize<'de> for BashUserConfig {
             }
 
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                toolhost_hostbash::BashUser::parse(v).map(BashUserConfig).map_err(E::custom)
+                BashUser::parse(v).map(BashUserConfig).map_err(E::custom)
             }
         }
         d.deserialize_any(V)
@@ -142,7 +143,7 @@ impl TryFrom<String> for EnvName {
 }
 
 /// The default of `sandbox.bash_max_file_size_mb`.
-pub const DEFAULT_MAX_FILE_SIZE_MB: u64 = toolhost_hostbash::DEFAULT_MAX_FILE_BYTES >> 20;
+pub const DEFAULT_MAX_FILE_SIZE_MB: u64 = DEFAULT_MAX_FILE_BYTES >> 20;
 
 /// `sandbox.bash_max_file_size_mb`: whole MiB, 0 for no limit, at most 8 TiB.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -175,58 +176,45 @@ impl FileSizeMb {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{parse, validate};
+    use super::*;
 
-    fn sandbox(keys: &str) -> String {
-        format!("sandbox:\n  use: deerflow.sandbox.local:LocalSandboxProvider\n  allow_host_bash: true\n{keys}")
+    fn de<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Result<T, String> {
+        serde_json::from_value(v).map_err(|e| e.to_string())
     }
 
     #[test]
-    fn keys_parse() {
-        let (c, _) = parse(
-            &sandbox("  bash_network:\n    allow: [pypi.org, 'localhost:8443']\n    allow_private_addresses: true\n  bash_env: [GIT_AUTHOR_NAME]\n  bash_user: nobody\n  bash_confinement: full\n  bash_max_file_size_mb: 0\n"),
-            "c.yaml",
-            &Default::default(),
-        )
-        .unwrap();
-        let s = c.sandbox.unwrap();
-        match &s.bash_network {
-            super::BashNetworkConfig::Allowlist(g) => {
-                assert!(g.allows("pypi.org", 443) && g.allows("localhost", 8443) && g.allow_private());
+    fn values_parse() {
+        let net: BashNetworkConfig =
+            de(serde_json::json!({"allow": ["pypi.org", "localhost:8443"], "allow_private_addresses": true})).unwrap();
+        match net {
+            BashNetwork::Allowlist(g) => {
+                assert!(g.allows("pypi.org", 443) && g.allows("localhost", 8443) && g.allow_private())
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(s.bash_env[0].0, "GIT_AUTHOR_NAME");
-        assert_eq!(s.bash_user.unwrap().0.uid, 65534);
-        assert_eq!(s.bash_max_file_size_mb.bytes(), None);
-        let (c, _) =
-            parse(&sandbox("  bash_network: none\n  bash_user: 1000:1000\n"), "c.yaml", &Default::default()).unwrap();
-        let s = c.sandbox.unwrap();
-        assert_eq!(s.bash_network, super::BashNetworkConfig::None);
-        assert_eq!(s.bash_max_file_size_mb.bytes(), Some(1 << 30));
+        assert_eq!(de::<BashNetworkConfig>(serde_json::json!("none")).unwrap(), BashNetwork::None);
+        assert_eq!(de::<BashUserConfig>(serde_json::json!("nobody")).unwrap().0.uid, 65534);
+        assert_eq!(de::<EnvName>(serde_json::json!("GIT_AUTHOR_NAME")).unwrap().0, "GIT_AUTHOR_NAME");
+        assert_eq!(de::<BashConfinement>(serde_json::json!("off")).unwrap(), ConfineMode::Off);
+        assert_eq!(de::<FileSizeMb>(serde_json::json!(0)).unwrap().bytes(), None);
+        assert_eq!(FileSizeMb::default().bytes(), Some(DEFAULT_MAX_FILE_BYTES));
     }
 
     #[test]
-    fn bad_values_name_line_and_column() {
-        for (keys, line, needle) in [
-            ("  bash_network: allowlist\n", 4, "allowlist needs its hosts"),
-            ("  bash_network: everything\n", 4, "unknown bash_network 'everything'"),
-            ("  bash_network:\n    allow: ['http://x.example']\n", 5, "only HTTPS"),
-            ("  bash_network:\n    allow: []\n", 5, "allow is empty"),
-            ("  bash_network:\n    allow: [x.example]\n    alow_private: true\n", 6, "unknown field `alow_private`"),
-            ("  bash_user: root\n", 4, "must not be 0"),
-            ("  bash_env: ['BAD NAME']\n", 4, "not an environment variable name"),
-            ("  bash_confinement: maybe\n", 4, "unknown variant `maybe`"),
-            ("  bash_max_file_size_mb: -1\n", 4, "bash_max_file_size_mb"),
+    fn bad_values_are_refused() {
+        for (v, needle) in [
+            (serde_json::json!("allowlist"), "allowlist needs its hosts"),
+            (serde_json::json!("everything"), "unknown bash_network 'everything'"),
+            (serde_json::json!({"allow": ["http://x.example"]}), "only HTTPS"),
+            (serde_json::json!({"allow": []}), "allow is empty"),
+            (serde_json::json!({"allow": ["x.example"], "alow_private": true}), "unknown field `alow_private`"),
         ] {
-            let text = sandbox(keys);
-            let err = parse(&text, "c.yaml", &Default::default()).unwrap_err();
-            assert!(err.message.contains(needle), "{keys}: {err}");
-            assert_eq!(err.line, line, "{keys}: {err}");
-            assert!(err.column > 0, "{keys}: {err}");
-            let all = validate(&text, "c.yaml", &Default::default());
-            assert_eq!(all.len(), 1, "{keys}: {all:?}");
-            assert!(all[0].message.contains(needle), "{keys}: {}", all[0]);
+            let e = de::<BashNetworkConfig>(v).unwrap_err();
+            assert!(e.contains(needle), "{e}");
         }
+        assert!(de::<BashUserConfig>(serde_json::json!("root")).unwrap_err().contains("must not be 0"));
+        assert!(de::<EnvName>(serde_json::json!("BAD NAME")).unwrap_err().contains("not an environment variable name"));
+        assert!(de::<BashConfinement>(serde_json::json!("maybe")).unwrap_err().contains("unknown variant `maybe`"));
+        assert!(de::<FileSizeMb>(serde_json::json!(9u64 << 20)).unwrap_err().contains("more than 8 TiB"));
     }
 }

@@ -1,0 +1,114 @@
+//! The data of one call's store — WASI state, the memory limiter, the tool's label for logs, the
+//! outbound-network hooks and where progress reports go — and the fresh store each call (and
+//! each tool listing) runs in, with its epoch deadline set.
+
+use std::time::Instant;
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, Store};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::call_error::ComponentCallError;
+use super::capabilities::{CapabilitySet, Preopen};
+use super::net::NetHooks;
+use super::progress::ProgressRelay;
+use super::{Runtime, EPOCH_TICK};
+
+/// The data of one store: WASI state, the limiter, the tool's label for logs, and where its
+/// progress reports go.
+pub struct HostState {
+    ctx: WasiCtx,
+    table: ResourceTable,
+    pub(super) limiter: Limiter,
+    label: String,
+    http: wasmtime_wasi_http::WasiHttpCtx,
+    pub(super) net: NetHooks,
+    pub(super) progress: ProgressRelay,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.ctx, table: &mut self.table }
+    }
+}
+
+impl wasmtime_wasi_http::WasiHttpView for HostState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        wasmtime_wasi_http::WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.net }
+    }
+}
+
+// The `host` interface of the WIT, shared by every version (`wit` binds each to these).
+impl HostState {
+    pub(super) fn resolve_for_guest(&mut self, name: &str) -> Result<Vec<String>, String> {
+        self.net.resolve_for_guest(name)
+    }
+
+    pub(super) fn write_log(&mut self, level: tracing::Level, message: &str) {
+        let message: String = message.chars().take(4096).collect();
+        let label = &self.label;
+        match level {
+            tracing::Level::TRACE => tracing::trace!(component = %label, "{message}"),
+            tracing::Level::DEBUG => tracing::debug!(component = %label, "{message}"),
+            tracing::Level::INFO => tracing::info!(component = %label, "{message}"),
+            tracing::Level::WARN => tracing::warn!(component = %label, "{message}"),
+            tracing::Level::ERROR => tracing::error!(component = %label, "{message}"),
+        }
+    }
+
+    pub(super) fn report_progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
+        self.progress.report(progress, total, message);
+    }
+}
+
+/// Refuses memory growth past the limit and remembers that it did, so the error can say so.
+pub(super) struct Limiter {
+    memory_bytes: usize,
+    pub(super) hit: bool,
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.memory_bytes {
+            self.hit = true;
+            return Err(wasmtime::Error::msg("memory limit exceeded"));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= 1_000_000)
+    }
+}
+
+/// A fresh store for one call of a tool with `caps`, ending at `deadline`.
+pub(super) fn new_store(
+    rt: &Runtime,
+    caps: &CapabilitySet,
+    preopens: &[Preopen],
+    label: &str,
+    stderr: MemoryOutputPipe,
+    deadline: Instant,
+    progress: ProgressRelay,
+) -> Result<Store<HostState>, ComponentCallError> {
+    let ctx = caps.wasi_ctx(preopens, stderr).map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
+    let mut table = ResourceTable::new();
+    table.set_max_capacity(caps.limits.handles);
+    let state = HostState {
+        ctx,
+        table,
+        limiter: Limiter { memory_bytes: usize::try_from(caps.limits.memory_bytes).unwrap_or(usize::MAX), hit: false },
+        label: label.to_string(),
+        http: wasmtime_wasi_http::WasiHttpCtx::new(),
+        net: NetHooks::new(caps.network.clone(), rt.net().clone(), deadline),
+        progress,
+    };
+    let mut store = Store::new(rt.engine(), state);
+    store.limiter(|s| &mut s.limiter);
+    let left = deadline.saturating_duration_since(Instant::now());
+    let ticks = left.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64 + 1;
+    store.set_epoch_deadline(ticks);
+    store.epoch_deadline_trap();
+    Ok(store)
+}
