@@ -34,7 +34,9 @@ async fn run() {
     let server = ChatServer::start(Arc::new(|_, req: &Value| {
         let len = req["messages"].as_array().map(|m| m.len()).unwrap_or(0);
         if len < 2 + 2 * TURNS {
-            tool_calls(&[("read_file", r#"{"description": "read", "path": "/mnt/user-data/workspace/notes.txt"}"#)])
+            // A different call each turn: identical ones would trip the loop guard.
+            let args = format!(r#"{{"description": "read {len}", "path": "/mnt/user-data/workspace/notes.txt"}}"#);
+            tool_calls(&[("read_file", &args)])
         } else {
             answer("done")
         }

@@ -88,13 +88,16 @@ pub struct McpSessionHandler {
     /// Keeps the session's thread from expiring while the session lives.
     _hold: Arc<Hold>,
     /// `resources/subscribe`: URI → thread and what the file looked like when last seen.
-    subscriptions: Arc<Mutex<HashMap<String, (String, Option<Stamp>)>>>,
+    subscriptions: Arc<Mutex<Subscriptions>>,
     /// `logging/setLevel`: the least severe level the client wants (`None`: no log messages).
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
 }
 
 /// A file's size and modification time.
 type Stamp = (u64, std::time::SystemTime);
+
+/// A session's resource subscriptions: URI → (thread, the file as last seen).
+type Subscriptions = HashMap<String, (String, Option<Stamp>)>;
 
 /// Severity order of MCP log levels.
 fn severity(l: LoggingLevel) -> u8 {
