@@ -3,8 +3,8 @@
 //! `fixtures/fake_mcp_server.py`, the deferred assembly with its `catalog_hash`).
 //!
 //! toolhost's output is compared with DeerFlow's full lists. The only names taken out of
-//! DeerFlow's lists are the ones in [`NOT_PROVIDED`] — DeerFlow builtins that need a model loop or
-//! a durable task runtime toolhost does not have — each with its reason; nothing is taken out on
+//! DeerFlow's lists are the ones in [`NOT_PROVIDED`] — DeerFlow builtins that need a durable
+//! task runtime toolhost does not have — each with its reason; nothing is taken out on
 //! the strength of what toolhost itself reports. Everything else — order, gates, conditions, MCP
 //! names, every warning, the ACP tool, the deferred set, its prompt section and its hash — must
 //! match exactly, so a tool toolhost stops assembling, or a new difference, fails.
@@ -22,10 +22,9 @@ use paths::root;
 /// DeerFlow builtins toolhost does not provide, with the reason; the known, documented
 /// differences of assembly. Each must still be in DeerFlow's lists (checked below), so the list
 /// cannot go stale.
-const NOT_PROVIDED: [(&str, &str); 3] = [
+const NOT_PROVIDED: [(&str, &str); 2] = [
     ("list_background_tasks", "lists DeerFlow's durable background tasks; toolhost has no task runtime"),
     ("cancel_background_task", "cancels DeerFlow's durable background tasks; toolhost has no task runtime"),
-    ("task", "delegates to a subagent, which needs a model loop"),
 ];
 
 fn not_provided(name: &str) -> bool {

@@ -62,9 +62,14 @@ async fn run() {
 
     let (mut per_turn, mut server_share, mut tool) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..RUNS + 3 {
+        // A thread per run: a run's delegations are capped (`max_total_per_run`).
+        let thread = format!("b{i}");
+        let fs = host.thread_fs(&thread).unwrap();
+        fs.ensure_tool_dirs().unwrap();
+        std::fs::write(fs.paths().workspace().join("notes.txt"), "the answer is 42\n").unwrap();
         let busy = server.busy_ns.load(Ordering::Relaxed);
         let t = Instant::now();
-        let r = host.call(&req, &format!("t{}", i % 4), "task", args.clone(), None).await.unwrap();
+        let r = host.call(&req, &thread, "task", args.clone(), None).await.unwrap();
         let total = t.elapsed();
         assert_eq!(r.outcome.text_content(), "Task Succeeded. Result: done");
         let served = Duration::from_nanos(server.busy_ns.load(Ordering::Relaxed) - busy);
