@@ -13,8 +13,11 @@ use toolhost_core::{Tool, ToolSpec};
 
 use serde_json::Value;
 
-use crate::convert::{convert_tool, json_plain_schema, write_json_function_sorted, OpenAiFunction};
+use crate::convert::{
+    convert_tool, json_plain_schema, write_json_function_sorted, write_text_function_sorted, OpenAiFunction,
+};
 use crate::error::ConvertError;
+use toolhost_py::json::text::Tape;
 use toolhost_py::json::{write_json_compact, write_py_str, PyValue};
 use toolhost_py::re::CatalogRegex;
 use toolhost_py::str_methods::{py_lower, py_split_once_ws, py_strip};
@@ -681,12 +684,30 @@ enum Pending {
 
 /// Add one tool: convert it or keep its schema's text (in `texts`), and render its hash entry
 /// into `out`.
-fn add_source(t: CatalogSource<'_>, out: &mut String, texts: &mut String) -> Result<Pending, ConvertError> {
+fn add_source(
+    t: CatalogSource<'_>,
+    out: &mut String,
+    texts: &mut String,
+    tape: &mut Tape,
+) -> Result<Pending, ConvertError> {
     let t = match t {
         CatalogSource::Parsed(t) => t,
         CatalogSource::Tool(tool) => {
             let spec = tool.spec();
-            if let Some(exact) = tool.exact_parameters() {
+            let exact = tool.exact_parameters();
+            if let Some(text) = tool.parameters_text().filter(|_| exact.is_none()) {
+                // The schema's text: one linear pass, no tree walked.
+                let mark = out.len();
+                out.push_str("{\"name\": ");
+                write_py_str(&spec.name, out);
+                out.push_str(", \"schema\": ");
+                if write_text_function_sorted(&spec.name, &spec.description, text, tape, out) {
+                    out.push('}');
+                    return Ok(Pending::FromTool(tool.clone()));
+                }
+                out.truncate(mark);
+            }
+            if let Some(exact) = exact {
                 DeferredToolInput::from_spec_with_schema(spec, exact.clone())
             } else if let Some(plain) = json_plain_schema(&spec.description, &spec.parameters) {
                 render_plain_entry(&spec.name, &spec.description, plain, out);
@@ -817,13 +838,23 @@ fn hash_entries<'a>(order: &[usize], entry: impl Fn(usize) -> &'a str) -> String
 /// Ask for `text`'s cache lines ahead of their use.
 #[inline]
 fn prefetch(text: &str) {
+    prefetch_addr(text.as_ptr() as usize, text.len());
+}
+
+/// Tools ahead whose schema text is asked for while one is rendered.
+const PREFETCH_TOOLS: usize = 3;
+
+/// Ask for the cache lines of `len` bytes at `addr` ahead of their use (up to 1 KiB).
+#[inline]
+fn prefetch_addr(addr: usize, len: usize) {
     #[cfg(target_arch = "x86_64")]
-    for line in text.as_bytes().chunks(64) {
-        // SAFETY: a prefetch is only a hint, of an address inside `text`; it never faults.
-        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line.as_ptr().cast()) };
+    for at in (addr..addr + len.min(1024)).step_by(64) {
+        // SAFETY: a prefetch is only a hint; it reads nothing and never faults, whatever the
+        // address.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at as *const i8) };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = text;
+    let _ = (addr, len);
 }
 
 /// Tools converted and rendered in catalog order: `bufs` holds their entries, at `spans`.
@@ -916,18 +947,38 @@ impl Blocks {
 /// two threads was measured: on a loaded two-core machine it was slower, 40-50 ms against 35-38
 /// ms for 10 000 tools.)
 fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Rendered, ConvertError> {
-    let n = sources.size_hint().0;
+    let sources: Vec<CatalogSource<'a>> = sources.collect();
+    let n = sources.len();
+    // Where each tool's schema text and name are, gathered first in one loop whose loads do not
+    // wait on each other: the main loop then asks for a tool's text a few tools ahead, so that
+    // it has arrived when the tool is rendered. (Addresses only: a prefetch never faults.)
+    let ahead: Vec<(usize, usize, usize, usize)> = sources
+        .iter()
+        .map(|s| match s {
+            CatalogSource::Tool(t) => {
+                let text = t.parameters_text().unwrap_or("");
+                let name = &t.spec().name;
+                (text.as_ptr() as usize, text.len(), name.as_ptr() as usize, name.len())
+            }
+            _ => (0, 0, 0, 0),
+        })
+        .collect();
     let mut blocks = Blocks::default();
     let mut texts = String::new();
+    let mut tape = Tape::default();
     let mut spans = Vec::with_capacity(n);
     let mut pending = Vec::with_capacity(n);
-    for t in sources {
+    for (k, t) in sources.into_iter().enumerate() {
+        if let Some(&(text, text_len, name, name_len)) = ahead.get(k + PREFETCH_TOOLS) {
+            prefetch_addr(text, text_len);
+            prefetch_addr(name, name_len);
+        }
         if matches!(t, CatalogSource::Json { .. }) && texts.capacity() == 0 {
             // The compact texts of `Json` schemas, about as long as their entries: reserved
             // once (only the pages written are touched).
             texts.reserve(n * ENTRY_GUESS);
         }
-        let (p, span) = blocks.push(|out| add_source(t, out, &mut texts));
+        let (p, span) = blocks.push(|out| add_source(t, out, &mut texts, &mut tape));
         pending.push(p?);
         spans.push(span);
     }
