@@ -303,7 +303,7 @@ impl Tape {
                             continue;
                         }
                     }
-                    let entry = (key_prefix(key), key, v);
+                    let entry = (text_key_prefix(text.as_bytes(), kn.start as usize, key), key, v);
                     if n < small.len() {
                         small[n] = entry;
                     } else {
@@ -417,6 +417,23 @@ fn find_special(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// [`key_prefix`] of `key`, the text at `start` in `b`: one unaligned load when eight bytes are
+/// there (a copy of fewer bytes into a zeroed word stalls the load that reads it back).
+#[inline]
+fn text_key_prefix(b: &[u8], start: usize, key: &str) -> u64 {
+    match b.get(start..start + 8) {
+        Some(w) => {
+            let x = u64::from_be_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            if key.len() >= 8 {
+                x
+            } else {
+                x & !(u64::MAX >> (8 * key.len()))
+            }
+        }
+        None => key_prefix(key),
+    }
+}
+
 /// A string without `"`, `\` or C0 controls as `json.dumps` writes it: quoted as it is.
 #[inline]
 fn write_plain_str(s: &str, out: &mut String) {
@@ -481,7 +498,7 @@ fn unescape(raw: &str, out: &mut String) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{write_sorted_rm_titles, PyValue};
+    use super::super::{key_prefix, write_sorted_rm_titles, PyValue};
     use super::*;
 
     fn sorted(text: &str) -> Option<String> {
@@ -547,6 +564,19 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn text_key_prefix_is_key_prefix() {
+        let text = r#"{"": 1, "a": 2, "abcdefg": 3, "abcdefgh": 4, "abcdefghij": 5, "é": 6, "x"}"#;
+        let mut at = 0;
+        while let Some(p) = text[at..].find('"') {
+            let start = at + p + 1;
+            let end = start + text[start..].find('"').unwrap();
+            let key = &text[start..end];
+            assert_eq!(text_key_prefix(text.as_bytes(), start, key), key_prefix(key), "{key:?}");
+            at = end + 1;
         }
     }
 
