@@ -10,7 +10,7 @@
 //! finite, a lone surrogate, nesting deeper than [`MAX_DEPTH`], text that is not JSON) makes a
 //! writer return `false`: the caller then takes its tree path, which decides those cases.
 
-use super::{key_prefix, push_text, write_py_float, write_py_str};
+use super::{push_text, write_py_float, write_py_str};
 
 /// Nesting deeper than this is not read (the tree path decides it).
 pub const MAX_DEPTH: usize = 400;
@@ -52,6 +52,8 @@ pub struct Tape {
     pub has_ref: bool,
     /// Decoded strings, reused.
     scratch: String,
+    /// The entries of the objects being written, `(key prefix, key start, key end, value)`.
+    keys: Vec<(u64, u32, u32, u32)>,
 }
 
 impl Tape {
@@ -283,58 +285,63 @@ impl Tape {
         let node = self.nodes[at];
         match node.kind {
             Kind::Object => {
-                let mut small: [(u64, &str, usize); 16] = [(0, "", 0); 16];
-                let mut large: Vec<(u64, &str, usize)> = Vec::new();
-                let mut n = 0;
+                // The kept entries, sorted, on a stack shared by the nested objects.
+                let base = self.keys.len();
                 let end = node.next as usize;
                 let mut k = at + 1;
                 while k < end {
                     let v = self.nodes[k].next as usize;
                     let kn = self.nodes[k];
                     if kn.kind != Kind::Str {
+                        self.keys.truncate(base);
                         return false;
                     }
                     k = self.nodes[v].next as usize;
-                    // Between two ASCII quotes: on character boundaries.
-                    let Some(key) = text.get(kn.start as usize..kn.end as usize) else { return false };
+                    let key = &text.as_bytes()[kn.start as usize..kn.end as usize];
                     if let Some((prev_key, skip)) = rm {
                         let is_object = self.nodes[v].kind == Kind::Object;
-                        if (key == "title" && !(is_object && prev_key == "properties")) || skip.contains(&key) {
+                        if (key == b"title" && !(is_object && prev_key == "properties"))
+                            || skip.iter().any(|s| s.as_bytes() == key)
+                        {
                             continue;
                         }
                     }
-                    let entry = (text_key_prefix(text.as_bytes(), kn.start as usize, key), key, v);
-                    if n < small.len() {
-                        small[n] = entry;
-                    } else {
-                        if large.is_empty() {
-                            large.extend_from_slice(&small);
-                        }
-                        large.push(entry);
-                    }
-                    n += 1;
+                    let prefix = text_key_prefix(text.as_bytes(), kn.start as usize, key.len());
+                    self.keys.push((prefix, kn.start, kn.end, v as u32));
                 }
-                let entries = if n <= small.len() { &mut small[..n] } else { &mut large[..] };
-                entries.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
-                if entries.windows(2).any(|w| w[0].1 == w[1].1) {
+                let b = text.as_bytes();
+                let key = |e: &(u64, u32, u32, u32)| &b[e.1 as usize..e.2 as usize];
+                let entries = &mut self.keys[base..];
+                entries.sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| key(x).cmp(key(y))));
+                if entries.windows(2).any(|w| key(&w[0]) == key(&w[1])) {
+                    self.keys.truncate(base);
                     return false; // a duplicate key: the tree path keeps the last value
                 }
                 out.push('{');
-                for (i, &(_, key, v)) in entries.iter().enumerate() {
-                    if i > 0 {
+                let mut ok = true;
+                for j in base..self.keys.len() {
+                    let (_, ks, ke, v) = self.keys[j];
+                    // Between two ASCII quotes: on character boundaries.
+                    let key = &text[ks as usize..ke as usize];
+                    let v = v as usize;
+                    if j > base {
                         push_text(out, ", ");
                     }
                     write_plain_str(key, out);
                     push_text(out, ": ");
-                    let ok = match rm {
+                    ok = match rm {
                         Some(_) if self.nodes[v].kind == Kind::Object => {
                             self.write_rm_titles(text, v, Some((key, &[])), out)
                         }
                         _ => self.write_rm_titles(text, v, None, out),
                     };
                     if !ok {
-                        return false;
+                        break;
                     }
+                }
+                self.keys.truncate(base);
+                if !ok {
+                    return false;
                 }
                 out.push('}');
                 true
@@ -417,20 +424,24 @@ fn find_special(b: &[u8], mut i: usize) -> usize {
     i
 }
 
-/// [`key_prefix`] of `key`, the text at `start` in `b`: one unaligned load when eight bytes are
+/// [`super::key_prefix`] of the key of `len` bytes at `start` in `b`: one unaligned load when eight bytes are
 /// there (a copy of fewer bytes into a zeroed word stalls the load that reads it back).
 #[inline]
-fn text_key_prefix(b: &[u8], start: usize, key: &str) -> u64 {
+fn text_key_prefix(b: &[u8], start: usize, len: usize) -> u64 {
     match b.get(start..start + 8) {
         Some(w) => {
             let x = u64::from_be_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
-            if key.len() >= 8 {
+            if len >= 8 {
                 x
             } else {
-                x & !(u64::MAX >> (8 * key.len()))
+                x & !(u64::MAX >> (8 * len))
             }
         }
-        None => key_prefix(key),
+        None => {
+            let mut w = [0u8; 8];
+            w[..len].copy_from_slice(&b[start..start + len]);
+            u64::from_be_bytes(w)
+        }
     }
 }
 
@@ -575,7 +586,7 @@ mod tests {
             let start = at + p + 1;
             let end = start + text[start..].find('"').unwrap();
             let key = &text[start..end];
-            assert_eq!(text_key_prefix(text.as_bytes(), start, key), key_prefix(key), "{key:?}");
+            assert_eq!(text_key_prefix(text.as_bytes(), start, key.len()), key_prefix(key), "{key:?}");
             at = end + 1;
         }
     }
