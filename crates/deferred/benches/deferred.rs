@@ -181,7 +181,11 @@ fn medians() {
         ),
         (
             "listing: schema text of 10 000 tools (serde_json::to_string)",
-            median_ms(runs, || (), |()| specs.iter().map(|s| serde_json::to_string(&s.parameters).unwrap()).count()),
+            median_ms(
+                runs,
+                || (),
+                |()| specs.iter().map(|s| serde_json::to_string(&s.parameters).unwrap()).collect::<Vec<_>>(),
+            ),
         ),
         (
             "from_specs: MCP schemas -> catalog_hash (end to end)",

@@ -156,7 +156,7 @@ impl Tool for McpTool {
     }
 
     fn parameters_text(&self) -> Option<&str> {
-        Some(&self.parameters_text).filter(|t| !t.is_empty())
+        Some(self.parameters_text.as_str()).filter(|t| !t.is_empty())
     }
 
     async fn call(&self, ctx: &CallContext, args: Value) -> ToolOutcome {
