@@ -65,8 +65,11 @@ impl DeferredToolInput {
 /// blob straight from the `serde_json` value, with Python's rules (integers as their digits,
 /// floats as `repr`, keys sorted by code point), and converted into its [`OpenAiFunction`] only
 /// when a search returns it: from the tool itself (`Tool`), or from the schema's compact text the
-/// catalog keeps (`Json`). Any other schema takes the `PyValue` path (`PyValue::from_json`, then
-/// the conversion). All give the same hash and functions (tested).
+/// catalog keeps (`Json`). A `Tool` that keeps its schema's text ([`Tool::parameters_text`], as
+/// MCP tools do) is rendered from that text instead, in one linear pass
+/// (`toolhost_py::json::text`), unless the text is off that writer's path. Any other schema takes
+/// the `PyValue` path (`PyValue::from_json`, then the conversion). All give the same hash and
+/// functions (tested).
 #[derive(Clone)]
 pub enum CatalogSource<'a> {
     Parsed(DeferredToolInput),
@@ -308,9 +311,9 @@ fn word_chars_differ(text: &str) -> bool {
 ///
 /// Building one converts every tool and renders each tool's entry of DeerFlow's hash blob once,
 /// in catalog order, into pooled 64 KiB buffers; the hash is then taken over the entries in name
-/// order, straight from those buffers, without copying them into one blob. Each tool's entry stays a span of its buffer, so
-/// [`DeferredCatalog::rebuild`] renders only the tools that changed and shares the buffers of
-/// the kept ones. The search indexes are built on the first search: most catalogs are built far
+/// order, straight from those buffers, without copying them into one blob. Each tool's entry
+/// stays a span of its buffer, so [`DeferredCatalog::rebuild`] renders only the tools that
+/// changed and shares the buffers of the kept ones. The search indexes are built on the first search: most catalogs are built far
 /// more often than searched.
 #[derive(Debug, Clone)]
 pub struct DeferredCatalog {
