@@ -373,6 +373,9 @@ type Span = (usize, usize, usize);
 /// Bytes of blob rendered between two hasher updates: few enough to still be in cache.
 const HASH_STEP: usize = 64 * 1024;
 
+/// Bytes of entries gathered between two hasher updates when hashing entries where they are.
+const STAGE: usize = 16 * 1024;
+
 /// Bytes per buffer of rendered entries: under the allocator's threshold for mapping fresh pages
 /// (glibc: 128 KiB), so that a build reuses the memory earlier builds freed instead of faulting
 /// in new pages for one large buffer.
@@ -825,16 +828,24 @@ fn hash_entries<'a>(order: &[usize], entry: impl Fn(usize) -> &'a str) -> String
     for &i in order.iter().take(AHEAD) {
         prefetch(entry(i));
     }
+    // The entries are gathered into a small buffer that stays in cache and hashed from there a
+    // buffer at a time: the copies wait on memory side by side, the hasher does not wait.
+    let mut staged: Vec<u8> = Vec::with_capacity(STAGE + 4096);
     for (k, &i) in order.iter().enumerate() {
         if k > 0 {
-            hasher.update(b", ");
+            staged.extend_from_slice(b", ");
         }
         if let Some(&next) = order.get(k + AHEAD) {
             prefetch(entry(next));
         }
-        hasher.update(entry(i).as_bytes());
+        staged.extend_from_slice(entry(i).as_bytes());
+        if staged.len() >= STAGE {
+            hasher.update(&staged);
+            staged.clear();
+        }
     }
-    hasher.update(b"]");
+    staged.push(b']');
+    hasher.update(&staged);
     hex::encode(&hasher.finalize()[..8])
 }
 
