@@ -310,6 +310,14 @@ pub trait Tool: Send + Sync {
     fn exact_parameters(&self) -> Option<&toolhost_py::json::PyValue> {
         None
     }
+
+    /// `spec().parameters` as JSON text (any JSON text that reads back as that value), when the
+    /// tool keeps it: the deferred catalog then renders the tool's `catalog_hash` entry from
+    /// the text in one linear pass instead of walking the `serde_json` tree. `None` (the
+    /// default) when the tool keeps no text.
+    fn parameters_text(&self) -> Option<&str> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -49,21 +49,35 @@ fn specs(n: usize) -> Vec<ToolSpec> {
         .collect()
 }
 
-/// An MCP tool as the host holds it: a `dyn Tool` whose spec has the `serde_json` schema.
-struct McpLike(ToolSpec);
+/// An MCP tool as the host holds it (`toolhost_mcp::McpTool`): a `dyn Tool` whose spec has the
+/// `serde_json` schema, and that schema's compact text, written when the tool was listed.
+/// Without the text (`None`): a tool as before, rendered from the `serde_json` tree.
+struct McpLike(ToolSpec, Option<String>);
 
 #[async_trait::async_trait]
 impl Tool for McpLike {
     fn spec(&self) -> &ToolSpec {
         &self.0
     }
+    fn parameters_text(&self) -> Option<&str> {
+        self.1.as_deref()
+    }
     async fn call(&self, _ctx: &CallContext, _args: serde_json::Value) -> ToolOutcome {
         ToolOutcome::text("")
     }
 }
 
+/// The tools as `toolhost_mcp` lists them (with their schemas' text).
 fn host_tools(specs: &[ToolSpec]) -> Vec<Arc<dyn Tool>> {
-    specs.iter().map(|s| Arc::new(McpLike(s.clone())) as Arc<dyn Tool>).collect()
+    specs
+        .iter()
+        .map(|s| Arc::new(McpLike(s.clone(), Some(serde_json::to_string(&s.parameters).unwrap()))) as Arc<dyn Tool>)
+        .collect()
+}
+
+/// The tools without their schemas' text: rendered from the `serde_json` trees.
+fn tree_tools(specs: &[ToolSpec]) -> Vec<Arc<dyn Tool>> {
+    specs.iter().map(|s| Arc::new(McpLike(s.clone(), None)) as Arc<dyn Tool>).collect()
 }
 
 fn inputs(specs: &[ToolSpec]) -> Vec<DeferredToolInput> {
@@ -87,6 +101,10 @@ fn bench(c: &mut Criterion) {
     let tools = host_tools(&specs);
     c.bench_function("deferred_setup_10k (the host's MCP tools -> tool_search setup)", |b| {
         b.iter_with_large_drop(|| build_deferred_tool_setup(black_box(&tools), true))
+    });
+    let trees = tree_tools(&specs);
+    c.bench_function("deferred_setup_10k from serde_json trees (no schema text)", |b| {
+        b.iter_with_large_drop(|| build_deferred_tool_setup(black_box(&trees), true))
     });
     c.bench_function("catalog_build_10k (parsed schemas -> hash)", |b| {
         b.iter_batched(|| inputs.clone(), DeferredCatalog::new, BatchSize::LargeInput)
@@ -151,10 +169,23 @@ fn medians() {
     }
     println!("\ncatalog of 10 000 tools, medians of {runs} runs (catalog_hash {})", catalog.hash());
     let tools = host_tools(&specs);
+    let trees = tree_tools(&specs);
     let rows = [
         (
             "host: MCP tools -> tool_search setup (catalog_hash e2e)",
             median_ms(runs, || (), |()| build_deferred_tool_setup(&tools, true)),
+        ),
+        (
+            "host, tools without schema text (serde_json trees)",
+            median_ms(runs, || (), |()| build_deferred_tool_setup(&trees, true)),
+        ),
+        (
+            "listing: schema text of 10 000 tools (serde_json::to_string)",
+            median_ms(
+                runs,
+                || (),
+                |()| specs.iter().map(|s| serde_json::to_string(&s.parameters).unwrap()).collect::<Vec<_>>(),
+            ),
         ),
         (
             "from_specs: MCP schemas -> catalog_hash (end to end)",
@@ -187,7 +218,7 @@ criterion_group! {
 }
 
 fn main() {
-    // `DEFERRED_PROFILE=render|new|rebuild|search|setup|specs:N`: only that, N times, printing the
+    // `DEFERRED_PROFILE=render|new|rebuild|search|setup|trees|specs:N`: only that, N times, printing the
     // median and minimum; for a profiler, `perf stat`, or a side-by-side with another build.
     if let Ok(what) = std::env::var("DEFERRED_PROFILE") {
         let (what, n) = what.split_once(':').unwrap_or((what.as_str(), "20"));
@@ -195,7 +226,14 @@ fn main() {
         let specs = specs(10_000);
         let inputs = inputs(&specs);
         let catalog = DeferredCatalog::new(inputs.clone()).expect("converts");
-        let tools = host_tools(&specs);
+        // Only the inputs of the mode measured (more copies of the schemas in memory would
+        // change what the others find in cache).
+        let tools = if what == "setup" { host_tools(&specs) } else { Vec::new() };
+        let trees = if what == "trees" { tree_tools(&specs) } else { Vec::new() };
+        for ts in [&tools, &trees].into_iter().filter(|ts| !ts.is_empty()) {
+            let setup = build_deferred_tool_setup(ts, true).expect("converts");
+            assert_eq!(setup.catalog_hash.as_deref(), Some(catalog.hash()), "the host's path hashes the same");
+        }
         let mut t: Vec<f64> = Vec::new();
         for _ in 0..n {
             let i = if what == "new" { inputs.clone() } else { Vec::new() };
@@ -210,6 +248,7 @@ fn main() {
                 }
                 ("search", Some(c)) => Box::new(c.search("select:slack_send_0").len()),
                 ("setup", _) => Box::new(build_deferred_tool_setup(&tools, true)),
+                ("trees", _) => Box::new(build_deferred_tool_setup(&trees, true)),
                 _ => Box::new(DeferredCatalog::from_specs(&specs)),
             };
             t.push(start.elapsed().as_secs_f64() * 1000.0);

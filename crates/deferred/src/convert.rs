@@ -5,6 +5,7 @@
 
 use crate::error::ConvertError;
 use serde_json::{Map, Value};
+use toolhost_py::json::text::{Kind as TextKind, Tape};
 use toolhost_py::json::{
     write_indented_rm_titles, write_json_sorted, write_json_sorted_rm_titles, write_py_str, write_sorted_rm_titles,
     PyDict, PyValue,
@@ -215,6 +216,59 @@ pub(crate) fn write_json_function_sorted(name: &str, description: &str, schema: 
     out.push_str(", \"parameters\": ");
     write_json_sorted_rm_titles(schema, "", &POPPED, out);
     out.push('}');
+}
+
+/// [`write_json_function_sorted`] from the schema's JSON text, read into `tape` (reused from one
+/// tool to the next): what [`OpenAiFunction::write_sorted`] writes for `convert_tool(name,
+/// description, PyValue::parse(text))` (tested). `false`, with `out` as it was, when the schema
+/// is off the plain path (not an object, a `$ref`, the `__arg1` case) or off the text writer's
+/// (see [`Tape`]): the caller then converts it from its value.
+pub(crate) fn write_text_function_sorted(
+    name: &str,
+    description: &str,
+    text: &str,
+    tape: &mut Tape,
+    out: &mut String,
+) -> bool {
+    if !tape.parse(text) || tape.has_ref || tape.escaped_key {
+        return false;
+    }
+    if tape.nodes().first().map(|n| n.kind) != Some(TextKind::Object) || (tape.is_empty(0) && description.is_empty()) {
+        return false;
+    }
+    let mark = out.len();
+    let ok = (|| {
+        out.push_str("{\"description\": ");
+        match (description.is_empty(), tape.get(text, 0, "description")) {
+            (false, _) => write_py_str(description, out),
+            (true, Some(d)) => {
+                if !tape.write_sorted(text, d, out) {
+                    return false;
+                }
+            }
+            (true, None) => out.push_str("\"\""),
+        }
+        out.push_str(", \"name\": ");
+        match (name.is_empty(), tape.get(text, 0, "title")) {
+            (false, _) => write_py_str(name, out),
+            (true, Some(t)) => {
+                if !tape.write_sorted(text, t, out) {
+                    return false;
+                }
+            }
+            (true, None) => out.push_str("\"\""),
+        }
+        out.push_str(", \"parameters\": ");
+        if !tape.write_sorted_rm_titles(text, 0, &POPPED, out) {
+            return false;
+        }
+        out.push('}');
+        true
+    })();
+    if !ok {
+        out.truncate(mark);
+    }
+    ok
 }
 
 /// [`contains_ref`] of `PyValue::from_json(m)`.
@@ -430,6 +484,39 @@ mod tests {
                 f.write_indented(&mut a, 1);
                 v.write_indented(&mut b, 1);
                 assert_eq!(a, b, "{schema} / {desc:?}");
+            }
+        }
+    }
+
+    /// From a schema's text, a plain schema is rendered as from its `serde_json` value (which
+    /// the tree tests tie to `convert_tool`); one off the plain path is left to the caller.
+    #[test]
+    fn text_renderer_equals_the_value_renderer() {
+        let schemas = [
+            r#"{"type":"object","title":"Args","properties":{"id":{"type":"string","title":"Id","description":"x\ny \u00e9"},"limit":{"type":"integer","minimum":1,"default":10},"ratio":{"type":"number","default":0.5},"mode":{"anyOf":[{"type":"string","title":"kept"},{"type":"null"}],"default":null}},"required":["id"]}"#,
+            r#"{"title":"FromTitle","description":"from schema","properties":{"title":{"title":"x","type":"string"}}}"#,
+            r#"{"title":5,"description":["not","a","string"],"properties":{}}"#,
+            r#"{"definitions":{"a":1},"$defs":{"b":2},"anyOf":[{"title":"kept"}],"default":{"title":"x","k":[{"title":"kept"}]}}"#,
+            r#"{"n":[0,-0.0,1.5e300,1e-7,1e16,123.456,18446744073709551615,-9223372036854775808,0.1]}"#,
+            r#"{"type":"object"}"#,
+            "{}",
+            r##"{"properties":{"a":{"$ref":"#/$defs/X"}},"$defs":{"X":{"type":"integer"}}}"##,
+            r##"{"items":[{"$ref":"#/items/1"},{"type":"string"}]}"##,
+            "[1]",
+        ];
+        let mut tape = Tape::default();
+        for schema in schemas {
+            let value: Value = serde_json::from_str(schema).unwrap();
+            for (name, description) in [("t", "desc"), ("t", ""), ("", ""), ("", "d")] {
+                let mut expected = String::new();
+                let plain = json_plain_schema(description, &value);
+                if let Some(m) = plain {
+                    write_json_function_sorted(name, description, m, &mut expected);
+                }
+                let mut out = String::from("kept");
+                let ok = write_text_function_sorted(name, description, schema, &mut tape, &mut out);
+                assert_eq!(ok, plain.is_some(), "{schema} {name:?} {description:?}");
+                assert_eq!(out, format!("kept{expected}"), "{schema} {name:?} {description:?}");
             }
         }
     }

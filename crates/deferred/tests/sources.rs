@@ -12,31 +12,56 @@ use toolhost_deferred::{
     build_deferred_tool_setup, CatalogSource, DeferredCatalog, DeferredToolInput, PyValue, ToolSearchTool,
 };
 
-/// A tool as the host holds an MCP tool.
-struct HostTool(ToolSpec);
+/// A tool as the host holds an MCP tool, with its schema's text (`toolhost_mcp::McpTool` keeps
+/// the compact text) or without.
+struct HostTool(ToolSpec, Option<String>);
 
 #[async_trait::async_trait]
 impl Tool for HostTool {
     fn spec(&self) -> &ToolSpec {
         &self.0
     }
+    fn parameters_text(&self) -> Option<&str> {
+        self.1.as_deref()
+    }
     async fn call(&self, _ctx: &CallContext, _args: Value) -> ToolOutcome {
         ToolOutcome::text("")
     }
 }
 
+/// How a host tool holds its schema.
+#[derive(Clone, Copy, Debug)]
+enum Text {
+    /// No text: rendered from the `serde_json` value.
+    None,
+    /// `serde_json::to_string`, as `toolhost_mcp::McpTool` keeps it.
+    Compact,
+    /// Indented (any JSON text of the value will do).
+    Pretty,
+}
+
 /// The catalog of the host's path: `build_deferred_tool_setup` over the tools (`CatalogSource::Tool`).
 fn from_tools(tools: &[(String, String, Value)]) -> DeferredCatalog {
+    from_tools_with(tools, Text::None)
+}
+
+fn from_tools_with(tools: &[(String, String, Value)], text: Text) -> DeferredCatalog {
     let tools: Vec<Arc<dyn Tool>> = tools
         .iter()
         .map(|(name, description, schema)| {
-            Arc::new(HostTool(ToolSpec {
+            let text = match text {
+                Text::None => None,
+                Text::Compact => Some(serde_json::to_string(schema).unwrap()),
+                Text::Pretty => Some(serde_json::to_string_pretty(schema).unwrap()),
+            };
+            let spec = ToolSpec {
                 name: name.clone(),
                 description: description.clone(),
                 parameters: schema.clone(),
                 group: None,
                 source: ToolSource::Mcp { server: "s".into() },
-            })) as Arc<dyn Tool>
+            };
+            Arc::new(HostTool(spec, text)) as Arc<dyn Tool>
         })
         .collect();
     let catalog = DeferredCatalog::from_sources(tools.iter().map(|t| CatalogSource::Tool(t.clone()))).unwrap();
@@ -123,6 +148,11 @@ fn conformance_vectors_from_serde_json_equal_new() {
         }
         assert_same(label, &a, &b);
         assert_same(label, &from_tools(&tools), &b);
+        for text in [Text::Compact, Text::Pretty] {
+            let t = from_tools_with(&tools, text);
+            assert_eq!(t.hash(), c["catalog_hash"].as_str().unwrap(), "{label} {text:?}: DeerFlow's catalog_hash");
+            assert_same(&format!("{label}, schema text {text:?}"), &t, &b);
+        }
     }
     // tool_search over the serde_json-built main catalog: DeerFlow's content and promotions.
     let tool = ToolSearchTool::new(Arc::new(from_json(&json_tools(&v["main"]["catalog"]))));
@@ -180,6 +210,12 @@ fn bench_catalog_from_specs_equals_new() {
     let converted = tool.catalog().tools().iter().filter(|t| t.function.is_converted()).count();
     assert_eq!(converted, 2, "only what a search returned");
     assert_same("bench", &a, &b);
+    // The host's path: the tools with their schemas' text, as `toolhost_mcp` lists them.
+    let tools: Vec<(String, String, Value)> =
+        specs.iter().map(|s| (s.name.clone(), s.description.clone(), s.parameters.clone())).collect();
+    let c = from_tools_with(&tools, Text::Compact);
+    assert_eq!(c.hash(), "f07b3d4cd5ae984d");
+    assert_same("bench, schema text", &c, &b);
 }
 
 /// Schemas off the plain path (`$ref`, the `__arg1` case, not an object) and the conversion's
@@ -209,6 +245,9 @@ fn edge_cases_from_serde_json_equal_new() {
     let b = parsed(&tools);
     assert_same("edge cases", &a, &b);
     assert_same("edge cases, host tools", &from_tools(&tools), &b);
+    for text in [Text::Compact, Text::Pretty] {
+        assert_same(&format!("edge cases, schema text {text:?}"), &from_tools_with(&tools, text), &b);
+    }
     for q in ["t1", "select:t4,u4,t8", "+u title", "from schema"] {
         let (x, y) = (ToolSearchTool::new(Arc::new(a.clone())), ToolSearchTool::new(Arc::new(b.clone())));
         assert_eq!(x.search(q), y.search(q), "{q}");

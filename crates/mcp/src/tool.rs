@@ -76,6 +76,9 @@ pub struct McpTool {
     /// The schema with every number as the server sent it, when `spec.parameters` cannot hold
     /// one exactly (an integer beyond 64 bits).
     exact_parameters: Option<PyValue>,
+    /// `spec.parameters` as compact JSON text, written once when the tool is listed: the
+    /// deferred catalog renders the tool's `catalog_hash` entry from it in one linear pass.
+    parameters_text: String,
     original_name: String,
     routing: Option<Routing>,
     output_schema: Option<Value>,
@@ -110,7 +113,8 @@ impl McpTool {
         let routing = runtime.config().effective_routing(&original_name);
         let output_schema = tool.output_schema.map(|s| Value::Object((*s).clone()));
         let exact_parameters = exact_parameters.map(sanitize_exact_schema_texts);
-        Self { spec, exact_parameters, original_name, routing, output_schema, runtime }
+        let parameters_text = serde_json::to_string(&spec.parameters).unwrap_or_default();
+        Self { spec, exact_parameters, parameters_text, original_name, routing, output_schema, runtime }
     }
 
     /// The configured server name.
@@ -149,6 +153,10 @@ impl Tool for McpTool {
 
     fn exact_parameters(&self) -> Option<&PyValue> {
         self.exact_parameters.as_ref()
+    }
+
+    fn parameters_text(&self) -> Option<&str> {
+        Some(self.parameters_text.as_str()).filter(|t| !t.is_empty())
     }
 
     async fn call(&self, ctx: &CallContext, args: Value) -> ToolOutcome {

@@ -7,6 +7,7 @@
 
 mod decode;
 mod serde_text;
+pub mod text;
 
 use std::collections::HashMap;
 
