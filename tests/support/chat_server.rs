@@ -127,8 +127,12 @@ impl ChatServer {
                         "HTTP/1.1 {status} X\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
                         body.len()
                     );
-                    let _ = sock.write_all(head.as_bytes()).await;
-                    let _ = sock.write_all(&body).await;
+                    // One write, no Nagle: the reply leaves at once (two small writes would wait
+                    // for the client's delayed ACK and count as the client's time).
+                    let _ = sock.set_nodelay(true);
+                    let mut reply = head.into_bytes();
+                    reply.extend_from_slice(&body);
+                    let _ = sock.write_all(&reply).await;
                     busy.fetch_add(started.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
                     let _ = sock.shutdown().await;
                 });
