@@ -127,12 +127,20 @@ pub struct ChatClient {
 }
 
 impl ChatClient {
+    /// A client for `model`. The HTTP client (its connection pool and TLS roots, whose loading
+    /// costs milliseconds) is built once per process and shared; the model's `request_timeout`
+    /// is applied to each request.
     pub fn new(model: ChatModel) -> Result<Self, ModelError> {
-        let mut b = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
-        if let Some(t) = model.request_timeout {
-            b = b.timeout(t);
-        }
-        let http = b.build().map_err(|e| ModelError(format!("cannot build the HTTP client: {e}")))?;
+        static SHARED: std::sync::OnceLock<Result<reqwest::Client, String>> = std::sync::OnceLock::new();
+        let http = SHARED
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .map_err(|e| format!("cannot build the HTTP client: {e}"))
+            })
+            .clone()
+            .map_err(ModelError)?;
         Ok(Self { http, model })
     }
 
@@ -159,6 +167,9 @@ impl ChatClient {
         }
         let url = format!("{}/chat/completions", m.base_url);
         let mut req = self.http.post(&url).json(&body);
+        if let Some(t) = m.request_timeout {
+            req = req.timeout(t);
+        }
         if let Some(k) = &m.api_key {
             req = req.bearer_auth(k);
         }
