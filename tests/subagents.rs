@@ -516,24 +516,14 @@ async fn agent_skills_decide_the_skill_policy() {
     let demo = names(host.thread("t1").with_agent("demo-only").unwrap().tools().await.unwrap());
     assert_eq!(demo, all);
     // The policy holds for calls too, not only for the listing.
-    let t = host.thread("t1").with_agent("no-skills").unwrap();
-    let r = t
-        .call(toolhost::ToolCall::new(
-            "write_file",
-            json!({"description": "w", "path": "/mnt/user-data/workspace/x.txt", "content": "x"}),
-        ))
-        .await
-        .unwrap();
+    let write_as = |agent: &'static str| async move {
+        let write = json!({"description": "w", "path": "/mnt/user-data/workspace/x.txt", "content": "x"});
+        host.thread("t1").with_agent(agent).unwrap().call(toolhost::ToolCall::new("write_file", write)).await.unwrap()
+    };
+    let r = write_as("no-skills").await;
     assert!(r.outcome.is_error(), "{}", r.outcome.text_content());
     assert!(!env.dir.path().join("data/threads/t1/user-data/workspace/x.txt").exists());
-    let t = host.thread("t1").with_agent("demo-only").unwrap();
-    let r = t
-        .call(toolhost::ToolCall::new(
-            "write_file",
-            json!({"description": "w", "path": "/mnt/user-data/workspace/x.txt", "content": "x"}),
-        ))
-        .await
-        .unwrap();
+    let r = write_as("demo-only").await;
     assert!(!r.outcome.is_error(), "{}", r.outcome.text_content());
 }
 

@@ -84,6 +84,20 @@ pub struct SubagentOutcome {
 }
 
 impl SubagentOutcome {
+    /// A run that ended with `result`.
+    pub fn completed(result: impl Into<String>) -> Self {
+        Self { status: SubagentStatus::Completed, result: Some(result.into()), error: None, ..Self::failed("") }
+    }
+
+    /// A run its timeout of `seconds` ended (DeerFlow's text).
+    pub fn timed_out(seconds: u64) -> Self {
+        Self {
+            status: SubagentStatus::TimedOut,
+            error: Some(format!("Execution timed out after {seconds} seconds")),
+            ..Self::failed("")
+        }
+    }
+
     pub fn failed(error: impl Into<String>) -> Self {
         Self {
             status: SubagentStatus::Failed,

@@ -150,12 +150,9 @@ impl TaskTool {
         Ok(match tokio::time::timeout(timeout, run.execute(prompt)).await {
             Ok(outcome) => outcome,
             Err(_) => SubagentOutcome {
-                status: SubagentStatus::TimedOut,
-                result: None,
-                error: Some(format!("Execution timed out after {} seconds", config.timeout_seconds)),
-                stop_reason: None,
                 model_name: Some(model_name.clone()),
                 usage: *usage.lock().unwrap_or_else(|p| p.into_inner()),
+                ..SubagentOutcome::timed_out(config.timeout_seconds)
             },
         })
     }
@@ -198,13 +195,7 @@ impl TaskTool {
         let timeout = Duration::from_secs(config.timeout_seconds);
         let run = host.run_tool_calls(&scope, &ctx.thread_id, &mut state, vec![call]);
         let outcome = match tokio::time::timeout(timeout, run).await {
-            Err(_) => {
-                return SubagentOutcome {
-                    status: SubagentStatus::TimedOut,
-                    error: Some(format!("Execution timed out after {} seconds", config.timeout_seconds)),
-                    ..SubagentOutcome::failed("")
-                }
-            }
+            Err(_) => return SubagentOutcome::timed_out(config.timeout_seconds),
             Ok(Err(e)) => return SubagentOutcome::failed(e),
             Ok(Ok(mut outcomes)) => match outcomes.pop() {
                 Some(o) => o,
@@ -219,12 +210,7 @@ impl TaskTool {
             return SubagentOutcome::failed(answer);
         }
         let answer = if answer.trim().is_empty() { "No response generated".to_string() } else { answer };
-        SubagentOutcome {
-            status: SubagentStatus::Completed,
-            result: Some(answer),
-            error: None,
-            ..SubagentOutcome::failed("")
-        }
+        SubagentOutcome::completed(answer)
     }
 }
 
