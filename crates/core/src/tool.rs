@@ -318,7 +318,18 @@ pub trait Tool: Send + Sync {
     fn parameters_text(&self) -> Option<&str> {
         None
     }
+
+    /// Room the tool offers for what the deferred catalog derives from it (its rendered
+    /// `catalog_hash` entry), for a tool whose name, description and schema never change: the
+    /// first catalog holding the tool fills it, every later catalog holding the same tool reuses
+    /// it instead of rendering again. `None` (the default): nothing is kept.
+    fn catalog_slot(&self) -> Option<&CatalogSlot> {
+        None
+    }
 }
+
+/// See [`Tool::catalog_slot`]: what it holds is the deferred catalog's own business.
+pub type CatalogSlot = std::sync::OnceLock<Arc<dyn std::any::Any + Send + Sync>>;
 
 #[cfg(test)]
 mod tests {

@@ -982,10 +982,28 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
     let mut tape = Tape::default();
     let mut spans = Vec::with_capacity(n);
     let mut pending = Vec::with_capacity(n);
+    // Buffers of entries earlier catalogs rendered for these same tools (see `CachedEntry`);
+    // their spans are marked `REUSED` until they go after this run's own buffers.
+    let mut reused: Vec<Arc<Block>> = Vec::new();
+    // Tools rendered here that keep what was rendered for them, with their position.
+    let mut to_keep: Vec<(usize, Arc<dyn Tool>)> = Vec::new();
     for (k, t) in sources.into_iter().enumerate() {
         if let Some(&(text, text_len, name, name_len)) = ahead.get(k + PREFETCH_TOOLS) {
             prefetch_addr(text, text_len);
             prefetch_addr(name, name_len);
+        }
+        if let CatalogSource::Tool(tool) = &t {
+            if let Some(slot) = tool.catalog_slot() {
+                if let Some(entry) = slot.get().and_then(|c| c.downcast_ref::<CachedEntry>()) {
+                    if !reused.last().is_some_and(|b| Arc::ptr_eq(b, &entry.block)) {
+                        reused.push(entry.block.clone());
+                    }
+                    spans.push((REUSED | (reused.len() - 1), entry.start, entry.end));
+                    pending.push(Pending::FromTool(tool.clone()));
+                    continue;
+                }
+                to_keep.push((k, tool.clone()));
+            }
         }
         if matches!(t, CatalogSource::Json { .. }) && texts.capacity() == 0 {
             // The compact texts of `Json` schemas, about as long as their entries: reserved
@@ -996,8 +1014,36 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
         pending.push(p?);
         spans.push(span);
     }
-    Ok(Rendered { bufs: blocks.finish(), spans, tools: finish_pending(pending, texts) })
+    let mut bufs = blocks.finish();
+    let own = bufs.len();
+    if !reused.is_empty() {
+        for span in spans.iter_mut().filter(|s| s.0 & REUSED != 0) {
+            span.0 = own + (span.0 & !REUSED);
+        }
+        bufs.extend(reused);
+    }
+    // A tool converted here from a tree (`Ready`: a `$ref`, an exact schema) is converted again
+    // next time; one rendered straight from its schema keeps its entry.
+    for (k, tool) in to_keep {
+        if let (Some(slot), Pending::FromTool(_)) = (tool.catalog_slot(), &pending[k]) {
+            let (b, start, end) = spans[k];
+            let _ = slot.set(Arc::new(CachedEntry { block: bufs[b].clone(), start, end }));
+        }
+    }
+    Ok(Rendered { bufs, spans, tools: finish_pending(pending, texts) })
 }
+
+/// A tool's entry as a catalog rendered it, kept in the tool's [`Tool::catalog_slot`] for the
+/// next catalog holding the tool: the buffer it is in (kept alive while the tool lives) and its
+/// byte span there.
+struct CachedEntry {
+    block: Arc<Block>,
+    start: usize,
+    end: usize,
+}
+
+/// Marks a span's buffer index as one of the reused buffers while a run is rendered.
+const REUSED: usize = 1 << (usize::BITS - 1);
 
 #[cfg(test)]
 mod tests {

@@ -7,14 +7,14 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use toolhost_core::{CallContext, Tool, ToolOutcome, ToolSource, ToolSpec};
+use toolhost_core::{CallContext, CatalogSlot, Tool, ToolOutcome, ToolSource, ToolSpec};
 use toolhost_deferred::{
     build_deferred_tool_setup, CatalogSource, DeferredCatalog, DeferredToolInput, PyValue, ToolSearchTool,
 };
 
 /// A tool as the host holds an MCP tool, with its schema's text (`toolhost_mcp::McpTool` keeps
-/// the compact text) or without.
-struct HostTool(ToolSpec, Option<String>);
+/// the compact text) or without, and room for its rendered catalog entry.
+struct HostTool(ToolSpec, Option<String>, CatalogSlot);
 
 #[async_trait::async_trait]
 impl Tool for HostTool {
@@ -23,6 +23,9 @@ impl Tool for HostTool {
     }
     fn parameters_text(&self) -> Option<&str> {
         self.1.as_deref()
+    }
+    fn catalog_slot(&self) -> Option<&CatalogSlot> {
+        Some(&self.2)
     }
     async fn call(&self, _ctx: &CallContext, _args: Value) -> ToolOutcome {
         ToolOutcome::text("")
@@ -61,14 +64,53 @@ fn from_tools_with(tools: &[(String, String, Value)], text: Text) -> DeferredCat
                 group: None,
                 source: ToolSource::Mcp { server: "s".into() },
             };
-            Arc::new(HostTool(spec, text)) as Arc<dyn Tool>
+            Arc::new(HostTool(spec, text, CatalogSlot::new())) as Arc<dyn Tool>
         })
         .collect();
     let catalog = DeferredCatalog::from_sources(tools.iter().map(|t| CatalogSource::Tool(t.clone()))).unwrap();
+    // The first build kept each tool's rendered entry in the tool; a second catalog of the same
+    // tools (the host's next setup) reuses them and is the same catalog.
+    let again = DeferredCatalog::from_sources(tools.iter().map(|t| CatalogSource::Tool(t.clone()))).unwrap();
+    assert_eq!(again.hash_blob(), catalog.hash_blob());
+    assert_eq!(again.hash(), catalog.hash());
     let setup = build_deferred_tool_setup(&tools, true).unwrap();
     // (No MCP tool, no setup.)
     assert_eq!(setup.catalog_hash.as_deref(), (!tools.is_empty()).then(|| catalog.hash()));
     catalog
+}
+
+/// The host's setup keeps each MCP tool's rendered entry in the tool: a later setup where one
+/// tool changed (a new tool object, as a re-listed server gives) renders that tool only, reuses
+/// the others' entries, and equals a build from scratch.
+#[test]
+fn a_later_setup_renders_only_the_changed_tool() {
+    let tool = |name: &str, description: &str| -> Arc<dyn Tool> {
+        let schema = json!({"type": "object", "properties": {"q": {"type": "string", "title": "Q"}}, "title": "T"});
+        let spec = ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters: schema.clone(),
+            group: None,
+            source: ToolSource::Mcp { server: "s".into() },
+        };
+        Arc::new(HostTool(spec, Some(serde_json::to_string(&schema).unwrap()), CatalogSlot::new()))
+    };
+    let mut tools: Vec<Arc<dyn Tool>> = (0..300).map(|i| tool(&format!("t{i:03}"), "first")).collect();
+    let first = build_deferred_tool_setup(&tools, true).unwrap();
+    let kept: Vec<_> = tools.iter().map(|t| t.catalog_slot().unwrap().get().cloned().expect("entry kept")).collect();
+    tools[123] = tool("t123", "changed");
+    let second = build_deferred_tool_setup(&tools, true).unwrap();
+    for (i, (t, before)) in tools.iter().zip(&kept).enumerate() {
+        let now = t.catalog_slot().unwrap().get().expect("entry kept");
+        assert_eq!(Arc::ptr_eq(now, before), i != 123, "tool {i}");
+    }
+    let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec().clone()).collect();
+    let scratch = DeferredCatalog::from_specs(&specs).unwrap();
+    assert_eq!(second.catalog_hash.as_deref(), Some(scratch.hash()));
+    assert_ne!(second.catalog_hash, first.catalog_hash);
+    // Back to the first version: the first hash again.
+    tools[123] = tool("t123", "first");
+    assert_eq!(build_deferred_tool_setup(&tools, true).unwrap().catalog_hash, first.catalog_hash);
 }
 
 const TOOL_SEARCH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/tool_search.json");

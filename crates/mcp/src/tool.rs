@@ -10,7 +10,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::ServiceError;
 use serde_json::{Map, Value};
 use toolhost_core::untrusted::sanitize_untrusted;
-use toolhost_core::{CallContext, ContentPart, Tool, ToolOutcome, ToolSource, ToolSpec};
+use toolhost_core::{CallContext, CatalogSlot, ContentPart, Tool, ToolOutcome, ToolSource, ToolSpec};
 use toolhost_py::json::{PyDict, PyValue};
 
 use crate::config::{Routing, Transport};
@@ -79,6 +79,8 @@ pub struct McpTool {
     /// `spec.parameters` as compact JSON text, written once when the tool is listed: the
     /// deferred catalog renders the tool's `catalog_hash` entry from it in one linear pass.
     parameters_text: String,
+    /// The tool's rendered `catalog_hash` entry, once a deferred catalog has rendered it.
+    catalog_slot: CatalogSlot,
     original_name: String,
     routing: Option<Routing>,
     output_schema: Option<Value>,
@@ -114,7 +116,16 @@ impl McpTool {
         let output_schema = tool.output_schema.map(|s| Value::Object((*s).clone()));
         let exact_parameters = exact_parameters.map(sanitize_exact_schema_texts);
         let parameters_text = serde_json::to_string(&spec.parameters).unwrap_or_default();
-        Self { spec, exact_parameters, parameters_text, original_name, routing, output_schema, runtime }
+        Self {
+            spec,
+            exact_parameters,
+            parameters_text,
+            catalog_slot: CatalogSlot::new(),
+            original_name,
+            routing,
+            output_schema,
+            runtime,
+        }
     }
 
     /// The configured server name.
@@ -157,6 +168,10 @@ impl Tool for McpTool {
 
     fn parameters_text(&self) -> Option<&str> {
         Some(self.parameters_text.as_str()).filter(|t| !t.is_empty())
+    }
+
+    fn catalog_slot(&self) -> Option<&CatalogSlot> {
+        Some(&self.catalog_slot)
     }
 
     async fn call(&self, ctx: &CallContext, args: Value) -> ToolOutcome {
