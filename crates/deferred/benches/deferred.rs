@@ -224,6 +224,15 @@ fn medians() {
     }
 }
 
+/// Nanoseconds this thread has run on a CPU (Linux: `/proc/thread-self/schedstat`; 0 elsewhere):
+/// on a loaded machine, the time the work took without the time it waited for a core.
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|n| n.parse().ok()))
+        .unwrap_or(0)
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
@@ -254,12 +263,14 @@ fn main() {
             assert_eq!(setup.catalog_hash.as_deref(), Some(catalog.hash()), "the host's path hashes the same");
         }
         let mut t: Vec<f64> = Vec::new();
+        let mut cpu: Vec<f64> = Vec::new();
         for _ in 0..n {
             let i = if what == "new" { inputs.clone() } else { Vec::new() };
             let c = if matches!(what, "search" | "rebuild") { Some(catalog.clone()) } else { None };
             let tools = fresh(what);
             let trees = tools.clone();
             let start = Instant::now();
+            let cpu_start = thread_cpu_ns();
             let out: Box<dyn std::any::Any> = match (what, c) {
                 ("render", _) => Box::new(catalog.compute_hash()),
                 ("new", _) => Box::new(DeferredCatalog::new(i)),
@@ -274,11 +285,19 @@ fn main() {
                 _ => Box::new(DeferredCatalog::from_specs(&specs)),
             };
             t.push(start.elapsed().as_secs_f64() * 1000.0);
+            cpu.push((thread_cpu_ns() - cpu_start) as f64 / 1e6);
             drop(black_box(out));
         }
         t.sort_by(f64::total_cmp);
+        cpu.sort_by(f64::total_cmp);
         if !t.is_empty() {
-            println!("{what}: median {:.2} min {:.2} (hash {})", t[t.len() / 2], t[0], catalog.hash());
+            println!(
+                "{what}: median {:.2} min {:.2}, on-CPU median {:.2} (hash {})",
+                t[t.len() / 2],
+                t[0],
+                cpu[cpu.len() / 2],
+                catalog.hash()
+            );
         }
         return;
     }
