@@ -41,6 +41,7 @@ fn request(tool: &str, args: Value) -> CallRequest {
         config: "{}".into(),
         sandbox: Default::default(),
         progress: None,
+        cancel: None,
     }
 }
 

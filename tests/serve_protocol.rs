@@ -437,3 +437,55 @@ async fn a_config_listing_toolhost_itself_starts_no_second_toolhost() {
     let err = std::fs::read_to_string(&stderr).unwrap();
     assert!(err.contains("MCP server 'itself' skipped: its command is this toolhost"), "{err}");
 }
+
+/// Seconds of CPU time process `pid` has used (user + system).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<f64> =
+        stat.rsplit(')').next().unwrap().split_whitespace().skip(11).take(2).map(|x| x.parse().unwrap()).collect();
+    (f[0] + f[1]) / 100.0
+}
+
+/// A client's `notifications/cancelled` stops a component call that computes (a guest in an
+/// endless loop with a two-minute timeout, running on the request's own thread): the server
+/// stops burning CPU within moments, sends no result for the cancelled request, and answers the
+/// next call normally.
+#[test]
+fn a_cancelled_component_call_stops_computing() {
+    let s = Setup::new(false, false);
+    let hostile = std::path::Path::new(toolhost::bundled::GUEST_DIR).join("hostile.wasm");
+    let config = std::fs::read_to_string(s.config()).unwrap().replace(
+        "tool_search:",
+        &format!(
+            "  - {{name: spin, group: hostile, use: '{w}:spin', capabilities: {{timeout_s: 120}}}}\n  - {{name: ok, group: hostile, use: '{w}:ok'}}\ntool_search:",
+            w = hostile.display()
+        ),
+    );
+    std::fs::write(s.config(), config).unwrap();
+    let mut raw = RawStdio::start(&s, &[]);
+    let pid = raw.child.id();
+    // The component compiled (not part of what is measured).
+    raw.send(&tool_call(9, "ok", json!({})));
+    assert_eq!(raw.next()["result"]["content"][0]["text"], "ok");
+    raw.send(&tool_call(1, "spin", json!({})));
+    // Spinning: the server uses most of a core.
+    std::thread::sleep(Duration::from_millis(500));
+    let (t0, c0) = (Instant::now(), cpu_seconds(pid));
+    std::thread::sleep(Duration::from_millis(700));
+    let busy = (cpu_seconds(pid) - c0) / t0.elapsed().as_secs_f64();
+    assert!(busy > 0.3, "the guest should be computing: {busy:.2} of a core");
+    raw.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}})
+            .to_string()
+            .as_bytes(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let (t0, c0) = (Instant::now(), cpu_seconds(pid));
+    std::thread::sleep(Duration::from_millis(1000));
+    let idle = (cpu_seconds(pid) - c0) / t0.elapsed().as_secs_f64();
+    assert!(idle < 0.15, "a cancelled guest must stop computing: {idle:.2} of a core");
+    raw.send(&tool_call(2, "hello", json!({"name": "after"})));
+    let next = raw.next();
+    assert_eq!(next["id"], 2, "no result for the cancelled call: {next}");
+    assert_eq!(next["result"]["isError"], false, "{next}");
+}

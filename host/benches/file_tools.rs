@@ -195,6 +195,7 @@ fn breakdown() {
         config: "{}".into(),
         sandbox: Default::default(),
         progress: None,
+        cancel: None,
     };
     let small = req(json!({"description": "d", "path": format!("{WS}/README.md")}));
     let ranged =

@@ -68,6 +68,7 @@ fn hello_request() -> CallRequest {
         config: "{}".into(),
         sandbox: Default::default(),
         progress: None,
+        cancel: None,
     }
 }
 

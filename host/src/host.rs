@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use toolhost_core::{
-    CallContext, ErrorKind, ProgressSink, ThreadFs, ThreadPaths, ThreadState, Threads, ToolOutcome, ToolSpec,
+    CallContext, CancelSignal, ErrorKind, ProgressSink, ThreadFs, ThreadPaths, ThreadState, Threads, ToolOutcome,
+    ToolSpec,
 };
 
 pub use toolhost_subagents::agents::{AgentConfig, AgentError};
@@ -84,6 +85,15 @@ impl ToolCall {
         self.id = Some(id.into());
         self
     }
+}
+
+/// How [`Toolhost::call_with`] runs a call besides its arguments.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Where the tool's progress reports go (see [`Toolhost::call_with_progress`]).
+    pub progress: Option<ProgressSink>,
+    /// Raise it to stop the call (an MCP client's `notifications/cancelled`).
+    pub cancel: Option<CancelSignal>,
 }
 
 /// The result of one call through the pipeline.
@@ -361,7 +371,7 @@ impl Toolhost {
         args: Value,
         tool_call_id: Option<String>,
     ) -> Result<CallResult, HostError> {
-        self.call_reporting(req, thread_id, name, args, tool_call_id, None).await
+        self.call_with(req, thread_id, name, args, tool_call_id, CallOptions::default()).await
     }
 
     /// [`call`](Self::call), with the tool's progress reports going to `progress` as it runs
@@ -376,23 +386,28 @@ impl Toolhost {
         tool_call_id: Option<String>,
         progress: ProgressSink,
     ) -> Result<CallResult, HostError> {
-        self.call_reporting(req, thread_id, name, args, tool_call_id, Some(progress)).await
+        let opts = CallOptions { progress: Some(progress), ..CallOptions::default() };
+        self.call_with(req, thread_id, name, args, tool_call_id, opts).await
     }
 
-    async fn call_reporting(
+    /// [`call`](Self::call) with [`CallOptions`]: where progress reports go, and a signal that
+    /// stops the call when its caller gives it up (a component is stopped within one epoch tick,
+    /// even while it computes or waits in a system call; a native tool's future is dropped by
+    /// whoever gave it up).
+    pub async fn call_with(
         &self,
         req: &AssemblyRequest,
         thread_id: &str,
         name: &str,
         args: Value,
         tool_call_id: Option<String>,
-        progress: Option<ProgressSink>,
+        opts: CallOptions,
     ) -> Result<CallResult, HostError> {
         require_tokio()?;
         let calls = vec![(name.to_string(), args, tool_call_id)];
         let fs = self.thread_fs(thread_id)?;
         let state = self.states.get(&fs).await?;
-        let outcomes = self.run_turn(req, &fs, state, &calls, progress).await;
+        let outcomes = self.run_turn(req, &fs, state, &calls, &opts).await;
         let updates: Vec<&toolhost_core::StateUpdate> = outcomes.iter().map(|o| &o.update).collect();
         let merged = self.states.apply(&fs, &updates).await?;
         let mut results = results(outcomes, merged);
@@ -411,7 +426,7 @@ impl Toolhost {
         require_tokio()?;
         let fs = self.thread_fs(thread_id)?;
         let state = self.states.get(&fs).await?;
-        let outcomes = self.run_turn(req, &fs, state, &calls, None).await;
+        let outcomes = self.run_turn(req, &fs, state, &calls, &CallOptions::default()).await;
         let updates: Vec<&toolhost_core::StateUpdate> = outcomes.iter().map(|o| &o.update).collect();
         let merged = self.states.apply(&fs, &updates).await?;
         Ok(results(outcomes, merged))
@@ -428,7 +443,7 @@ impl Toolhost {
     ) -> Result<Vec<CallResult>, HostError> {
         require_tokio()?;
         let fs = self.thread_fs(thread_id)?;
-        let outcomes = self.run_turn(req, &fs, state.clone(), &calls, None).await;
+        let outcomes = self.run_turn(req, &fs, state.clone(), &calls, &CallOptions::default()).await;
         let merged = state.apply_turn(outcomes.iter().map(|o| &o.update));
         Ok(results(outcomes, merged))
     }
@@ -476,7 +491,7 @@ impl Toolhost {
         fs: &Arc<ThreadFs>,
         state: ThreadState,
         calls: &[(String, Value, Option<String>)],
-        progress: Option<ProgressSink>,
+        opts: &CallOptions,
     ) -> Vec<ToolOutcome> {
         let assembly = self.get_available_tools(req).await;
         let dropped = crate::subagents::limit_task_calls(&self.config.config, req, &state, calls);
@@ -488,12 +503,11 @@ impl Toolhost {
         let contexts: Vec<CallContext> = calls
             .iter()
             .map(|(_, _, id)| {
-                let ctx =
+                let mut ctx =
                     CallContext::new(fs.clone(), self.new_call_id(id.clone()), state.clone()).alone_in_turn(alone);
-                match &progress {
-                    Some(sink) => ctx.with_progress(sink.clone()),
-                    None => ctx,
-                }
+                ctx.progress = opts.progress.clone();
+                ctx.cancel = opts.cancel.clone();
+                ctx
             })
             .collect();
         let futures = calls.iter().zip(&contexts).zip(dropped).map(|(((name, args, _), ctx), dropped)| {
@@ -555,6 +569,11 @@ impl<'h> Thread<'h> {
     pub async fn call(&self, call: ToolCall) -> Result<CallResult, HostError> {
         let mut results = self.call_turn(vec![call]).await?;
         Ok(results.pop().expect("one result per call"))
+    }
+
+    /// [`call`](Self::call) with [`CallOptions`] (progress reports, a cancel signal).
+    pub async fn call_with(&self, call: ToolCall, opts: CallOptions) -> Result<CallResult, HostError> {
+        self.host.call_with(&self.request, &self.id, &call.name, call.args, call.id, opts).await
     }
 
     /// Run the calls of one model turn concurrently; results in call order.

@@ -31,12 +31,12 @@ mod tools;
 pub use assembly::{AgentRun, AssemblyRequest, Builtin, BuiltinCondition, LayerKind, ToolLayer};
 pub use config::{validate as validate_config, AppConfig, ConfigError, ConfigLoadError};
 pub use error::{HostError, Problem, Severity};
-pub use host::{list_agents, AgentConfig, AgentError, CallResult, Thread, ToolCall, Toolhost};
+pub use host::{list_agents, AgentConfig, AgentError, CallOptions, CallResult, Thread, ToolCall, Toolhost};
 pub use options::{ConfigSource, Environment, HostOptions};
 pub use serve_config::ServeConfig;
 pub use state_store::StateError;
 pub use toolhost_core as core;
-pub use toolhost_core::{CallContext, ErrorKind, ThreadState, Tool, ToolOutcome, ToolSpec};
+pub use toolhost_core::{CallContext, CancelSignal, ErrorKind, ProgressSink, ThreadState, Tool, ToolOutcome, ToolSpec};
 
 /// The `toolhost.serve` section of config text (session cap, idle timeout, thread TTL), read
 /// before the rest of the host opens; `$VAR`s are taken from `env`.

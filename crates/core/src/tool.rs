@@ -134,6 +134,8 @@ pub enum ErrorKind {
     Refused,
     /// The call ran out of time.
     Timeout,
+    /// The caller gave the call up and it was stopped.
+    Cancelled,
     /// The tool ran and failed.
     Failed,
 }
@@ -170,13 +172,14 @@ impl ToolOutcome {
     }
 
     /// The kind of error this outcome is, `None` for a success. A raised `TimeoutError` is a
-    /// timeout; any other error not tagged by the layer that made it is a failure of the tool.
+    /// timeout, a raised `CancelledError` a cancellation; any other error not tagged by the layer that made it is a failure of the tool.
     pub fn error_kind(&self) -> Option<ErrorKind> {
         if !self.is_error() {
             return None;
         }
         Some(self.kind.unwrap_or(match &self.exception {
             Some(e) if e.class == "TimeoutError" => ErrorKind::Timeout,
+            Some(e) if e.class == "CancelledError" => ErrorKind::Cancelled,
             _ => ErrorKind::Failed,
         }))
     }
@@ -263,6 +266,32 @@ pub struct CallContext {
     /// through the WIT `progress` import (thinned by the runtime); a native tool may report here
     /// directly.
     pub progress: Option<ProgressSink>,
+    /// Raised when whoever asked for the call no longer wants its result (an MCP client's
+    /// `notifications/cancelled`): a tool that runs long checks it and stops. Component tools
+    /// are stopped by the runtime within one epoch tick. `None`: the call cannot be cancelled.
+    pub cancel: Option<CancelSignal>,
+}
+
+/// A flag that asks a running call to stop, shared by the caller (who raises it) and the call
+/// (which checks it). Cheap to clone and to check; raising it cannot be undone.
+#[derive(Debug, Clone, Default)]
+pub struct CancelSignal(Arc<std::sync::atomic::AtomicBool>);
+
+impl CancelSignal {
+    /// A signal not raised yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Ask the call to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether the call was asked to stop.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 impl CallContext {
@@ -275,6 +304,7 @@ impl CallContext {
             state,
             alone_in_turn: false,
             progress: None,
+            cancel: None,
         }
     }
 
@@ -288,6 +318,17 @@ impl CallContext {
     pub fn with_progress(mut self, sink: ProgressSink) -> Self {
         self.progress = Some(sink);
         self
+    }
+
+    /// The same call, stopped when `signal` is raised.
+    pub fn with_cancel(mut self, signal: CancelSignal) -> Self {
+        self.cancel = Some(signal);
+        self
+    }
+
+    /// Whether the call was asked to stop.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.as_ref().is_some_and(CancelSignal::is_cancelled)
     }
 
     /// The thread's directory layout (host paths, virtual paths, masking).

@@ -9,6 +9,9 @@ pub enum ComponentCallError {
     #[error("timed out after {0:?} and was stopped")]
     /// The call ran past its `timeout_s`.
     Timeout(Duration),
+    #[error("was cancelled by its caller and stopped")]
+    /// The caller gave the call up (an MCP client's `notifications/cancelled`).
+    Cancelled,
     #[error("timed out after {timeout:?} waiting for a free slot ({queue}); it did not run")]
     /// No slot freed up within the call's timeout; `queue` names the queue it waited in.
     QueueTimeout {
@@ -56,6 +59,7 @@ impl ComponentCallError {
     pub fn exception_class(&self) -> &'static str {
         match self {
             Self::Timeout(_) | Self::QueueTimeout { .. } => "TimeoutError",
+            Self::Cancelled => "CancelledError",
             Self::Memory(_) => "MemoryError",
             Self::TooManyHandles(_) => "OSError",
             Self::InvalidContent(_) => "ValueError",

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 use wasmtime::Store;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
-use toolhost_core::{ContentPart, ProgressSink};
+use toolhost_core::{CancelSignal, ContentPart, ProgressSink};
 
 use super::call_error::ComponentCallError;
 use super::capabilities::{CapabilitySet, Preopen};
 use super::progress::ProgressRelay;
-use super::store::{new_store, HostState};
+use super::store::{new_store, Caller, Cancelled, HostState};
 use super::wit::v0_2::toolhost::tool::types;
 use super::wit::{CallInput, Failure, SandboxSettings, ToolPre};
 use super::{ListedTool, Runtime, EPOCH_TICK};
@@ -35,6 +35,9 @@ pub struct CallRequest {
     pub sandbox: std::sync::Arc<SandboxSettings>,
     /// Where the call's progress reports go (thinned, see `progress`); `None`: nobody listens.
     pub progress: Option<ProgressSink>,
+    /// Raised when the caller gives the call up: the guest is stopped within one epoch tick
+    /// (a system call it is blocked in is interrupted). `None`: the call runs to its end.
+    pub cancel: Option<CancelSignal>,
 }
 
 /// A call's result as the component returned it, its content blocks checked and converted
@@ -74,6 +77,9 @@ fn classify(
     if store.data().limiter.hit {
         return ComponentCallError::Memory(caps.limits.memory_bytes >> 20);
     }
+    if err.downcast_ref::<Cancelled>().is_some() {
+        return ComponentCallError::Cancelled;
+    }
     if let Some(wasmtime::Trap::Interrupt) = err.downcast_ref::<wasmtime::Trap>() {
         return ComponentCallError::Timeout(caps.limits.timeout);
     }
@@ -94,10 +100,36 @@ fn classify(
     }
 }
 
-/// Run a call's future on this (blocking) thread, bounded by `timeout` plus one epoch tick: the
-/// epoch traps a guest that computes past its deadline, this bounds one that waits in the host.
-fn run_bounded<F: std::future::Future>(timeout: Duration, fut: F) -> Option<F::Output> {
-    wasmtime_wasi::runtime::in_tokio(async move { tokio::time::timeout(timeout + EPOCH_TICK, fut).await.ok() })
+/// Why [`run_bounded`] gave a call up.
+enum GaveUp {
+    Timeout,
+    Cancelled,
+}
+
+/// Run a call's future on this (blocking) thread, bounded by `timeout` plus one epoch tick and
+/// by `cancel`: the epoch traps a guest that computes past its deadline (or once cancelled),
+/// this bounds one that waits in the host.
+fn run_bounded<F: std::future::Future>(
+    timeout: Duration,
+    cancel: Option<&CancelSignal>,
+    fut: F,
+) -> Result<F::Output, GaveUp> {
+    let cancelled = async move {
+        match cancel {
+            Some(c) => {
+                while !c.is_cancelled() {
+                    tokio::time::sleep(EPOCH_TICK).await;
+                }
+            }
+            None => std::future::pending().await,
+        }
+    };
+    wasmtime_wasi::runtime::in_tokio(async move {
+        tokio::select! {
+            r = tokio::time::timeout(timeout + EPOCH_TICK, fut) => r.map_err(|_| GaveUp::Timeout),
+            () = cancelled => Err(GaveUp::Cancelled),
+        }
+    })
 }
 
 /// Call `req.tool` in a fresh instance; it must end by `deadline`.
@@ -115,12 +147,16 @@ pub fn call(
     if left.is_zero() {
         return Err(ComponentCallError::Timeout(caps.limits.timeout));
     }
+    if req.cancel.as_ref().is_some_and(CancelSignal::is_cancelled) {
+        return Err(ComponentCallError::Cancelled);
+    }
     let stderr = MemoryOutputPipe::new(16 * 1024);
     let relay = ProgressRelay::new(req.progress.clone(), &req.tool_call_id);
-    let mut store = new_store(rt, caps, preopens, label, stderr.clone(), deadline, relay)?;
-    // This thread runs the guest's file I/O: past the deadline, a blocked system call is
-    // interrupted so the epoch can end the call (see `watchdog`).
-    let _watch = rt.watchdog().watch(deadline);
+    let caller = Caller { progress: relay, cancel: req.cancel.clone() };
+    let mut store = new_store(rt, caps, preopens, label, stderr.clone(), deadline, caller)?;
+    // This thread runs the guest's file I/O: past the deadline (or once cancelled), a blocked
+    // system call is interrupted so the epoch can end the call (see `watchdog`).
+    let _watch = rt.watchdog().watch(deadline, req.cancel.clone());
     let input = CallInput {
         thread_id: &req.thread_id,
         tool_call_id: &req.tool_call_id,
@@ -129,19 +165,20 @@ pub fn call(
         tool: &req.tool,
         args: &req.args,
     };
-    let outcome = run_bounded(left, pre.call(&mut store, &input));
+    let outcome = run_bounded(left, req.cancel.as_ref(), pre.call(&mut store, &input));
     // Whatever the call's end, the report the rate held back is the component's last word.
     store.data_mut().progress.finish(label);
     let result = match outcome {
-        None => return Err(ComponentCallError::Timeout(caps.limits.timeout)),
-        Some(Err(Failure::Instantiate(e))) => {
+        Err(GaveUp::Timeout) => return Err(ComponentCallError::Timeout(caps.limits.timeout)),
+        Err(GaveUp::Cancelled) => return Err(ComponentCallError::Cancelled),
+        Ok(Err(Failure::Instantiate(e))) => {
             return Err(match classify(e, &store, caps, &stderr) {
                 ComponentCallError::Trap(t) => ComponentCallError::Instantiate(t),
                 other => other,
             })
         }
-        Some(Err(Failure::Trap(e))) => Err(e),
-        Some(Ok(result)) => Ok(result),
+        Ok(Err(Failure::Trap(e))) => Err(e),
+        Ok(Ok(result)) => Ok(result),
     };
     // When the call failed and the host refused an outbound request on the way, say so: the
     // guest only saw an error code, the model should see which rule refused what.
@@ -186,7 +223,15 @@ pub fn list_tools(rt: &Runtime, pre: &ToolPre) -> Result<Vec<ListedTool>, Compon
     let caps = CapabilitySet::default();
     let stderr = MemoryOutputPipe::new(16 * 1024);
     let deadline = Instant::now() + caps.limits.timeout;
-    let mut store = new_store(rt, &caps, &[], "list-tools", stderr.clone(), deadline, ProgressRelay::new(None, ""))?;
+    let mut store = new_store(
+        rt,
+        &caps,
+        &[],
+        "list-tools",
+        stderr.clone(),
+        deadline,
+        Caller { progress: ProgressRelay::new(None, ""), cancel: None },
+    )?;
     let run = async {
         match pre.list_tools(&mut store).await {
             Ok(specs) => Ok(Ok(specs)),
@@ -199,15 +244,15 @@ pub fn list_tools(rt: &Runtime, pre: &ToolPre) -> Result<Vec<ListedTool>, Compon
     let listed = std::thread::scope(|scope| match tokio::runtime::Handle::try_current() {
         Ok(_) => scope
             .spawn(|| {
-                let _watch = rt.watchdog().watch(deadline);
-                run_bounded(caps.limits.timeout, run)
+                let _watch = rt.watchdog().watch(deadline, None);
+                run_bounded(caps.limits.timeout, None, run).ok()
             })
             .join()
             .ok()
             .flatten(),
         Err(_) => {
-            let _watch = rt.watchdog().watch(deadline);
-            run_bounded(caps.limits.timeout, run)
+            let _watch = rt.watchdog().watch(deadline, None);
+            run_bounded(caps.limits.timeout, None, run).ok()
         }
     });
     let specs = match listed {

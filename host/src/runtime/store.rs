@@ -9,6 +9,8 @@ use wasmtime::{ResourceLimiter, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use toolhost_core::CancelSignal;
+
 use super::call_error::ComponentCallError;
 use super::capabilities::{CapabilitySet, Preopen};
 use super::net::NetHooks;
@@ -82,6 +84,12 @@ impl ResourceLimiter for Limiter {
     }
 }
 
+/// How a call's caller follows it: where its progress goes, and the signal that stops it.
+pub(super) struct Caller {
+    pub progress: ProgressRelay,
+    pub cancel: Option<CancelSignal>,
+}
+
 /// A fresh store for one call of a tool with `caps`, ending at `deadline`.
 pub(super) fn new_store(
     rt: &Runtime,
@@ -90,8 +98,9 @@ pub(super) fn new_store(
     label: &str,
     stderr: MemoryOutputPipe,
     deadline: Instant,
-    progress: ProgressRelay,
+    caller: Caller,
 ) -> Result<Store<HostState>, ComponentCallError> {
+    let Caller { progress, cancel } = caller;
     let ctx = caps.wasi_ctx(preopens, stderr).map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
     let mut table = ResourceTable::new();
     table.set_max_capacity(caps.limits.handles);
@@ -108,7 +117,39 @@ pub(super) fn new_store(
     store.limiter(|s| &mut s.limiter);
     let left = deadline.saturating_duration_since(Instant::now());
     let ticks = left.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64 + 1;
-    store.set_epoch_deadline(ticks);
-    store.epoch_deadline_trap();
+    match cancel {
+        None => {
+            store.set_epoch_deadline(ticks);
+            store.epoch_deadline_trap();
+        }
+        // A call its caller may give up: looked at every tick, stopped once the caller raises
+        // the signal, or at its deadline like any other.
+        Some(cancel) => {
+            let mut left_ticks = ticks;
+            store.set_epoch_deadline(1);
+            store.epoch_deadline_callback(move |_| {
+                left_ticks = left_ticks.saturating_sub(1);
+                if cancel.is_cancelled() {
+                    return Err(wasmtime::Error::new(Cancelled));
+                }
+                if left_ticks == 0 {
+                    return Err(wasmtime::Trap::Interrupt.into());
+                }
+                Ok(wasmtime::UpdateDeadline::Continue(1))
+            });
+        }
+    }
     Ok(store)
 }
+
+/// The error a call's guest code stops with when its caller cancelled it.
+#[derive(Debug)]
+pub(super) struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the call was cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}

@@ -9,6 +9,7 @@
 
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use toolhost_core::CancelSignal;
 
 /// `SIGURG`: its default action is to ignore it, so a stray one (should the handler ever be
 /// replaced) does nothing; toolhost opens no socket that asks for it (out-of-band data).
@@ -22,6 +23,8 @@ struct Watched {
     id: u64,
     thread: libc::pthread_t,
     interrupt_at: Instant,
+    /// Interrupted at once when raised (the caller gave the call up).
+    cancel: Option<CancelSignal>,
 }
 
 /// The calls running now, by OS thread.
@@ -101,15 +104,15 @@ impl Watchdog {
         Self { watched: Mutex::new((0, Vec::new())) }
     }
 
-    /// Watch the calling OS thread until the returned guard drops; past `deadline` it is
-    /// interrupted.
-    pub(super) fn watch(&self, deadline: Instant) -> Watch<'_> {
+    /// Watch the calling OS thread until the returned guard drops; past `deadline`, or once
+    /// `cancel` is raised, it is interrupted.
+    pub(super) fn watch(&self, deadline: Instant, cancel: Option<CancelSignal>) -> Watch<'_> {
         // SAFETY: pthread_self has no preconditions.
         let thread = unsafe { libc::pthread_self() };
         let mut w = self.watched.lock().unwrap_or_else(|p| p.into_inner());
         w.0 += 1;
         let id = w.0;
-        w.1.push(Watched { id, thread, interrupt_at: deadline + GRACE });
+        w.1.push(Watched { id, thread, interrupt_at: deadline + GRACE, cancel });
         Watch { dog: self, id }
     }
 
@@ -117,7 +120,7 @@ impl Watchdog {
     /// each tick until the call ends, in case the guest retries the interrupted call.
     pub(super) fn tick(&self, now: Instant) {
         let w = self.watched.lock().unwrap_or_else(|p| p.into_inner());
-        for x in w.1.iter().filter(|x| now >= x.interrupt_at) {
+        for x in w.1.iter().filter(|x| now >= x.interrupt_at || x.cancel.as_ref().is_some_and(|c| c.is_cancelled())) {
             // SAFETY: the thread is alive: it removes its entry (under this lock) before its
             // call returns, and a thread cannot exit inside a call.
             unsafe {
@@ -137,7 +140,7 @@ mod tests {
         let (r, _w) = std::os::unix::net::UnixStream::pair().unwrap();
         let d = dog.clone();
         let blocked = std::thread::spawn(move || {
-            let _watch = d.watch(Instant::now() + Duration::from_millis(100));
+            let _watch = d.watch(Instant::now() + Duration::from_millis(100), None);
             let mut buf = [0u8; 1];
             let start = Instant::now();
             // read(2) on a socket nobody writes to blocks until interrupted.

@@ -22,12 +22,12 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
-use toolhost_core::{ContentPart, Progress, ProgressSink, ToolOutcome};
+use toolhost_core::{CancelSignal, ContentPart, Progress, ProgressSink, ToolOutcome};
 
 use super::jsonrpc::{cap_text, ECHO_MAX_BYTES};
 use super::threads::{check_client_thread, Hold, ThreadKeeper, META_THREAD, THREAD_HEADER};
 use crate::assembly::AssemblyRequest;
-use crate::host::Toolhost;
+use crate::host::{CallOptions, Toolhost};
 
 /// What every session of one `serve` shares once the host is open.
 pub struct Served {
@@ -437,9 +437,23 @@ impl ServerHandler for McpSessionHandler {
             return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
         }
         let _in_use = self.keeper.enter(&thread, true);
+        // A client's `notifications/cancelled` cancels `cx.ct`; the signal carries that into the
+        // call, which may be running a component on this very thread (the select below cannot
+        // preempt it): the runtime stops the guest within one epoch tick.
+        let cancel = CancelSignal::new();
+        let raise = {
+            let (ct, cancel) = (cx.ct.clone(), cancel.clone());
+            AbortOnDrop(tokio::spawn(async move {
+                ct.cancelled().await;
+                cancel.cancel();
+            }))
+        };
         let run = async {
             match token {
-                None => served.host.call(&served.request, &thread, &name, args, None).await,
+                None => {
+                    let opts = CallOptions { progress: None, cancel: Some(cancel.clone()) };
+                    served.host.call_with(&served.request, &thread, &name, args, None, opts).await
+                }
                 Some(token) => {
                     // The tool reports on the thread that runs it; a task sends the notifications in
                     // order, and all of them are sent before the result.
@@ -456,7 +470,8 @@ impl ServerHandler for McpSessionHandler {
                         }
                     });
                     let sink = ProgressSink::new(move |p| drop(tx.send(p)));
-                    let r = served.host.call_with_progress(&served.request, &thread, &name, args, None, sink).await;
+                    let opts = CallOptions { progress: Some(sink), cancel: Some(cancel.clone()) };
+                    let r = served.host.call_with(&served.request, &thread, &name, args, None, opts).await;
                     if let Err(e) = forward.await {
                         tracing::debug!("progress forwarding ended: {e}");
                     }
@@ -474,6 +489,7 @@ impl ServerHandler for McpSessionHandler {
                 return Err(McpError::internal_error("the request was cancelled", None));
             }
         };
+        drop(raise);
         for e in &result.state_errors {
             tracing::warn!(thread = %thread, tool = %name, "state update refused: {e}");
         }
@@ -544,6 +560,15 @@ async fn elicit_answer(cx: &RequestContext<RoleServer>, question: &str) -> Optio
             tracing::warn!("elicitation for ask_clarification failed: {e}");
             None
         }
+    }
+}
+
+/// A spawned task that is aborted when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
