@@ -4,7 +4,8 @@
 //! server scenario runs (`--suite all`); the test fails when a scenario not listed in
 //! `tests/mcp-expected-failures.yaml` fails, and when a listed one passes.
 //!
-//! Also: `completion/complete` answered by the server itself (output paths, unknown references).
+//! Also: `completion/complete` answered by the server itself (output paths, unknown references),
+//! and the official Python SDK over HTTP: progress, content blocks, resources and completion.
 
 #[path = "support/paths.rs"]
 mod paths;
@@ -274,4 +275,57 @@ async fn completion_suggests_output_paths_and_refuses_unknown_references() {
     let r = call(&c, "test_simple_text", json!({})).await;
     assert_eq!(serve_harness::text(&r), "This is a simple text response for testing.");
     c.cancel().await.unwrap();
+}
+
+/// The official Python SDK (`mcp`, scripts/install-peers.sh) over streamable HTTP.
+const PY_HTTP: &str = r#"
+import asyncio, json, sys
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+from mcp.types import ResourceTemplateReference
+
+async def main():
+    out, progress = {}, []
+    async def on_progress(p, total, message):
+        progress.append([p, total])
+    async with streamablehttp_client(sys.argv[1]) as (r, w, _):
+        async with ClientSession(r, w) as s:
+            await s.initialize()
+            res = await s.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
+            out["progress_text"], out["progress"] = res.content[0].text, progress
+            img = await s.call_tool("test_image_content", {})
+            out["image"] = [img.content[0].type, img.content[0].mimeType, img.content[0].data]
+            err = await s.call_tool("test_error_handling", {})
+            out["error"] = [err.isError, err.content[0].text]
+            wr = await s.call_tool("write_file", {"description": "d", "path": "/mnt/user-data/outputs/note.txt", "content": "hello from python"})
+            out["write_error"] = wr.isError
+            out["resources"] = [str(x.uri) for x in (await s.list_resources()).resources]
+            out["read"] = (await s.read_resource("toolhost:///mnt/user-data/outputs/note.txt")).contents[0].text
+            ref = ResourceTemplateReference(type="ref/resource", uri="toolhost:///mnt/user-data/outputs/{path}")
+            out["complete"] = (await s.complete(ref, {"name": "path", "value": "no"})).completion.values
+    print(json.dumps(out))
+
+asyncio.run(main())
+"#;
+
+#[test]
+fn the_python_sdk_sees_progress_content_resources_and_completion_over_http() {
+    let dir = setup();
+    let server = serve(dir.path());
+    let python = paths::peer("venv/bin/python");
+    let o = Command::new(python).arg("-c").arg(PY_HTTP).arg(server.url()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {o:?}"));
+    // The component's three host.progress reports, in order, as notifications/progress.
+    assert_eq!(out["progress"], json!([[0.0, 100.0], [50.0, 100.0], [100.0, 100.0]]), "{out}");
+    assert_eq!(out["progress_text"], "Progress test completed: reported 0, 50 and 100 of 100.", "{out}");
+    // The fixture's 69-byte PNG, base64-encoded by the host.
+    let png = out["image"][2].as_str().unwrap();
+    assert_eq!((&out["image"][0], &out["image"][1]), (&json!("image"), &json!("image/png")), "{out}");
+    assert!(png.starts_with("iVBORw0KGgo") && png.len() == 92, "{out}");
+    assert_eq!(out["error"], json!([true, "This tool intentionally returns an error for testing"]), "{out}");
+    assert_eq!(out["write_error"], false, "{out}");
+    assert_eq!(out["resources"], json!(["toolhost:///mnt/user-data/outputs/note.txt"]), "{out}");
+    assert_eq!(out["read"], "hello from python", "{out}");
+    assert_eq!(out["complete"], json!(["note.txt"]), "{out}");
 }
