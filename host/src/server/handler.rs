@@ -12,12 +12,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
-    GetPromptRequestParams, GetPromptResponse, Implementation, JsonObject, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse,
-    RequestParamsMeta, Resource, ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
+    ContentBlock, ElicitRequestParams, ElicitationAction, GetPromptRequestParams, GetPromptResponse, Implementation,
+    JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, Reference, RequestParamsMeta, Resource, ResourceUpdatedNotificationParam, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -281,6 +281,7 @@ impl ServerHandler for McpSessionHandler {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_logging()
+                .enable_completions()
                 .enable_prompts()
                 .enable_resources()
                 .enable_resources_subscribe()
@@ -410,6 +411,53 @@ impl ServerHandler for McpSessionHandler {
             .await
             .map_err(|e| McpError::invalid_params(cap_text(&e, ECHO_MAX_BYTES), None))?;
         Ok(r.into())
+    }
+
+    /// `completion/complete`. A prompt (a skill) declares no arguments, so there is nothing to
+    /// suggest for one: an empty list. The outputs template's `path` completes to the thread's
+    /// outputs files. An unknown prompt, template or argument is `-32602`, as the spec asks.
+    async fn complete(
+        &self,
+        req: CompleteRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let thread = self.thread(&cx)?;
+        let served = self.opening.ready().await?;
+        let arg = cap_text(&req.argument.name, ECHO_MAX_BYTES);
+        let completion = match &req.r#ref {
+            Reference::Prompt(p) => {
+                if !super::resources::prompts(&served.host).iter().any(|known| known.name == p.name) {
+                    let name = cap_text(&p.name, ECHO_MAX_BYTES);
+                    return Err(McpError::invalid_params(
+                        format!("Prompt not found: {name} (prompts are the enabled skills)"),
+                        None,
+                    ));
+                }
+                CompletionInfo::default()
+            }
+            Reference::Resource(r) => {
+                if !super::resources::templates().iter().any(|t| t.uri_template == r.uri) {
+                    let uri = cap_text(&r.uri, ECHO_MAX_BYTES);
+                    return Err(McpError::invalid_params(format!("Resource template not found: {uri}"), None));
+                }
+                if req.argument.name != "path" {
+                    return Err(McpError::invalid_params(
+                        format!("the template has no argument {arg:?}; its one argument is \"path\""),
+                        None,
+                    ));
+                }
+                let _in_use = self.keeper.enter(&thread, false);
+                let (values, total) =
+                    super::resources::complete_output_path(&served.host, &thread, &req.argument.value)
+                        .await
+                        .map_err(internal)?;
+                let has_more = total > values.len();
+                CompletionInfo::with_pagination(values, Some(u32::try_from(total).unwrap_or(u32::MAX)), has_more)
+                    .map_err(internal)?
+            }
+            _ => return Err(McpError::invalid_params("unknown completion reference type", None)),
+        };
+        Ok(CompleteResult::new(completion))
     }
 
     async fn set_level(&self, req: SetLevelRequestParams, _cx: RequestContext<RoleServer>) -> Result<(), McpError> {

@@ -141,6 +141,24 @@ pub fn templates() -> Vec<ResourceTemplate> {
         .with_description("A file under /mnt/user-data/outputs of the session's thread, by its path there.")]
 }
 
+/// `completion/complete` for the outputs template's `path` argument: the paths of the thread's
+/// outputs files (relative to the outputs directory) that start with `prefix`, sorted, at most
+/// 100 (MCP's cap), and how many matched in all.
+pub async fn complete_output_path(host: &Toolhost, thread: &str, prefix: &str) -> Result<(Vec<String>, usize), String> {
+    let fs = host.thread_fs(thread).map_err(|e| e.to_string())?;
+    let mut files = Vec::new();
+    walk_outputs(&fs, &mut files, &mut BTreeSet::new());
+    let base = format!("{OUTPUTS}/");
+    let matching: Vec<String> = files
+        .iter()
+        .filter_map(|r| vpath_of(&r.uri)?.strip_prefix(&base))
+        .filter(|rel| rel.starts_with(prefix))
+        .map(str::to_string)
+        .collect();
+    let total = matching.len();
+    Ok((matching.into_iter().take(100).collect(), total))
+}
+
 /// Why a read is refused: the message for the client.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {

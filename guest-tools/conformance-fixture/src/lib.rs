@@ -1,0 +1,141 @@
+//! Test-only component (like `hostile`, built into the guest dir, never bundled): the server test
+//! tools of the official MCP conformance suite (`@modelcontextprotocol/conformance`), with the
+//! names, schemas and results its scenarios check. `tests/mcp_conformance.rs` serves them with
+//! `toolhost serve --http`, so the suite exercises the host's real content mapping (WIT content
+//! blocks → MCP content), progress (`host.progress` → `notifications/progress`) and error flag.
+//!
+//! Tools the suite names that need a host feature a component cannot reach are left out rather
+//! than faked (`test_embedded_resource`, `test_elicitation`, `test_sampling`, …); the
+//! expected-failures file `tests/mcp-expected-failures.yaml` says why.
+
+use serde_json::{json, Value};
+use toolhost_sdk::{tool, Block, Context, Output};
+
+/// No arguments.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+/// A 1×1 red PNG.
+const RED_PIXEL_PNG: [u8; 69] = [
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x02, 0x00, 0x00, 0x00, 0x90, 0x77, 0x53, 0xde, 0x00, 0x00, 0x00, 0x0c, 0x49,
+    0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0xf8, 0xcf, 0xc0, 0x00, 0x00, 0x03, 0x01, 0x01, 0x00, 0xf7, 0x03, 0x41, 0x43,
+    0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// A WAV file: 8 kHz, 8-bit mono PCM, `samples` of silence (8-bit PCM is unsigned: 0x80 is zero).
+fn silent_wav(samples: u32) -> Vec<u8> {
+    let mut w = Vec::with_capacity(44 + samples as usize);
+    w.extend_from_slice(b"RIFF");
+    w.extend_from_slice(&(36 + samples).to_le_bytes());
+    w.extend_from_slice(b"WAVEfmt ");
+    w.extend_from_slice(&16u32.to_le_bytes()); // fmt chunk size
+    w.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    w.extend_from_slice(&1u16.to_le_bytes()); // mono
+    w.extend_from_slice(&8000u32.to_le_bytes()); // sample rate
+    w.extend_from_slice(&8000u32.to_le_bytes()); // byte rate
+    w.extend_from_slice(&1u16.to_le_bytes()); // block align
+    w.extend_from_slice(&8u16.to_le_bytes()); // bits per sample
+    w.extend_from_slice(b"data");
+    w.extend_from_slice(&samples.to_le_bytes());
+    w.resize(44 + samples as usize, 0x80);
+    w
+}
+
+fn simple_text(_: &Context, _: NoArgs) -> Output {
+    Output::text("This is a simple text response for testing.")
+}
+
+fn image_content(_: &Context, _: NoArgs) -> Output {
+    Output::image(RED_PIXEL_PNG.to_vec(), "image/png")
+}
+
+fn audio_content(_: &Context, _: NoArgs) -> Output {
+    Output::audio(silent_wav(800), "audio/wav")
+}
+
+/// Text and an image; the suite's third block, an embedded resource, has no WIT content block.
+fn multiple_content_types(_: &Context, _: NoArgs) -> Output {
+    Output::text("Multiple content types test:").with_block(Block::image(RED_PIXEL_PNG.to_vec(), "image/png"))
+}
+
+/// 0/100, 50/100, 100/100, about 50 ms apart, through `host.progress`.
+fn tool_with_progress(_: &Context, _: NoArgs) -> Output {
+    for (i, step) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        toolhost_sdk::progress(step, Some(100.0), None);
+    }
+    Output::text("Progress test completed: reported 0, 50 and 100 of 100.")
+}
+
+fn error_handling(_: &Context, _: NoArgs) -> Output {
+    Output::error("This tool intentionally returns an error for testing")
+}
+
+/// The suite's JSON Schema 2020-12 tool: the schema must reach `tools/list` unchanged.
+fn json_schema_2020_12_schema() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "$anchor": "addressDef",
+                "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
+            }
+        },
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"}
+        },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
+        "additionalProperties": false
+    })
+}
+
+fn json_schema_2020_12(_: &Context, args: Value) -> Output {
+    let name = args.get("name").and_then(Value::as_str).unwrap_or("(no name)");
+    Output::text(format!("JSON Schema 2020-12 tool called for {name}"))
+}
+
+toolhost_sdk::export_tools!(
+    tool("test_simple_text", "Returns one text block.", simple_text),
+    tool("test_image_content", "Returns a 1x1 red PNG image.", image_content),
+    tool("test_audio_content", "Returns a short silent WAV clip.", audio_content),
+    tool("test_multiple_content_types", "Returns a text block and an image.", multiple_content_types),
+    tool("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100, 50 ms apart.", tool_with_progress),
+    tool("test_error_handling", "Always fails with an error result.", error_handling),
+    tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json_schema_2020_12)
+        .with_parameters(json_schema_2020_12_schema()),
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wav_header_matches_its_data() {
+        let w = silent_wav(800);
+        assert_eq!(w.len(), 844);
+        assert_eq!(&w[..4], b"RIFF");
+        assert_eq!(u32::from_le_bytes(w[4..8].try_into().unwrap()), 836);
+        assert_eq!(u32::from_le_bytes(w[40..44].try_into().unwrap()), 800);
+    }
+
+    #[test]
+    fn the_schema_keeps_its_2020_12_keywords() {
+        let s = json_schema_2020_12_schema();
+        for key in ["$schema", "$defs", "allOf", "if", "then", "else", "additionalProperties"] {
+            assert!(s.get(key).is_some(), "{key}");
+        }
+    }
+}
