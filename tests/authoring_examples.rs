@@ -42,18 +42,14 @@ const spin = defineTool({
 });
 "#;
 
-/// Build the example `name` (with `spin` added) once per test binary; the component's path.
+/// Build the example `name` (with `spin` added) once per test binary (and not again while its
+/// sources are unchanged, see `build_once`); the component's path.
 fn build_example(name: &str, patch: impl FnOnce(&Path)) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("authoring-examples-{}", std::process::id())).join(name);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("authoring-examples").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     authoring::copy_tree(&authoring::root().join("guest-tools/examples").join(name), &dir);
     patch(&dir);
-    let started = Instant::now();
-    let out = authoring::toolhost_ok(&dir, &["build", "."]);
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    eprintln!("built {name} in {:?}:\n{text}", started.elapsed());
-    assert!(text.contains("sha256: ") && text.contains("paste into config.yaml"), "{text}");
-    dir.join("build").join(format!("{name}.wasm"))
+    authoring::build_once(&dir, name)
 }
 
 fn csv_summary() -> &'static Path {
@@ -280,5 +276,5 @@ async fn js_a_loop_hits_timeout_s() {
     assert!(text.contains("timed out after 1s"), "{text}");
     assert!(elapsed >= Duration::from_millis(990) && elapsed < Duration::from_secs(10), "{elapsed:?}");
     let (text, err, _) = call(&env, "markdown_table", json!({"rows": [{"a": 1}]})).await;
-    assert!(!err && text == "| a   |\n| --: |\n|   1 |", "after the loop: {text}");
+    assert!(!err && text == "|   a |\n| --: |\n|   1 |", "after the loop: {text}");
 }

@@ -89,3 +89,63 @@ pub fn copy_tree(src: &Path, dst: &Path) {
         }
     }
 }
+
+/// Every file under `dir` (sorted, `build/` and caches left out), hashed with the toolchain
+/// stamps: the key of a build.
+fn source_key(dir: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name();
+            if name == "build" || name == ".toolhost" || name == "node_modules" || name == "__pycache__" {
+                continue;
+            }
+            let p = e.path();
+            if std::fs::metadata(&p).unwrap().is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.push((p.strip_prefix(root).unwrap().display().to_string(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    files.sort();
+    let mut h = Sha256::new();
+    for stamp in [".peers/componentize-py/.installed", ".peers/componentize-js/.installed"] {
+        h.update(std::fs::read(root().join(stamp)).unwrap_or_default());
+    }
+    for (name, bytes) in files {
+        h.update(name.as_bytes());
+        h.update([0]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    hex::encode(h.finalize())
+}
+
+/// `toolhost build .` in `dir` (printing what it prints), unless the same sources were built
+/// before in this target dir: then that build's component is reused. Python and JS builds take
+/// a minute each; CI keeps its target dir between runs. Returns `build/NAME.wasm`.
+pub fn build_once(dir: &Path, name: &str) -> PathBuf {
+    let out = dir.join("build").join(format!("{name}.wasm"));
+    let store = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("authoring-builds");
+    std::fs::create_dir_all(&store).unwrap();
+    let kept = store.join(format!("{}.wasm", source_key(dir)));
+    if kept.is_file() {
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        std::fs::copy(&kept, &out).unwrap();
+        eprintln!("{name}: same sources as {}, not rebuilt", kept.display());
+        return out;
+    }
+    let started = std::time::Instant::now();
+    let printed = toolhost_ok(dir, &["build", "."]);
+    let text = String::from_utf8_lossy(&printed.stdout).to_string();
+    eprintln!("built {name} in {:?}:\n{text}", started.elapsed());
+    assert!(text.contains("sha256: ") && text.contains("paste into config.yaml"), "{text}");
+    let tmp = store.join(format!(".{}.{}", name, std::process::id()));
+    std::fs::copy(&out, &tmp).unwrap();
+    std::fs::rename(&tmp, &kept).unwrap();
+    out
+}

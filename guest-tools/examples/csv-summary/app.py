@@ -1,9 +1,14 @@
 """csv-summary: summarise a CSV or JSON data file from the thread's files, in Python.
 
 Build with `toolhost build guest-tools/examples/csv-summary`; the tool needs
-`capabilities.filesystem: user-data` (see config.yaml here)."""
+`capabilities.filesystem: user-data` (see config.yaml here).
+
+componentize-py snapshots the interpreter after importing this module: a standard-library
+module first imported inside a call (as `Counter.most_common` imports `heapq`) may be missing
+from the component, so import such modules at the top."""
 
 import csv
+import heapq  # noqa: F401  Counter.most_common imports it at call time: import it here (see below)
 import io
 import json
 import math
@@ -97,7 +102,8 @@ def summarize_data(
         raw = f.read(MAX_BYTES + 1)
     if len(raw) > MAX_BYTES:
         raise ValueError(f"{path} is larger than {MAX_BYTES} bytes")
-    columns, rows = _rows(path, raw.decode("utf-8-sig", errors="replace"))
+    # (componentize-py's standard library has no utf-8-sig codec: drop a BOM by hand.)
+    columns, rows = _rows(path, raw.decode("utf-8", errors="replace").lstrip("\ufeff"))
     lines = [f"{path}: {len(rows)} rows, {len(columns)} columns"]
     for i, name in enumerate(columns[:max_columns]):
         lines.append(_describe(name, [r[i] if i < len(r) else None for r in rows]))
