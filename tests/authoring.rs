@@ -9,10 +9,10 @@
 use std::path::Path;
 use std::process::Command;
 
-#[path = "support/paths.rs"]
-mod paths;
 #[path = "support/authoring.rs"]
 mod authoring;
+#[path = "support/paths.rs"]
+mod paths;
 
 /// The ```sh blocks of a Markdown text, in order.
 fn sh_blocks(md: &str) -> Vec<String> {
@@ -83,7 +83,11 @@ fn every_command_in_docs_authoring_md_runs() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("docs/authoring.md ran in {:?}", started.elapsed());
-    assert!(out.status.success(), "a command in docs/authoring.md failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}", out.status);
+    assert!(
+        out.status.success(),
+        "a command in docs/authoring.md failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
     // What the walk-through says happens, checked on its output.
     assert!(stdout.contains("created Python tool project 'greet'"), "{stdout}");
     assert!(stdout.contains("paste into config.yaml:") && stdout.contains("@sha256:"), "{stdout}");
@@ -99,9 +103,8 @@ fn every_command_in_docs_authoring_md_runs() {
 #[test]
 fn new_refuses_bad_names_and_non_empty_dirs_and_build_names_what_it_needs() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        Command::new(authoring::toolhost_bin()).current_dir(dir.path()).args(args).output().unwrap()
-    };
+    let run =
+        |args: &[&str]| Command::new(authoring::toolhost_bin()).current_dir(dir.path()).args(args).output().unwrap();
     for bad in ["Greet", "1tool", "a/b", "-x", ""] {
         let out = run(&["new", bad, "--lang", "python"]);
         assert!(!out.status.success(), "{bad}");
@@ -131,7 +134,10 @@ fn new_refuses_bad_names_and_non_empty_dirs_and_build_names_what_it_needs() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("componentize-py not found") && err.contains("pip install 'componentize-py==0.25.1'"), "{err}");
+    assert!(
+        err.contains("componentize-py not found") && err.contains("pip install 'componentize-py==0.25.1'"),
+        "{err}"
+    );
     let out = Command::new(authoring::toolhost_bin())
         .current_dir(dir.path())
         .args(["new", "jstool", "--lang", "js"])
@@ -148,5 +154,7 @@ fn new_refuses_bad_names_and_non_empty_dirs_and_build_names_what_it_needs() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("jco not found") && err.contains("@bytecodealliance/componentize-js@0.22.0"), "{err}");
     // Nothing was built.
-    assert!(!dir.path().join("pytool/build/pytool.wasm").exists() && !dir.path().join("jstool/build/jstool.wasm").exists());
+    assert!(
+        !dir.path().join("pytool/build/pytool.wasm").exists() && !dir.path().join("jstool/build/jstool.wasm").exists()
+    );
 }

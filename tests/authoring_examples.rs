@@ -15,10 +15,10 @@ use serde_json::{json, Value};
 use toolhost::assembly::AssemblyRequest;
 use toolhost::{HostOptions, Severity, Toolhost};
 
-#[path = "support/paths.rs"]
-mod paths;
 #[path = "support/authoring.rs"]
 mod authoring;
+#[path = "support/paths.rs"]
+mod paths;
 
 const PY_SPIN: &str = r#"
 
@@ -71,7 +71,8 @@ fn md_table() -> &'static Path {
             let text = std::fs::read_to_string(&app).unwrap();
             let export = "export const tool = exportTools([markdownTable]);";
             assert!(text.contains(export));
-            let text = text.replace(export, &format!("{JS_SPIN}\nexport const tool = exportTools([markdownTable, spin]);"));
+            let text =
+                text.replace(export, &format!("{JS_SPIN}\nexport const tool = exportTools([markdownTable, spin]);"));
             std::fs::write(&app, text).unwrap();
         })
     })
@@ -95,7 +96,8 @@ fn open(wasm: &Path, tools: &[(&str, &str)]) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let mut yaml = "tools:\n".to_string();
     for (tool, caps) in tools {
-        yaml += &format!("  - {{name: {tool}, group: tools, use: '{}:{tool}', capabilities: {caps}}}\n", wasm.display());
+        yaml +=
+            &format!("  - {{name: {tool}, group: tools, use: '{}:{tool}', capabilities: {caps}}}\n", wasm.display());
     }
     std::fs::write(dir.path().join("config.yaml"), yaml).unwrap();
     let opts = HostOptions::new(dir.path().join("config.yaml"))
@@ -128,24 +130,26 @@ const SALES: &str = "region,units,price\nnorth,10,2.5\nsouth,30,4\nnorth,20,3.5\
 async fn python_summarises_csv_and_json_and_saves_an_artifact() {
     let env = open(csv_summary(), &[("summarize_data", FILES)]);
     std::fs::write(env.uploads().join("sales.csv"), SALES).unwrap();
-    let (text, err, update) = call(
-        &env,
-        "summarize_data",
-        json!({"path": "/mnt/user-data/uploads/sales.csv", "save_as": "sales-summary"}),
-    )
-    .await;
+    let (text, err, update) =
+        call(&env, "summarize_data", json!({"path": "/mnt/user-data/uploads/sales.csv", "save_as": "sales-summary"}))
+            .await;
     assert!(!err, "{text}");
     assert!(text.starts_with("/mnt/user-data/uploads/sales.csv: 3 rows, 3 columns"), "{text}");
     assert!(text.contains("- **units**: numeric, min 10, max 30, mean 20, median 20"), "{text}");
     assert!(text.contains("- **region**: text, 2 distinct; most common: 'north' ×2"), "{text}");
     assert_eq!(update["artifacts"], json!(["/mnt/user-data/outputs/sales-summary.md"]), "{update}");
-    let saved = std::fs::read_to_string(env.dir.path().join("data/threads/t1/user-data/outputs/sales-summary.md")).unwrap();
+    let saved =
+        std::fs::read_to_string(env.dir.path().join("data/threads/t1/user-data/outputs/sales-summary.md")).unwrap();
     assert_eq!(saved, format!("{text}\n"));
 
     std::fs::write(env.uploads().join("items.json"), r#"{"items": [{"a": 1, "b": "x"}, {"a": 3}]}"#).unwrap();
     let (text, err, _) = call(&env, "summarize_data", json!({"path": "/mnt/user-data/uploads/items.json"})).await;
     assert!(!err, "{text}");
-    assert!(text.contains("2 rows, 2 columns") && text.contains("- **b**: text, 1 distinct; most common: 'x' ×1; 1 missing"), "{text}");
+    assert!(
+        text.contains("2 rows, 2 columns")
+            && text.contains("- **b**: text, 1 distinct; most common: 'x' ×1; 1 missing"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -221,13 +225,17 @@ async fn js_formats_rows_inline_and_from_a_file() {
                 | kiwi\\|gold |  12 | ripe |";
     assert_eq!(text, want);
     let (text, err, _) =
-        call(&env, "markdown_table", json!({"rows": [["a", "b"]], "columns": ["x", "y"], "align": {"y": "center"}})).await;
+        call(&env, "markdown_table", json!({"rows": [["a", "b"]], "columns": ["x", "y"], "align": {"y": "center"}}))
+            .await;
     assert!(!err, "{text}");
     assert_eq!(text, "| x   |  y  |\n| --- | :-: |\n| a   |  b  |");
     std::fs::write(env.uploads().join("sales.csv"), SALES).unwrap();
     let (text, err, _) = call(&env, "markdown_table", json!({"file": "/mnt/user-data/uploads/sales.csv"})).await;
     assert!(!err, "{text}");
-    assert!(text.starts_with("| region | units | price |\n| ------ | ----: | ----: |\n| north  |    10 |   2.5 |"), "{text}");
+    assert!(
+        text.starts_with("| region | units | price |\n| ------ | ----: | ----: |\n| north  |    10 |   2.5 |"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,10 +19,8 @@ fn root() -> PathBuf {
 }
 
 fn path_env() -> std::ffi::OsString {
-    let mut dirs = vec![
-        root().join(".peers/componentize-py/bin"),
-        root().join(".peers/componentize-js/node_modules/.bin"),
-    ];
+    let mut dirs =
+        vec![root().join(".peers/componentize-py/bin"), root().join(".peers/componentize-js/node_modules/.bin")];
     for (d, exe) in [(&dirs[0], "componentize-py"), (&dirs[1], "jco")] {
         assert!(d.join(exe).exists(), "{} missing: run scripts/install-authoring-toolchains.sh", d.join(exe).display());
     }
@@ -105,7 +103,9 @@ fn main() {
     let mut loaded: Vec<(&str, Arc<LoadedComponent>, usize, String)> =
         vec![("Rust (bundled hello)", rust, toolhost::bundled::bytes("hello").unwrap().len(), "hello".into())];
     println!("\nload (compile with cranelift, then from the precompile cache in a new runtime):");
-    for (label, path, tool) in [("Python (componentize-py)", &py, "greet_python"), ("JavaScript (componentize-js)", &js, "greet_js")] {
+    for (label, path, tool) in
+        [("Python (componentize-py)", &py, "greet_python"), ("JavaScript (componentize-js)", &js, "greet_js")]
+    {
         let size = std::fs::metadata(path).unwrap().len() as usize;
         let t = Instant::now();
         let c = rt.load(&ComponentRef::File { path: path.clone(), sha256: None }, &|_| None).expect("load");

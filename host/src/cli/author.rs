@@ -72,7 +72,10 @@ const JS: Files = &[
     ("wit/deps/toolhost-tool/tool.wit", TOOL_WIT),
     ("wit/deps/wasi-io/io.wit", include_str!("../../../guest-tools/sdk-js/wit/deps/wasi-io/io.wit")),
     ("wit/deps/wasi-clocks/clocks.wit", include_str!("../../../guest-tools/sdk-js/wit/deps/wasi-clocks/clocks.wit")),
-    ("wit/deps/wasi-filesystem/filesystem.wit", include_str!("../../../guest-tools/sdk-js/wit/deps/wasi-filesystem/filesystem.wit")),
+    (
+        "wit/deps/wasi-filesystem/filesystem.wit",
+        include_str!("../../../guest-tools/sdk-js/wit/deps/wasi-filesystem/filesystem.wit"),
+    ),
     ("README.md", include_str!("templates/js/README.md")),
     ("config.yaml", include_str!("templates/config.yaml")),
     (".gitignore", "/build\n/.toolhost\nnode_modules/\n"),
@@ -83,10 +86,7 @@ pub fn new_project(name: &str, lang: Lang, dir: Option<&Path>) -> anyhow::Result
     check_name(name)?;
     let dir = dir.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(name));
     if dir.exists() {
-        let empty = std::fs::read_dir(&dir)
-            .with_context(|| format!("cannot read {}", dir.display()))?
-            .next()
-            .is_none();
+        let empty = std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?.next().is_none();
         if !empty {
             bail!("{} already exists and is not empty; choose another --dir", dir.display());
         }
@@ -264,6 +264,8 @@ fn compile(dir: &Path, lang: Lang, name: &str) -> anyhow::Result<PathBuf> {
 /// `toolhost build [DIR]`: build, load with the host's inspection, print the pin.
 pub fn build(dir: &Path, data_dir: &Path) -> anyhow::Result<String> {
     let lang = detect(dir)?;
+    // Absolute, so the toolchains (run in the project directory) write where we read.
+    let dir = &std::fs::canonicalize(dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
     let name = project_name(dir, lang)?;
     let started = std::time::Instant::now();
     let out = compile(dir, lang, &name)?;
