@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Run every test: installs what the tests need (the wasm32-wasip2 target, MCP peers at pinned
-# versions), then the host workspace's tests and the guest components' native tests.
+# versions, the Python and JS component toolchains), then the host workspace's tests and the guest components' native tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || rustup target add wasm32-wasip2
 bash scripts/install-peers.sh
 bash scripts/install-acp-peers.sh
 bash scripts/install-conformance.sh
+# componentize-py and jco + componentize-js for the authoring tests (tests/authoring*.rs).
+bash scripts/install-authoring-toolchains.sh
 cargo test --workspace --all-targets
 # The embedding examples (docs/embedding.md) run and print what the docs say they print.
 out=$(cargo run -q -p toolhost --example embed)

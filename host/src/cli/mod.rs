@@ -1,5 +1,5 @@
 //! The `toolhost` commands: `tools`, `call`, `inspect`, `check`, `audit`, `route`, `serve`,
-//! `agents`.
+//! `agents`, `new`, `build`.
 //! Results go to stdout, diagnostics to stderr; a failed command exits non-zero.
 
 use std::path::PathBuf;
@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
+
+mod author;
 use serde_json::Value;
 
 use toolhost::runtime::Runtime;
@@ -89,6 +91,21 @@ enum Command {
     Inspect { file: PathBuf },
     /// Validate a config and report every problem.
     Check,
+    /// Write a new tool project (source with one example tool, build file, README, test).
+    New {
+        /// The project's name (and, with `_` for `-`, its tool's).
+        name: String,
+        #[arg(long, value_enum)]
+        lang: author::Lang,
+        /// Where to write it (default: ./NAME).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Build a tool project with its language's toolchain; print its sha256 and `tools:` entry.
+    Build {
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
     /// Auto-promote deferred MCP tools whose routing keywords match a user message (DeerFlow's
     /// McpRoutingMiddleware), in a thread.
     Route {
@@ -360,6 +377,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             serve(&cli, opts, (*max_sessions, *session_idle_timeout, *thread_ttl)).await
         }
         Command::Check => render(check(&cli).await?, false),
+        Command::New { name, lang, dir } => {
+            print!("{}", author::new_project(name, *lang, dir.as_deref())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Build { dir } => {
+            print!("{}", author::build(dir, &cli.data_dir)?);
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -1,0 +1,1 @@
+../../sdk-python/toolhost_sdk.py

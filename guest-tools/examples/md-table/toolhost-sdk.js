@@ -1,0 +1,1 @@
+../../sdk-js/toolhost-sdk.js

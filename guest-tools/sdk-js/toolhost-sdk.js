@@ -1,0 +1,235 @@
+// The JavaScript SDK for toolhost tools: describe a tool with a JSON Schema, write its body as a
+// function, build it with `toolhost build` (jco componentize), and the host runs it in a fresh
+// wasm instance per call.
+//
+//   import { defineTool, exportTools } from "./toolhost-sdk.js";
+//
+//   const hello = defineTool({
+//     name: "hello",
+//     description: "Greet someone by name.",
+//     parameters: {
+//       type: "object",
+//       properties: { name: { type: "string", description: "Who to greet." } },
+//       required: ["name"],
+//     },
+//     run(ctx, { name }) {
+//       return `${ctx.config.greeting ?? "Hello"}, ${name}.`;
+//     },
+//   });
+//
+//   export const tool = exportTools([hello]);   // the component's export
+//
+// - The arguments are checked against `parameters` before `run` sees them (types, required,
+//   enum, unknown keys when `additionalProperties: false`); a mismatch is reported to the model
+//   as invalid arguments naming the key.
+// - `ctx.config` is the tool's config keys (an object), `ctx.sandbox` the sandbox settings
+//   (`readFileOutputMaxChars`, `lsOutputMaxChars`, `mounts`, `skillsContainerPath`,
+//   `writeFileMaxBytes`, `disabledSkills`; the sizes are numbers).
+// - Return a string (one text block) or an `Output` (blocks, error flag, artifacts, todos).
+// - Throw to fail the call: the host reports `SomeError: detail` as DeerFlow's error middleware
+//   prints a raised exception (`throw new TypeError("x")` → `TypeError: x`).
+// - Outbound HTTPS: `fetch()` goes through wasi:http, to the hosts of the tool's
+//   `capabilities.network` grant only.
+// - Files: `readTextFile(path)` reads through wasi:filesystem, inside the directories the
+//   tool's `capabilities.filesystem` grant opens; anything else throws `FileNotFoundError`.
+
+import { getDirectories } from "wasi:filesystem/preopens@0.2.12";
+import { log as hostLog, progress as hostProgress } from "toolhost:tool/host@0.2.0";
+
+/** A tool's answer. */
+export class Output {
+  constructor(content = [], isError = false) {
+    this.content = content;
+    this.isError = isError;
+    this.artifacts = undefined;
+    this.todos = undefined;
+  }
+  /** One text block. */
+  static text(text) {
+    return new Output([{ tag: "text", val: String(text) }]);
+  }
+  /** A failed call the model reads (DeerFlow's strings start `Error:`). */
+  static error(text) {
+    return new Output([{ tag: "text", val: String(text) }], true);
+  }
+  withImage(bytes, mimeType) {
+    this.content.push({ tag: "image", val: { bytes, mimeType } });
+    return this;
+  }
+  withLink(uri, name, mimeType, description) {
+    this.content.push({ tag: "resource-link", val: { uri, name, mimeType, description } });
+    return this;
+  }
+  /** Virtual paths to add to the thread's `artifacts`. */
+  withArtifacts(...paths) {
+    this.artifacts = paths.map(String);
+    return this;
+  }
+  /** The new todo list (an array of objects), replacing the old one. */
+  withTodos(todos) {
+    this.todos = todos;
+    return this;
+  }
+}
+
+/** Report how far the call has come (it must grow from one report to the next). */
+export function progress(done, total, message) {
+  hostProgress(done, total, message);
+}
+
+/** A line in the host's log, with the tool's name. */
+export function log(message, level = "info") {
+  hostLog(level, String(message));
+}
+
+class FileNotFoundError extends Error {
+  constructor(m) {
+    super(m);
+    this.name = "FileNotFoundError";
+  }
+}
+
+/** The text of a file inside the tool's filesystem grant (`/mnt/user-data/...`). */
+export function readTextFile(path) {
+  const p = String(path);
+  if (!p.startsWith("/")) throw new FileNotFoundError(`${p}: not an absolute path`);
+  let best;
+  for (const [dir, where] of getDirectories()) {
+    const root = where.endsWith("/") ? where : where + "/";
+    if ((p === where || p.startsWith(root)) && (!best || where.length > best[1].length)) best = [dir, where];
+  }
+  if (!best) throw new FileNotFoundError(`${p}: no such file (outside the tool's filesystem grant)`);
+  const rel = p.slice(best[1].length).replace(/^\/+/, "") || ".";
+  let fd;
+  try {
+    fd = best[0].openAt({}, rel, {}, { read: true });
+  } catch (e) {
+    throw new FileNotFoundError(`${p}: ${e.payload ?? e.message ?? e}`);
+  }
+  const size = fd.stat().size;
+  const chunks = [];
+  let off = 0n;
+  for (;;) {
+    const [bytes, end] = fd.read(65536n, off);
+    chunks.push(bytes);
+    off += BigInt(bytes.length);
+    if (end || bytes.length === 0 || off >= size) break;
+  }
+  const all = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of chunks) {
+    all.set(c, at);
+    at += c.length;
+  }
+  return new TextDecoder().decode(all);
+}
+
+const typeOf = (v) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
+
+function check(value, schema, where) {
+  if (!schema || typeof schema !== "object") return;
+  if (schema.enum && !schema.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) {
+    throw new InvalidArguments(`${where}: must be one of ${JSON.stringify(schema.enum)}, got ${JSON.stringify(value)}`);
+  }
+  const types = schema.type === undefined ? [] : [].concat(schema.type);
+  if (types.length) {
+    const t = typeOf(value);
+    const ok = types.some(
+      (w) => w === t || (w === "integer" && t === "number" && Number.isInteger(value)) || (w === "number" && t === "number"),
+    );
+    if (!ok) throw new InvalidArguments(`${where}: expected ${types.join(" or ")}, got ${JSON.stringify(value)}`);
+  }
+  if (typeOf(value) === "object") {
+    const props = schema.properties || {};
+    for (const r of schema.required || []) {
+      if (!(r in value)) throw new InvalidArguments(`missing required argument '${where ? where + "." : ""}${r}'`);
+    }
+    for (const [k, v] of Object.entries(value)) {
+      const key = where ? `${where}.${k}` : k;
+      if (k in props) check(v, props[k], key);
+      else if (schema.additionalProperties === false) throw new InvalidArguments(`unknown argument '${key}'`);
+      else if (typeof schema.additionalProperties === "object") check(v, schema.additionalProperties, key);
+    }
+  }
+  if (typeOf(value) === "array" && schema.items) value.forEach((v, i) => check(v, schema.items, `${where}[${i}]`));
+}
+
+class InvalidArguments extends Error {}
+
+/** A tool: `{name, description, parameters (a JSON Schema object), run(ctx, args)}`. */
+export function defineTool(def) {
+  for (const k of ["name", "description", "parameters", "run"]) {
+    if (def[k] === undefined) throw new Error(`defineTool: '${k}' is missing`);
+  }
+  if (def.parameters.type !== "object") throw new Error(`defineTool ${def.name}: parameters must be an object schema`);
+  return def;
+}
+
+function toResult(out) {
+  if (out === undefined || out === null) out = Output.text("");
+  else if (typeof out === "string") out = Output.text(out);
+  else if (!(out instanceof Output)) out = Output.text(JSON.stringify(out));
+  const update =
+    out.artifacts !== undefined || out.todos !== undefined
+      ? {
+          artifacts: out.artifacts,
+          viewedImages: undefined,
+          todos: out.todos === undefined ? undefined : JSON.stringify(out.todos),
+        }
+      : undefined;
+  return { content: out.content, isError: !!out.isError, update };
+}
+
+function exceptionText(e) {
+  if (!(e instanceof Error)) return `Error: ${String(e)}`;
+  const name = /(Error|Exception)$/.test(e.name || "") ? e.name : "Error";
+  return `${name}: ${e.message}`;
+}
+
+function sandboxOf(s) {
+  return {
+    readFileOutputMaxChars: Number(s.readFileOutputMaxChars),
+    lsOutputMaxChars: Number(s.lsOutputMaxChars),
+    mounts: s.mounts.map((m) => ({ containerPath: m.containerPath, readOnly: m.readOnly })),
+    skillsContainerPath: s.skillsContainerPath,
+    writeFileMaxBytes: s.writeFileMaxBytes ?? undefined,
+    disabledSkills: s.disabledSkills,
+  };
+}
+
+/** The component's `tool` export for these tools: `export const tool = exportTools([...])`. */
+export function exportTools(tools) {
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  return {
+    listTools() {
+      return tools.map((t) => ({ name: t.name, description: t.description, parameters: JSON.stringify(t.parameters) }));
+    },
+    call(ctx, name, args) {
+      const t = byName.get(name);
+      if (!t) throw { tag: "unknown-tool", val: name };
+      let parsed;
+      try {
+        parsed = args.trim() ? JSON.parse(args) : {};
+      } catch (e) {
+        throw { tag: "invalid-arguments", val: `invalid arguments for tool '${name}': not JSON: ${e.message}` };
+      }
+      try {
+        if (typeOf(parsed) !== "object") throw new InvalidArguments("expected a JSON object");
+        check(parsed, t.parameters, "");
+      } catch (e) {
+        throw { tag: "invalid-arguments", val: `invalid arguments for tool '${name}': ${e.message}` };
+      }
+      const context = {
+        threadId: ctx.threadId,
+        toolCallId: ctx.toolCallId,
+        config: ctx.config.trim() ? JSON.parse(ctx.config) : {},
+        sandbox: sandboxOf(ctx.sandbox),
+      };
+      try {
+        return toResult(t.run(context, parsed));
+      } catch (e) {
+        throw { tag: "failed", val: exceptionText(e) };
+      }
+    },
+  };
+}

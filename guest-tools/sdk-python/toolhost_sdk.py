@@ -1,0 +1,338 @@
+"""The Python SDK for toolhost tools: write a tool as a typed function, build it with
+`toolhost build` (componentize-py), and the host runs it in a fresh wasm instance per call.
+
+    from typing import Annotated
+    from toolhost_sdk import tool, Context
+
+    @tool
+    def hello(ctx: Context, name: Annotated[str, "Who to greet."], excited: bool = False) -> str:
+        "Greet someone by name."
+        return f"Hello, {name}{'!' if excited else '.'}"
+
+    from toolhost_sdk import Tool  # the component's export; keep this line last
+
+- The JSON Schema the model sees comes from the parameters' types (`str`, `int`, `float`,
+  `bool`, `list[T]`, `dict[str, T]`, `Optional[T]`, `Literal[...]`, a dataclass, and
+  `Annotated[T, "description"]`); a parameter without a default is required. A tool may also
+  take one dataclass argument after `ctx`: its fields are the arguments.
+- The description is the function's docstring (or `@tool(description=...)`).
+- `ctx.config` is the tool's config keys (a dict), `ctx.sandbox` the sandbox settings (typed).
+- Return a `str` (one text block) or an `Output` (blocks, `is_error`, `artifacts`, `todos`).
+- Raise any exception to fail the call: the host reports `SomeError: detail` as DeerFlow's error
+  middleware prints a raised exception (the class name must end in `Error` or `Exception`;
+  others are reported as `RuntimeError`).
+- Files: plain `open()` on the paths the tool's `capabilities.filesystem` grant opens
+  (`/mnt/user-data/...`); anything else fails with `FileNotFoundError`/`PermissionError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import sys
+import typing
+from typing import Any, Callable, Optional
+
+from wit_world import exports as _exports
+from wit_world.imports import host as _host
+from wit_world.imports import types as _t
+from componentize_py_types import Err as _Err
+
+__all__ = ["tool", "Context", "Output", "Tool", "progress", "log", "schema_of"]
+
+
+class Context:
+    """What the host tells a tool about the call."""
+
+    def __init__(self, thread_id: str, tool_call_id: str, config: dict, sandbox: Any):
+        self.thread_id = thread_id
+        self.tool_call_id = tool_call_id
+        #: This tool's config keys from config.yaml (`$VAR`s expanded).
+        self.config = config
+        #: The sandbox settings: `read_file_output_max_chars`, `ls_output_max_chars`, `mounts`
+        #: (each with `container_path`, `read_only`), `skills_container_path`,
+        #: `write_file_max_bytes`, `disabled_skills`.
+        self.sandbox = sandbox
+
+
+@dataclasses.dataclass
+class Output:
+    """A tool's answer: text (and image/audio/link) blocks, an error flag, state writes."""
+
+    content: list = dataclasses.field(default_factory=list)
+    is_error: bool = False
+    #: Virtual paths to add to the thread's `artifacts`.
+    artifacts: Optional[list] = None
+    #: The new todo list (a list of dicts), replacing the old one.
+    todos: Optional[list] = None
+
+    @staticmethod
+    def text(text: str) -> "Output":
+        return Output(content=[_t.ContentBlock_Text(text)])
+
+    @staticmethod
+    def error(text: str) -> "Output":
+        """A failed call the model reads (DeerFlow's strings start `Error:`)."""
+        return Output(content=[_t.ContentBlock_Text(text)], is_error=True)
+
+    def with_image(self, data: bytes, mime_type: str) -> "Output":
+        self.content.append(_t.ContentBlock_Image(_t.Media(data, mime_type)))
+        return self
+
+    def with_link(self, uri: str, name: str, mime_type: Optional[str] = None, description: Optional[str] = None) -> "Output":
+        self.content.append(_t.ContentBlock_ResourceLink(_t.ResourceLink(uri, name, mime_type, description)))
+        return self
+
+    def with_artifacts(self, *paths: str) -> "Output":
+        self.artifacts = list(paths)
+        return self
+
+    def with_todos(self, todos: list) -> "Output":
+        self.todos = todos
+        return self
+
+
+def progress(done: float, total: Optional[float] = None, message: Optional[str] = None) -> None:
+    """Report how far the call has come (it must grow from one report to the next)."""
+    _host.progress(float(done), None if total is None else float(total), message)
+
+
+def log(message: str, level: str = "info") -> None:
+    """A line in the host's log, with the tool's name."""
+    _host.log(getattr(_host.Level, level.upper(), _host.Level.INFO), message)
+
+
+# ---- argument schemas from Python types ----
+
+_NoneType = type(None)
+
+
+def _schema(tp: Any) -> dict:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Annotated:
+        s = dict(_schema(args[0]))
+        for meta in args[1:]:
+            if isinstance(meta, str):
+                s["description"] = meta
+        return s
+    if tp is str:
+        return {"type": "string"}
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is int:
+        return {"type": "integer"}
+    if tp is float:
+        return {"type": "number"}
+    if tp is Any:
+        return {}
+    if tp in (list, tuple) or origin in (list, tuple, typing.Sequence):
+        return {"type": "array", "items": _schema(args[0])} if args else {"type": "array"}
+    if tp is dict or origin is dict:
+        s: dict = {"type": "object"}
+        if len(args) == 2:
+            s["additionalProperties"] = _schema(args[1])
+        return s
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if origin is typing.Union or (sys.version_info >= (3, 10) and origin is __import__("types").UnionType):
+        rest = [a for a in args if a is not _NoneType]
+        if len(rest) == 1:
+            return _schema(rest[0])
+        return {"anyOf": [_schema(a) for a in rest]}
+    if dataclasses.is_dataclass(tp):
+        return _object_schema(_dataclass_params(tp))
+    raise TypeError(f"toolhost_sdk: no JSON Schema for the type {tp!r}")
+
+
+def _object_schema(params: list) -> dict:
+    props = {}
+    required = []
+    for name, tp, has_default in params:
+        props[name] = _schema(tp)
+        if not has_default:
+            required.append(name)
+    s: dict = {"type": "object", "properties": props}
+    if required:
+        s["required"] = required
+    return s
+
+
+def _dataclass_params(cls: Any) -> list:
+    hints = typing.get_type_hints(cls, include_extras=True)
+    out = []
+    for f in dataclasses.fields(cls):
+        has_default = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        out.append((f.name, hints[f.name], has_default))
+    return out
+
+
+def _convert(value: Any, tp: Any, where: str) -> Any:
+    """`value` (parsed JSON) checked against `tp`; a dataclass is built from its object."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Annotated:
+        return _convert(value, args[0], where)
+    if origin is typing.Union or (sys.version_info >= (3, 10) and origin is __import__("types").UnionType):
+        if value is None and _NoneType in args:
+            return None
+        for a in args:
+            if a is _NoneType:
+                continue
+            try:
+                return _convert(value, a, where)
+            except ValueError:
+                pass
+        raise ValueError(f"{where}: {json.dumps(value)[:80]} matches none of the allowed types")
+    if tp is Any:
+        return value
+    want = {str: str, bool: bool, int: int, float: (int, float)}
+    if tp in want:
+        ok = isinstance(value, want[tp]) and not (tp is not bool and isinstance(value, bool))
+        if not ok:
+            raise ValueError(f"{where}: expected {_schema(tp)['type']}, got {json.dumps(value)[:80]}")
+        return float(value) if tp is float else value
+    if tp in (list, tuple) or origin in (list, tuple, typing.Sequence):
+        if not isinstance(value, list):
+            raise ValueError(f"{where}: expected array, got {json.dumps(value)[:80]}")
+        return [_convert(v, args[0], f"{where}[{i}]") for i, v in enumerate(value)] if args else value
+    if tp is dict or origin is dict:
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: expected object, got {json.dumps(value)[:80]}")
+        return {k: _convert(v, args[1], f"{where}.{k}") for k, v in value.items()} if len(args) == 2 else value
+    if origin is typing.Literal:
+        if value not in args:
+            raise ValueError(f"{where}: must be one of {json.dumps(list(args))}, got {json.dumps(value)[:80]}")
+        return value
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ValueError(f"{where}: expected object, got {json.dumps(value)[:80]}")
+        return tp(**_convert_fields(value, _dataclass_params(tp), where))
+    return value
+
+
+def _convert_fields(obj: dict, params: list, where: str) -> dict:
+    known = {name for name, _, _ in params}
+    unknown = sorted(set(obj) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown argument {unknown[0]!r}")
+    out = {}
+    for name, tp, has_default in params:
+        if name in obj:
+            out[name] = _convert(obj[name], tp, f"{where}.{name}" if where else name)
+        elif not has_default:
+            raise ValueError(f"missing required argument {name!r}")
+    return out
+
+
+class _Def:
+    def __init__(self, fn: Callable, name: str, description: str):
+        self.fn = fn
+        self.name = name
+        self.description = description
+        hints = typing.get_type_hints(fn, include_extras=True)
+        params = list(inspect.signature(fn).parameters.values())
+        if not params:
+            raise TypeError(f"toolhost_sdk: tool {name!r} must take `ctx` as its first parameter")
+        params = params[1:]
+        self.single = None
+        if len(params) == 1 and dataclasses.is_dataclass(hints.get(params[0].name)):
+            self.single = hints[params[0].name]
+            self.params = _dataclass_params(self.single)
+        else:
+            self.params = [
+                (p.name, hints.get(p.name, Any), p.default is not inspect.Parameter.empty) for p in params
+            ]
+
+    def schema(self) -> dict:
+        return _object_schema(self.params)
+
+    def invoke(self, ctx: Context, raw: str) -> Any:
+        try:
+            obj = json.loads(raw) if raw.strip() else {}
+        except ValueError as e:
+            raise _Invalid(f"invalid arguments for tool '{self.name}': not JSON: {e}")
+        if not isinstance(obj, dict):
+            raise _Invalid(f"invalid arguments for tool '{self.name}': expected a JSON object")
+        try:
+            kwargs = _convert_fields(obj, self.params, "")
+        except ValueError as e:
+            raise _Invalid(f"invalid arguments for tool '{self.name}': {e}")
+        if self.single is not None:
+            return self.fn(ctx, self.single(**kwargs))
+        return self.fn(ctx, **kwargs)
+
+
+class _Invalid(Exception):
+    pass
+
+
+_TOOLS: dict = {}
+
+
+def tool(fn: Optional[Callable] = None, *, name: Optional[str] = None, description: Optional[str] = None):
+    """Register a function as a tool: `@tool` or `@tool(name=..., description=...)`."""
+
+    def register(f: Callable) -> Callable:
+        n = name or f.__name__
+        d = description if description is not None else inspect.cleandoc(f.__doc__ or "")
+        _TOOLS[n] = _Def(f, n, d)
+        return f
+
+    return register(fn) if fn is not None else register
+
+
+def schema_of(fn_name: str) -> dict:
+    """The JSON Schema of a registered tool's arguments (for tests)."""
+    return _TOOLS[fn_name].schema()
+
+
+def _exception_text(e: BaseException) -> str:
+    cls = type(e).__name__
+    if not (cls.endswith("Error") or cls.endswith("Exception")):
+        cls = "RuntimeError"
+    detail = str(e)
+    if isinstance(e, KeyError) and len(e.args) == 1:
+        detail = repr(e.args[0])
+    return f"{cls}: {detail}"
+
+
+def _result(out: Any) -> Any:
+    if out is None:
+        out = Output.text("")
+    elif isinstance(out, str):
+        out = Output.text(out)
+    elif not isinstance(out, Output):
+        out = Output.text(json.dumps(out, ensure_ascii=False))
+    update = None
+    if out.artifacts is not None or out.todos is not None:
+        update = _t.StateUpdate(
+            artifacts=None if out.artifacts is None else [str(a) for a in out.artifacts],
+            viewed_images=None,
+            todos=None if out.todos is None else json.dumps(out.todos, ensure_ascii=False),
+        )
+    return _t.ToolResult(content=list(out.content), is_error=bool(out.is_error), update=update)
+
+
+class Tool(_exports.Tool):
+    """The component's `tool` export: lists the registered tools and answers calls."""
+
+    def list_tools(self) -> list:
+        return [_t.ToolSpec(d.name, d.description, json.dumps(d.schema())) for d in _TOOLS.values()]
+
+    def call(self, ctx: Any, name: str, args: str) -> Any:
+        d = _TOOLS.get(name)
+        if d is None:
+            raise _Err(_t.CallError_UnknownTool(name))
+        try:
+            config = json.loads(ctx.config) if ctx.config.strip() else {}
+        except ValueError as e:
+            raise _Err(_t.CallError_Failed(f"ValueError: invalid config from host: {e}"))
+        context = Context(ctx.thread_id, ctx.tool_call_id, config, ctx.sandbox)
+        try:
+            return _result(d.invoke(context, args))
+        except _Invalid as e:
+            raise _Err(_t.CallError_InvalidArguments(str(e)))
+        except Exception as e:  # a raised exception is the call's failure, as in DeerFlow
+            raise _Err(_t.CallError_Failed(_exception_text(e)))

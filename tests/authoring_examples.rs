@@ -1,0 +1,288 @@
+//! The example tools in Python (`guest-tools/examples/csv-summary`, componentize-py) and
+//! JavaScript (`guest-tools/examples/md-table`, jco + componentize-js), built with `toolhost build`
+//! once per test binary and run through the whole host: what they do, a file read outside the
+//! grant (refused, the secret not leaked), a loop that hits `timeout_s` — each hostile call
+//! followed by a normal call that still works.
+//!
+//! The built copy of each example carries one more tool, `spin` (a loop that never ends), for
+//! the limit test; the shipped example does not.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use toolhost::assembly::AssemblyRequest;
+use toolhost::{HostOptions, Severity, Toolhost};
+
+#[path = "support/authoring.rs"]
+mod authoring;
+#[path = "support/paths.rs"]
+mod paths;
+
+const PY_SPIN: &str = r#"
+
+@tool
+def spin(ctx: Context) -> str:
+    """Never returns (the limit test)."""
+    n = 0
+    while True:
+        n += 1
+"#;
+
+const JS_SPIN: &str = r#"
+const spin = defineTool({
+  name: "spin",
+  description: "Never returns (the limit test).",
+  parameters: { type: "object", properties: {} },
+  run() {
+    let n = 0;
+    for (;;) n++;
+  },
+});
+"#;
+
+/// Build the example `name` (with `spin` added) once per test binary (and not again while its
+/// sources are unchanged, see `build_once`); the component's path.
+fn build_example(name: &str, patch: impl FnOnce(&Path)) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("authoring-examples").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    authoring::copy_tree(&authoring::root().join("guest-tools/examples").join(name), &dir);
+    patch(&dir);
+    authoring::build_once(&dir, name)
+}
+
+fn csv_summary() -> &'static Path {
+    static WASM: OnceLock<PathBuf> = OnceLock::new();
+    WASM.get_or_init(|| {
+        build_example("csv-summary", |d| {
+            let app = d.join("app.py");
+            let text = std::fs::read_to_string(&app).unwrap();
+            std::fs::write(&app, text + PY_SPIN).unwrap();
+        })
+    })
+}
+
+fn md_table() -> &'static Path {
+    static WASM: OnceLock<PathBuf> = OnceLock::new();
+    WASM.get_or_init(|| {
+        build_example("md-table", |d| {
+            let app = d.join("app.js");
+            let text = std::fs::read_to_string(&app).unwrap();
+            let export = "export const tool = exportTools([markdownTable]);";
+            assert!(text.contains(export));
+            let text =
+                text.replace(export, &format!("{JS_SPIN}\nexport const tool = exportTools([markdownTable, spin]);"));
+            std::fs::write(&app, text).unwrap();
+        })
+    })
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+    host: Toolhost,
+}
+
+impl Env {
+    fn uploads(&self) -> PathBuf {
+        let p = self.dir.path().join("data/threads/t1/user-data/uploads");
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+}
+
+/// A host with the tools `(name, capabilities)` of component `wasm`; the shared precompile cache.
+fn open(wasm: &Path, tools: &[(&str, &str)]) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let mut yaml = "tools:\n".to_string();
+    for (tool, caps) in tools {
+        yaml +=
+            &format!("  - {{name: {tool}, group: tools, use: '{}:{tool}', capabilities: {caps}}}\n", wasm.display());
+    }
+    std::fs::write(dir.path().join("config.yaml"), yaml).unwrap();
+    let opts = HostOptions::new(dir.path().join("config.yaml"))
+        .data_dir(dir.path().join("data"))
+        .cache_dir(Some(authoring::shared_cache_dir()));
+    let host = Toolhost::open_blocking(opts).unwrap();
+    let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    Env { dir, host }
+}
+
+/// One call in thread `t1`, bounded: (text, is_error, update as JSON).
+async fn call(env: &Env, name: &str, args: Value) -> (String, bool, Value) {
+    let r = tokio::time::timeout(
+        Duration::from_secs(120),
+        env.host.call(&AssemblyRequest::default(), "t1", name, args, None),
+    )
+    .await
+    .expect("the call returned")
+    .unwrap();
+    (r.outcome.text_content(), r.outcome.is_error(), serde_json::to_value(&r.outcome.update).unwrap())
+}
+
+const FILES: &str = "{filesystem: user-data, memory_mb: 256, timeout_s: 20}";
+const SALES: &str = "region,units,price\nnorth,10,2.5\nsouth,30,4\nnorth,20,3.5\n";
+
+// ---- Python: csv-summary ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_summarises_csv_and_json_and_saves_an_artifact() {
+    let env = open(csv_summary(), &[("summarize_data", FILES)]);
+    std::fs::write(env.uploads().join("sales.csv"), SALES).unwrap();
+    let (text, err, update) =
+        call(&env, "summarize_data", json!({"path": "/mnt/user-data/uploads/sales.csv", "save_as": "sales-summary"}))
+            .await;
+    assert!(!err, "{text}");
+    assert!(text.starts_with("/mnt/user-data/uploads/sales.csv: 3 rows, 3 columns"), "{text}");
+    assert!(text.contains("- **units**: numeric, min 10, max 30, mean 20, median 20"), "{text}");
+    assert!(text.contains("- **region**: text, 2 distinct; most common: 'north' ×2"), "{text}");
+    assert_eq!(update["artifacts"], json!(["/mnt/user-data/outputs/sales-summary.md"]), "{update}");
+    let saved =
+        std::fs::read_to_string(env.dir.path().join("data/threads/t1/user-data/outputs/sales-summary.md")).unwrap();
+    assert_eq!(saved, format!("{text}\n"));
+
+    std::fs::write(env.uploads().join("items.json"), r#"{"items": [{"a": 1, "b": "x"}, {"a": 3}]}"#).unwrap();
+    let (text, err, _) = call(&env, "summarize_data", json!({"path": "/mnt/user-data/uploads/items.json"})).await;
+    assert!(!err, "{text}");
+    assert!(
+        text.contains("2 rows, 2 columns")
+            && text.contains("- **b**: text, 1 distinct; most common: 'x' ×1; 1 missing"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_argument_errors_and_raised_exceptions_read_as_deerflow_prints_them() {
+    let env = open(csv_summary(), &[("summarize_data", FILES)]);
+    let (text, err, _) = call(&env, "summarize_data", json!({"path": 3})).await;
+    assert!(err && text.contains("path: expected string, got 3"), "{text}");
+    let (text, err, _) = call(&env, "summarize_data", json!({})).await;
+    assert!(err && text.contains("missing required argument 'path'"), "{text}");
+    std::fs::write(env.uploads().join("sales.csv"), SALES).unwrap();
+    let (text, err, _) =
+        call(&env, "summarize_data", json!({"path": "/mnt/user-data/uploads/sales.csv", "max_columns": 0})).await;
+    assert!(err, "{text}");
+    assert!(
+        text.starts_with("Error: Tool 'summarize_data' failed with ValueError: max_columns must be at least 1"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_a_read_outside_the_grant_is_refused() {
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("secret.csv");
+    std::fs::write(&secret, "token\nPY-SECRET-7731\n").unwrap();
+    let env = open(csv_summary(), &[("summarize_data", FILES)]);
+    std::fs::write(env.uploads().join("sales.csv"), SALES).unwrap();
+    let escape = format!("/mnt/user-data/uploads/../../../../../../..{}", secret.display());
+    for path in [secret.display().to_string(), escape, "/etc/passwd".to_string()] {
+        let (text, err, _) = call(&env, "summarize_data", json!({ "path": path })).await;
+        assert!(err, "{path}: {text}");
+        assert!(text.contains("Error"), "{path}: {text}");
+        assert!(!text.contains("PY-SECRET-7731") && !text.contains("root:"), "{path} leaked: {text}");
+    }
+    // Without a filesystem grant even the thread's own upload is out of reach.
+    let env2 = open(csv_summary(), &[("summarize_data", "{memory_mb: 256, timeout_s: 20}")]);
+    std::fs::write(env2.uploads().join("sales.csv"), SALES).unwrap();
+    let (text, err, _) = call(&env2, "summarize_data", json!({"path": "/mnt/user-data/uploads/sales.csv"})).await;
+    assert!(err && !text.contains("north"), "{text}");
+    // The same component still works where it is granted.
+    let (text, err, _) = call(&env, "summarize_data", json!({"path": "/mnt/user-data/uploads/sales.csv"})).await;
+    assert!(!err && text.contains("3 rows"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_a_loop_hits_timeout_s() {
+    let env = open(csv_summary(), &[("spin", "{memory_mb: 256, timeout_s: 1}"), ("summarize_data", FILES)]);
+    let started = Instant::now();
+    let (text, err, _) = call(&env, "spin", json!({})).await;
+    let elapsed = started.elapsed();
+    assert!(err && text.starts_with("Error: Tool 'spin' failed with TimeoutError:"), "{text}");
+    assert!(text.contains("timed out after 1s"), "{text}");
+    assert!(elapsed >= Duration::from_millis(990) && elapsed < Duration::from_secs(10), "{elapsed:?}");
+    std::fs::write(env.uploads().join("sales.csv"), SALES).unwrap();
+    let (text, err, _) = call(&env, "summarize_data", json!({"path": "/mnt/user-data/uploads/sales.csv"})).await;
+    assert!(!err && text.contains("3 rows"), "after the loop: {text}");
+}
+
+// ---- JavaScript: md-table ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_formats_rows_inline_and_from_a_file() {
+    let env = open(md_table(), &[("markdown_table", FILES)]);
+    let (text, err, _) = call(
+        &env,
+        "markdown_table",
+        json!({"rows": [{"name": "apple", "qty": 3}, {"name": "kiwi|gold", "qty": 12, "note": "ripe"}]}),
+    )
+    .await;
+    assert!(!err, "{text}");
+    let want = "| name       | qty | note |\n\
+                | ---------- | --: | ---- |\n\
+                | apple      |   3 |      |\n\
+                | kiwi\\|gold |  12 | ripe |";
+    assert_eq!(text, want);
+    let (text, err, _) =
+        call(&env, "markdown_table", json!({"rows": [["a", "b"]], "columns": ["x", "y"], "align": {"y": "center"}}))
+            .await;
+    assert!(!err, "{text}");
+    assert_eq!(text, "| x   |  y  |\n| --- | :-: |\n| a   |  b  |");
+    std::fs::write(env.uploads().join("sales.csv"), SALES).unwrap();
+    let (text, err, _) = call(&env, "markdown_table", json!({"file": "/mnt/user-data/uploads/sales.csv"})).await;
+    assert!(!err, "{text}");
+    assert!(
+        text.starts_with("| region | units | price |\n| ------ | ----: | ----: |\n| north  |    10 |   2.5 |"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_argument_errors_and_thrown_errors_read_as_deerflow_prints_them() {
+    let env = open(md_table(), &[("markdown_table", FILES)]);
+    let (text, err, _) = call(&env, "markdown_table", json!({"rows": "nope"})).await;
+    assert!(err && text.contains("rows: expected array"), "{text}");
+    let (text, err, _) = call(&env, "markdown_table", json!({"rows": [], "extra": 1})).await;
+    assert!(err && text.contains("unknown argument 'extra'"), "{text}");
+    let (text, err, _) = call(&env, "markdown_table", json!({})).await;
+    assert!(err, "{text}");
+    assert!(
+        text.starts_with("Error: Tool 'markdown_table' failed with TypeError: give exactly one of `rows` and `file`"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_a_read_outside_the_grant_is_refused() {
+    let secret_dir = tempfile::tempdir().unwrap();
+    let secret = secret_dir.path().join("secret.csv");
+    std::fs::write(&secret, "token\nJS-SECRET-9917\n").unwrap();
+    let env = open(md_table(), &[("markdown_table", FILES)]);
+    std::fs::write(env.uploads().join("sales.csv"), SALES).unwrap();
+    let escape = format!("/mnt/user-data/uploads/../../../../../../..{}", secret.display());
+    for path in [secret.display().to_string(), escape, "/etc/passwd".to_string()] {
+        let (text, err, _) = call(&env, "markdown_table", json!({ "file": path })).await;
+        assert!(err && text.contains("FileNotFoundError"), "{path}: {text}");
+        assert!(!text.contains("JS-SECRET-9917") && !text.contains("root:"), "{path} leaked: {text}");
+    }
+    let env2 = open(md_table(), &[("markdown_table", "{memory_mb: 256, timeout_s: 20}")]);
+    std::fs::write(env2.uploads().join("sales.csv"), SALES).unwrap();
+    let (text, err, _) = call(&env2, "markdown_table", json!({"file": "/mnt/user-data/uploads/sales.csv"})).await;
+    assert!(err && text.contains("FileNotFoundError") && !text.contains("north"), "{text}");
+    let (text, err, _) = call(&env, "markdown_table", json!({"file": "/mnt/user-data/uploads/sales.csv"})).await;
+    assert!(!err && text.contains("| north  |"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_a_loop_hits_timeout_s() {
+    let env = open(md_table(), &[("spin", "{memory_mb: 256, timeout_s: 1}"), ("markdown_table", FILES)]);
+    let started = Instant::now();
+    let (text, err, _) = call(&env, "spin", json!({})).await;
+    let elapsed = started.elapsed();
+    assert!(err && text.starts_with("Error: Tool 'spin' failed with TimeoutError:"), "{text}");
+    assert!(text.contains("timed out after 1s"), "{text}");
+    assert!(elapsed >= Duration::from_millis(990) && elapsed < Duration::from_secs(10), "{elapsed:?}");
+    let (text, err, _) = call(&env, "markdown_table", json!({"rows": [{"a": 1}]})).await;
+    assert!(!err && text == "|   a |\n| --: |\n|   1 |", "after the loop: {text}");
+}
