@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 rustup target add wasm32-wasip2 >/dev/null 2>&1 || rustup target add wasm32-wasip2
 bash scripts/install-peers.sh
 bash scripts/install-acp-peers.sh
+bash scripts/install-oci-peers.sh
 cargo test --workspace --all-targets
 # The embedding examples (docs/embedding.md) run and print what the docs say they print.
 out=$(cargo run -q -p toolhost --example embed)

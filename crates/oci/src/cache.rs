@@ -87,6 +87,25 @@ impl BlobCache {
         atomic_write(&self.tag_path(reference), &serde_json::to_vec_pretty(&rec).map_err(std::io::Error::other)?)
     }
 
+    /// Store what [`crate::Client::pull`] fetched and the caller accepted: the component, its
+    /// signature, then the manifest (so a cached manifest means its layers are cached), then the
+    /// tag's resolution.
+    pub fn commit(&self, p: &crate::Pulled) -> Result<(), crate::OciError> {
+        let err = |e: std::io::Error| crate::OciError::Cache {
+            reference: p.reference.to_string(),
+            why: format!("cannot write the cache {}: {e}", self.dir.display()),
+        };
+        self.put(&p.wasm).map_err(err)?;
+        if let Some(s) = &p.signature {
+            self.put(s).map_err(err)?;
+        }
+        self.put(&p.manifest_bytes).map_err(err)?;
+        if p.record_tag {
+            self.set_tag_record(&p.reference, &p.manifest_digest).map_err(err)?;
+        }
+        Ok(())
+    }
+
     fn tag_path(&self, reference: &Reference) -> PathBuf {
         let key = tag_key(reference);
         let name = &sha256_digest(key.as_bytes())["sha256:".len()..];

@@ -50,6 +50,10 @@ pub struct Pulled {
     pub notes: Vec<String>,
     /// Whether nothing was downloaded.
     pub from_cache: bool,
+    /// The manifest's bytes.
+    pub manifest_bytes: Vec<u8>,
+    /// Whether the tag's resolution is to be remembered (an unpinned reference).
+    pub record_tag: bool,
 }
 
 /// What `push` sends.
@@ -96,7 +100,7 @@ impl Client {
         r: &Reference,
         what: &str,
         push: bool,
-        build: &dyn Fn(&reqwest::Client) -> RequestBuilder,
+        build: &(dyn Fn(&reqwest::Client) -> RequestBuilder + Sync),
     ) -> Result<Response, OciError> {
         let scope = format!("repository:{}:{}", r.repository, if push { "pull,push" } else { "pull" });
         let key = (r.registry.clone(), scope.clone());
@@ -125,7 +129,11 @@ impl Client {
         if matches!(resp.status(), StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
             return Err(OciError::Auth {
                 reference: r.to_string(),
-                why: format!("the registry answered {} for {what}; {}", resp.status().as_u16(), self.opts.credentials.describe_sources(&r.registry)),
+                why: format!(
+                    "the registry answered {} for {what}; {}",
+                    resp.status().as_u16(),
+                    self.opts.credentials.describe_sources(&r.registry)
+                ),
             });
         }
         check_status(r, what, resp).await
@@ -146,7 +154,8 @@ impl Client {
             },
             "bearer" => {
                 let realm = params.get("realm").ok_or_else(|| auth_err("a Bearer challenge without a realm".into()))?;
-                let mut url = reqwest::Url::parse(realm).map_err(|e| auth_err(format!("token realm '{realm}': {e}")))?;
+                let mut url =
+                    reqwest::Url::parse(realm).map_err(|e| auth_err(format!("token realm '{realm}': {e}")))?;
                 let realm_loopback = url.host_str().is_some_and(|h| {
                     let h = h.trim_start_matches('[').trim_end_matches(']');
                     h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback())
@@ -154,7 +163,9 @@ impl Client {
                 match url.scheme() {
                     "https" => {}
                     "http" if realm_loopback || self.scheme(r) == "http" => {}
-                    s => return Err(auth_err(format!("token realm '{realm}' is {s}, not https; credentials not sent"))),
+                    s => {
+                        return Err(auth_err(format!("token realm '{realm}' is {s}, not https; credentials not sent")))
+                    }
                 }
                 {
                     let mut q = url.query_pairs_mut();
@@ -199,9 +210,8 @@ impl Client {
     pub async fn fetch_manifest(&self, r: &Reference) -> Result<(Vec<u8>, String), OciError> {
         let url = format!("{}/manifests/{}", self.repo_url(r), r.manifest_key());
         let what = format!("manifest {}", r.manifest_key());
-        let resp = self
-            .send(r, &what, false, &|h| h.get(&url).header(reqwest::header::ACCEPT, MANIFEST_MEDIA_TYPE))
-            .await?;
+        let resp =
+            self.send(r, &what, false, &|h| h.get(&url).header(reqwest::header::ACCEPT, MANIFEST_MEDIA_TYPE)).await?;
         let ctype = resp
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
@@ -233,17 +243,19 @@ impl Client {
     /// `max` bytes.
     pub async fn fetch_blob(&self, r: &Reference, d: &Descriptor, max: u64, what: &str) -> Result<Vec<u8>, OciError> {
         if d.size > max {
-            return Err(OciError::TooBig { reference: r.to_string(), what: format!("{what} ({} bytes)", d.size), limit: max });
+            return Err(OciError::TooBig {
+                reference: r.to_string(),
+                what: format!("{what} ({} bytes)", d.size),
+                limit: max,
+            });
         }
         let url = format!("{}/blobs/{}", self.repo_url(r), d.digest);
         let what = format!("{what} {}", d.digest);
         let resp = self.send(r, &what, false, &|h| h.get(&url)).await?;
         let mut resp = resp;
         let mut out = Vec::with_capacity(d.size.min(64 << 20) as usize);
-        while let Some(chunk) = resp
-            .chunk()
-            .await
-            .map_err(|e| OciError::Unreachable { reference: r.to_string(), why: error_chain(&e) })?
+        while let Some(chunk) =
+            resp.chunk().await.map_err(|e| OciError::Unreachable { reference: r.to_string(), why: error_chain(&e) })?
         {
             if out.len() as u64 + chunk.len() as u64 > d.size {
                 return Err(OciError::SizeMismatch {
@@ -256,11 +268,21 @@ impl Client {
             out.extend_from_slice(&chunk);
         }
         if out.len() as u64 != d.size {
-            return Err(OciError::SizeMismatch { reference: r.to_string(), what, expected: d.size, actual: out.len() as u64 });
+            return Err(OciError::SizeMismatch {
+                reference: r.to_string(),
+                what,
+                expected: d.size,
+                actual: out.len() as u64,
+            });
         }
         let actual = sha256_digest(&out);
         if actual != d.digest {
-            return Err(OciError::DigestMismatch { reference: r.to_string(), what, expected: d.digest.clone(), actual });
+            return Err(OciError::DigestMismatch {
+                reference: r.to_string(),
+                what,
+                expected: d.digest.clone(),
+                actual,
+            });
         }
         Ok(out)
     }
@@ -268,14 +290,11 @@ impl Client {
     /// Pull the component `r` names through `cache`. A pinned reference whose blobs are cached
     /// never touches the network. An unpinned one is resolved now; when its tag points elsewhere
     /// than last time, a note names both digests; when the registry cannot be reached, the last
-    /// resolution is used (with a note) if its blobs are cached. Nothing is cached until every
-    /// blob has been verified.
+    /// resolution is used (with a note) if its blobs are cached. Nothing is written to the
+    /// cache: once the caller has accepted the component (its signature), [`BlobCache::commit`]
+    /// stores it.
     pub async fn pull(&self, cache: &BlobCache, r: &Reference) -> Result<Pulled, OciError> {
         let mut notes = Vec::new();
-        let cache_err = |e: std::io::Error| OciError::Cache {
-            reference: r.to_string(),
-            why: format!("cannot write the cache {}: {e}", cache.dir().display()),
-        };
         let (manifest_bytes, manifest_digest, fresh_manifest) = match &r.digest {
             Some(pin) => match cache.get(pin, MAX_MANIFEST_BYTES) {
                 Some(b) => (b, pin.clone(), false),
@@ -296,7 +315,8 @@ impl Client {
                         (b, d, true)
                     }
                     Err(e @ OciError::Unreachable { .. }) => {
-                        let cached = last.as_ref().and_then(|l| cache.get(&l.digest, MAX_MANIFEST_BYTES).map(|b| (b, l)));
+                        let cached =
+                            last.as_ref().and_then(|l| cache.get(&l.digest, MAX_MANIFEST_BYTES).map(|b| (b, l)));
                         match cached {
                             Some((b, l)) => {
                                 notes.push(format!("{e}; using {} (its last resolution, cached)", r.pinned(&l.digest)));
@@ -331,23 +351,16 @@ impl Client {
                 }
             }),
         };
-        // Every blob is verified: cache them, the manifest last.
-        cache.put(&wasm).map_err(cache_err)?;
-        if let Some(s) = &signature {
-            cache.put(s).map_err(cache_err)?;
-        }
-        cache.put(&manifest_bytes).map_err(cache_err)?;
-        if r.digest.is_none() {
-            cache.set_tag_record(r, &manifest_digest).map_err(cache_err)?;
-        }
         Ok(Pulled {
             reference: pinned,
             manifest_digest,
             wasm,
             wasm_digest: wasm_desc.digest,
             signature,
+            manifest_bytes,
             notes,
             from_cache: !downloaded,
+            record_tag: r.digest.is_none(),
         })
     }
 
@@ -375,10 +388,8 @@ impl Client {
             layer_digests: layers.iter().map(|l| l.digest.clone()).collect(),
             component: Some(req.component.clone()),
         };
-        let config_bytes = serde_json::to_vec(&config).map_err(|e| OciError::Cache {
-            reference: r.to_string(),
-            why: format!("cannot encode the config: {e}"),
-        })?;
+        let config_bytes = serde_json::to_vec(&config)
+            .map_err(|e| OciError::Cache { reference: r.to_string(), why: format!("cannot encode the config: {e}") })?;
         let manifest = Manifest {
             schema_version: 2,
             media_type: Some(MANIFEST_MEDIA_TYPE.into()),
@@ -415,17 +426,17 @@ impl Client {
         }
         let start = format!("{}/blobs/uploads/", self.repo_url(r));
         let resp = self.send(r, "an upload session", true, &|h| h.post(&start)).await?;
-        let location = resp
-            .headers()
-            .get(reqwest::header::LOCATION)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| OciError::Status {
-                reference: r.to_string(),
-                what: "an upload session".into(),
-                status: resp.status().as_u16(),
-                body: "no Location header".into(),
+        let location =
+            resp.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).ok_or_else(|| {
+                OciError::Status {
+                    reference: r.to_string(),
+                    what: "an upload session".into(),
+                    status: resp.status().as_u16(),
+                    body: "no Location header".into(),
+                }
             })?;
-        let base = reqwest::Url::parse(&start).map_err(|e| OciError::BadReference { reference: r.to_string(), why: e.to_string() })?;
+        let base = reqwest::Url::parse(&start)
+            .map_err(|e| OciError::BadReference { reference: r.to_string(), why: e.to_string() })?;
         let mut url = base.join(location).map_err(|e| OciError::Status {
             reference: r.to_string(),
             what: "an upload session".into(),
@@ -435,9 +446,7 @@ impl Client {
         url.query_pairs_mut().append_pair("digest", &digest);
         let body = bytes.to_vec();
         self.send(r, &format!("the upload of blob {digest}"), true, &|h| {
-            h.put(url.clone())
-                .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
-                .body(body.clone())
+            h.put(url.clone()).header(reqwest::header::CONTENT_TYPE, "application/octet-stream").body(body.clone())
         })
         .await?;
         Ok(())
@@ -456,7 +465,10 @@ async fn check_status(r: &Reference, what: &str, resp: Response) -> Result<Respo
     let body = read_capped(r, what, resp, 4096).await.unwrap_or_default();
     let body: String = String::from_utf8_lossy(&body).chars().take(300).collect();
     if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
-        return Err(OciError::Auth { reference: r.to_string(), why: format!("{} for {what}: {body}", status.as_u16()) });
+        return Err(OciError::Auth {
+            reference: r.to_string(),
+            why: format!("{} for {what}: {body}", status.as_u16()),
+        });
     }
     Err(OciError::Status { reference: r.to_string(), what: what.to_string(), status: status.as_u16(), body })
 }

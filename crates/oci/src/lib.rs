@@ -18,12 +18,12 @@ mod client;
 mod manifest;
 mod reference;
 
-pub use auth::{Credentials, CredentialStore};
+pub use auth::{CredentialStore, Credentials};
 pub use cache::{BlobCache, TagRecord};
 pub use client::{Client, ClientOptions, Pulled, PushRequest};
-pub use manifest::{ArtifactLayers, ComponentInfo, 
-    Descriptor, Manifest, WasmConfig, CONFIG_MEDIA_TYPE, MANIFEST_MEDIA_TYPE, SIGNATURE_MEDIA_TYPE,
-    WASM_LAYER_MEDIA_TYPE,
+pub use manifest::{
+    ArtifactLayers, ComponentInfo, Descriptor, Manifest, WasmConfig, CONFIG_MEDIA_TYPE, MANIFEST_MEDIA_TYPE,
+    SIGNATURE_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
 };
 pub use reference::{split_use, Reference};
 
@@ -145,7 +145,8 @@ pub fn sha256_digest(bytes: &[u8]) -> String {
 /// Whether `d` is `sha256:` followed by 64 lower-case hex digits (the only digests toolhost
 /// accepts, so that a digest is also a safe file name).
 pub fn valid_digest(d: &str) -> bool {
-    d.strip_prefix("sha256:").is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+    d.strip_prefix("sha256:")
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
 /// Run `fut` to completion from synchronous code, on a thread of its own with its own runtime:
