@@ -284,14 +284,15 @@ fn a_moved_tag_is_reported_and_a_pinned_entry_keeps_its_digest() {
     let r = reg.reference("tools/hello:v1");
     let d1 = p.push(&hello, &r, None);
     // No tool named: the component's only tool.
-    let unpinned = p.config("u.yaml", &tool_config("", &r));
+    let first = p.config("u.yaml", &tool_config("", &r));
     let pinned = p.config("p.yaml", &tool_config("", &format!("{r}@{d1}:hello")));
-    assert!(call_hello(&p, "du", &unpinned, "a").0);
+    assert!(call_hello(&p, "du", &first, "a").0);
 
     // The tag now names another component (legacy-hello, whose tool is `legacy_hello`).
     let d2 = p.push(&legacy, &r, None);
     assert_ne!(d1, d2);
     // Unpinned: follows the tag and says it moved, naming both digests.
+    let unpinned = p.config("u2.yaml", &tool_config("", &format!("{r}:legacy_hello")));
     let ex = explain(&p, "du", &unpinned);
     assert!(ex.contains("moved") && ex.contains(&d1) && ex.contains(&d2), "{ex}");
     assert!(ex.contains("+ legacy_hello"), "{ex}");
