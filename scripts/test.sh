@@ -9,6 +9,7 @@ bash scripts/install-acp-peers.sh
 bash scripts/install-conformance.sh
 # componentize-py and jco + componentize-js for the authoring tests (tests/authoring*.rs).
 bash scripts/install-authoring-toolchains.sh
+bash scripts/install-oci-peers.sh
 cargo test --workspace --all-targets
 # The embedding examples (docs/embedding.md) run and print what the docs say they print.
 out=$(cargo run -q -p toolhost --example embed)

@@ -55,6 +55,7 @@ fn request(tool: &str) -> CallRequest {
         config: "{}".into(),
         sandbox: Default::default(),
         progress: None,
+        cancel: None,
     }
 }
 

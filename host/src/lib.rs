@@ -20,6 +20,7 @@ mod error;
 mod host;
 mod middleware;
 mod options;
+pub mod provenance;
 pub mod runtime;
 mod serve_config;
 #[cfg(feature = "server")]
@@ -42,6 +43,12 @@ pub use toolhost_core::{CallContext, CancelSignal, ErrorKind, ProgressSink, Thre
 /// before the rest of the host opens; `$VAR`s are taken from `env`.
 pub fn serve_limits(text: &str, file: &str, env: &Environment) -> Result<ServeConfig, ConfigError> {
     Ok(config::parse(text, file, env)?.0.toolhost.serve)
+}
+
+/// The `trust:` section of config text (for commands that check signatures without opening a
+/// host, such as `toolhost inspect`).
+pub fn trust_config(text: &str, file: &str, env: &Environment) -> Result<provenance::TrustConfig, ConfigError> {
+    Ok(config::parse(text, file, env)?.0.trust)
 }
 
 /// One line about host bash confinement on this machine (Landlock, seccomp, user namespaces),

@@ -104,6 +104,9 @@ pub struct ConfigEntry {
     pub state: ConfigEntryState,
     /// What a component tool is granted, for `--explain` (None: not a component).
     pub grants: Option<String>,
+    /// A component's digest, signer and the trust policy, for `--explain` (None: not a
+    /// component, or it could not be read).
+    pub provenance: Option<String>,
 }
 
 /// When a builtin is assembled (spec §1 step 4).
@@ -264,6 +267,9 @@ pub async fn get_available_tools(
                 if let Some(g) = &e.grants {
                     reason.push_str(&format!("; grants {g}"));
                 }
+                if let Some(p) = &e.provenance {
+                    reason.push_str(&format!("; {p}"));
+                }
                 if bound != e.name {
                     let w = format!(
                         "tool config name '{}' differs from the tool's own name '{bound}'; binding '{bound}'",
@@ -382,6 +388,7 @@ mod tests {
             use_: use_.into(),
             state: ConfigEntryState::Ready(tool(name, "config")),
             grants: None,
+            provenance: None,
         }
     }
 
@@ -478,6 +485,7 @@ mod tests {
                 use_: "deerflow.community.ddg_search.tools:web_search_tool".into(),
                 state: ConfigEntryState::NotBundled { module: "ddg_search".into(), hint: None },
                 grants: None,
+                provenance: None,
             },
             ConfigEntry {
                 name: "pinned".into(),
@@ -485,6 +493,7 @@ mod tests {
                 use_: "a.wasm@sha256:00".into(),
                 state: ConfigEntryState::Failed("digest mismatch".into()),
                 grants: None,
+                provenance: None,
             },
         ];
         let a = get_available_tools(&AssemblyRequest::default(), &AssemblyFacts::default(), &entries, &[], &[]).await;

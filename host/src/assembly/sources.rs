@@ -85,8 +85,14 @@ impl Sources {
         let sandbox = sandbox_settings(c, &shared, &disabled_skills, opts.write_file_max_bytes.as_deref());
         let mut entries = Vec::new();
         let mut host_bash = None;
+        let env_lookup = |k: &str| opts.env.get(k);
+        let fetcher = crate::provenance::TrustPolicy::from_config(&c.trust, &config.base_dir)
+            .map(|policy| crate::provenance::Fetcher::new(policy, &c.trust, &opts.data_dir, &env_lookup));
+        if let Err(e) = &fetcher {
+            problems.push(Problem::error(config.locate("trust", &format!("{e}; only bundled components load"))));
+        }
         for (i, tc) in c.tools.iter().enumerate() {
-            let mut grants = None;
+            let mut facts = EntryFacts::default();
             let build = EntryBuild {
                 config,
                 runtime,
@@ -94,8 +100,9 @@ impl Sources {
                 sandbox: &sandbox,
                 extensions: &extensions,
                 env: &opts.env,
+                fetcher: fetcher.as_ref().map_err(String::as_str),
             };
-            let state = match build.entry(tc, &mut grants) {
+            let state = match build.entry(tc, &mut facts) {
                 Built::Entry(state) => state,
                 Built::HostBash(state, bash) => {
                     if let Some(w) = &bash.warning {
@@ -120,12 +127,16 @@ impl Sources {
                 }
                 ConfigEntryState::Ready(_) => {}
             }
+            for n in facts.notes {
+                problems.push(Problem::warning(format!("tools[{i}] '{}': {n}", tc.name)));
+            }
             entries.push(ConfigEntry {
                 name: tc.name.clone(),
                 group: tc.group.clone(),
                 use_: tc.use_.clone(),
                 state,
-                grants,
+                grants: facts.grants,
+                provenance: facts.provenance,
             });
         }
         problems.extend(runtime_problems(c, runtime));
@@ -147,7 +158,17 @@ enum Built {
     HostBash(ConfigEntryState, super::host_bash::HostBashEntry),
 }
 
+/// What building an entry learnt besides its state, for `--explain` and the problems list.
+#[derive(Default)]
+struct EntryFacts {
+    grants: Option<String>,
+    provenance: Option<String>,
+    notes: Vec<String>,
+}
+
 struct EntryBuild<'a> {
+    /// Fetches and checks non-bundled components; `Err`: the `trust:` section is broken.
+    fetcher: Result<&'a crate::provenance::Fetcher, &'a str>,
     config: &'a LoadedConfig,
     runtime: &'a Arc<Runtime>,
     shared: &'a Arc<SharedRoots>,
@@ -157,7 +178,7 @@ struct EntryBuild<'a> {
 }
 
 impl EntryBuild<'_> {
-    fn entry(&self, tc: &ToolConfig, grants: &mut Option<String>) -> Built {
+    fn entry(&self, tc: &ToolConfig, facts: &mut EntryFacts) -> Built {
         let resolved = match config::resolve_use(&tc.use_, &crate::bundled::names(), &self.config.base_dir) {
             Ok(r) => r,
             Err(e) => return Built::Entry(ConfigEntryState::Failed(e)),
@@ -169,7 +190,7 @@ impl EntryBuild<'_> {
                 let (state, entry) = super::host_bash::host_bash_entry(&self.config.config, tool);
                 Built::HostBash(state, entry)
             }
-            ResolvedUse::Component { component, tool } => Built::Entry(self.component(tc, component, tool, grants)),
+            ResolvedUse::Component { component, tool } => Built::Entry(self.component(tc, component, tool, facts)),
         }
     }
 
@@ -178,9 +199,28 @@ impl EntryBuild<'_> {
         tc: &ToolConfig,
         component: ComponentRef,
         tool: Option<String>,
-        grants: &mut Option<String>,
+        facts: &mut EntryFacts,
     ) -> ConfigEntryState {
-        let loaded = match self.runtime.load(&component, &crate::bundled::bytes) {
+        // Read or pull, then check the signature: nothing is compiled before that.
+        let obtained = match (&component, self.fetcher) {
+            (_, Ok(f)) => f.obtain(&component),
+            (ComponentRef::Bundled(_), Err(e)) => {
+                crate::provenance::obtain_bundled(&component, format!("the trust: section is invalid ({e})"))
+            }
+            (_, Err(e)) => Err(format!("not loaded: the trust: section is invalid ({e})")),
+        };
+        let obtained = match obtained {
+            Ok(o) => o,
+            Err(e) => return ConfigEntryState::Failed(e),
+        };
+        facts.notes.extend(obtained.notes);
+        facts.provenance = Some(obtained.provenance.to_string());
+        let component = obtained.component;
+        let loaded = match obtained.bytes {
+            Some(bytes) => self.runtime.load_bytes(&component, std::borrow::Cow::Owned(bytes)),
+            None => self.runtime.load(&component, &crate::bundled::bytes),
+        };
+        let loaded = match loaded {
             Ok(l) => l,
             Err(e) => return ConfigEntryState::Failed(e.to_string()),
         };
@@ -214,7 +254,7 @@ impl EntryBuild<'_> {
         for w in warnings {
             tracing::warn!("tool '{}': {w}", tc.name);
         }
-        *grants = Some(caps.describe());
+        facts.grants = Some(caps.describe());
         let spec = ToolSpec {
             name: crate::community::bound_name(&component, &listed.name).to_string(),
             description: listed.description.clone(),

@@ -1,5 +1,5 @@
 //! The `toolhost` commands: `tools`, `call`, `inspect`, `check`, `audit`, `route`, `serve`,
-//! `agents`, `new`, `build`.
+//! `agents`, `new`, `build`, and the distribution commands of `dist` (`keygen`, `sign`, `push`).
 //! Results go to stdout, diagnostics to stderr; a failed command exits non-zero.
 
 use std::path::PathBuf;
@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-
-mod author;
 use serde_json::Value;
 
-use toolhost::runtime::Runtime;
+mod author;
+mod dist;
+
 use toolhost::{AssemblyRequest, Environment, HostOptions, Severity, Toolhost};
 
 #[derive(Parser, Debug, Clone)]
@@ -87,8 +87,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Show a component's tools, schemas, imports and sha256.
+    /// Show a component's tools, schemas, imports, digest, signer and the trust policy: a file
+    /// or an oci:// reference (pulled into the cache and checked first).
     Inspect { file: PathBuf },
+    #[command(flatten)]
+    Dist(dist::DistCommand),
     /// Validate a config and report every problem.
     Check,
     /// Write a new tool project (source with one example tool, build file, README, test).
@@ -385,6 +388,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", author::build(dir, &cli.data_dir)?);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Dist(d) => dist::run(d).await,
     }
 }
 
@@ -495,18 +499,16 @@ async fn call(
     Ok(Output::new(json, format!("{}\n", o.text_content())).notes(notes).code(code))
 }
 
-/// `toolhost inspect`: a component's digest, interfaces and tools.
+/// `toolhost inspect`: a component's digest, provenance, interfaces and tools.
 fn inspect(cli: &Cli, file: &std::path::Path) -> anyhow::Result<Output> {
-    let runtime = Runtime::new(Some(cli.data_dir.join("cache")))?;
-    let i = runtime.inspect(file)?;
+    let (component, i, provenance) = dist::inspect(cli, &file.to_string_lossy())?;
+    let pin = match &component {
+        toolhost::runtime::ComponentRef::Oci(r) => r.to_string(),
+        _ => format!("{}@sha256:{}", file.display(), i.sha256),
+    };
     let mut text = format!(
-        "file:    {}\nsha256:  {}\nsize:    {} bytes\ninterface: {}\npin:     use: {}@sha256:{}\nimports:\n",
-        file.display(),
-        i.sha256,
-        i.size,
-        i.interface,
-        file.display(),
-        i.sha256
+        "file:    {component}\nsha256:  {}\nsize:    {} bytes\ninterface: {}\npin:     use: {pin}\nprovenance: {provenance}\nimports:\n",
+        i.sha256, i.size, i.interface,
     );
     for im in &i.imports {
         text += &format!("  {im}\n");
@@ -521,6 +523,7 @@ fn inspect(cli: &Cli, file: &std::path::Path) -> anyhow::Result<Output> {
     }
     let json = serde_json::json!({
         "file": file, "sha256": i.sha256, "size": i.size, "imports": i.imports, "exports": i.exports,
+        "provenance": provenance.to_string(),
         "tools": i.tools.iter().map(|t| serde_json::json!({"name": t.name, "description": t.description, "parameters": t.parameters})).collect::<Vec<_>>(),
     });
     Ok(Output::new(json, text))

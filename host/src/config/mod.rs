@@ -19,6 +19,7 @@ pub use uses::{resolve_use, ResolvedUse, BASH_TOOL_USE};
 // Each section's type lives in the crate (or module) that uses it; this module reads the file
 // and hands the typed sections out.
 pub use crate::middleware::ReadBeforeWriteConfig;
+pub use crate::provenance::TrustConfig;
 pub use crate::runtime::capabilities::CapabilitiesConfig;
 pub use crate::runtime::ToolhostConfig;
 /// One `acp_agents.<name>` entry: the ACP crate's type, read straight from config.yaml.
@@ -102,6 +103,9 @@ pub struct AppConfig {
     /// toolhost's own settings (concurrency limits); DeerFlow ignores the section.
     #[serde(deserialize_with = "null_as_default")]
     pub toolhost: ToolhostConfig,
+    /// `trust:` (toolhost's own): trusted signing keys and whether signatures are required.
+    #[serde(deserialize_with = "null_as_default")]
+    pub trust: TrustConfig,
 }
 
 fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>

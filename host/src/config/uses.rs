@@ -1,5 +1,6 @@
 //! What a `tools:` entry's `use:` names: a bundled component (by toolhost name or by DeerFlow's
-//! Python path), a component file (`path/to/tool.wasm[@sha256:HEX]`), host bash, or a DeerFlow
+//! Python path), a component file (`path/to/tool.wasm[@sha256:HEX]`), a component in an OCI
+//! registry (`oci://REGISTRY/REPO:TAG[@sha256:DIGEST]`), host bash, or a DeerFlow
 //! community tool that toolhost does not provide. The community paths live in
 //! [`crate::community`].
 
@@ -69,6 +70,10 @@ pub fn resolve_use(use_: &str, bundled: &[&str], base_dir: &Path) -> Result<Reso
             known_deerflow()
         ));
     }
+    if use_.starts_with("oci://") {
+        let (reference, tool) = toolhost_oci::split_use(use_).map_err(|e| e.to_string())?;
+        return Ok(ResolvedUse::Component { component: ComponentRef::Oci(reference), tool });
+    }
     // `component[:tool]`, where component is a bundled name or a .wasm path (with optional pin).
     let (component_part, tool) = split_tool(use_);
     if let Some(name) = bundled.iter().find(|b| **b == component_part) {
@@ -92,7 +97,7 @@ pub fn resolve_use(use_: &str, bundled: &[&str], base_dir: &Path) -> Result<Reso
         });
     }
     Err(format!(
-        "unknown tool source '{use_}': expected a bundled component ({}), a path to a .wasm component (optionally path.wasm@sha256:HEX), or {}",
+        "unknown tool source '{use_}': expected a bundled component ({}), a path to a .wasm component (optionally path.wasm@sha256:HEX), oci://REGISTRY/REPO:TAG[@sha256:DIGEST], or {}",
         bundled.join(", "),
         known_deerflow()
     ))
@@ -178,6 +183,18 @@ mod tests {
             }
         );
         assert!(resolve_use("x.wasm@sha256:abc", B, base).unwrap_err().contains("64 hex"));
+        let d = format!("sha256:{h}");
+        match resolve_use(&format!("oci://127.0.0.1:5000/tools/hello:v1@{d}:hello"), B, base).unwrap() {
+            ResolvedUse::Component { component: ComponentRef::Oci(r), tool } => {
+                assert_eq!(
+                    (r.repository.as_str(), r.tag.as_deref(), r.digest.as_deref()),
+                    ("tools/hello", Some("v1"), Some(d.as_str()))
+                );
+                assert_eq!(tool.as_deref(), Some("hello"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(resolve_use("oci://127.0.0.1:5000/Tools:v1", B, base).unwrap_err().contains("repository"));
         let err = resolve_use("nonsense", B, base).unwrap_err();
         assert!(err.contains("sandbox-fs") && err.contains("nonsense"), "{err}");
     }

@@ -56,6 +56,10 @@ pub enum ComponentRef {
         /// A sha256 to pin (lower-case hex); loading fails on any other.
         sha256: Option<String>,
     },
+    /// A component in an OCI registry (`oci://REGISTRY/REPO:TAG[@sha256:DIGEST]`). Its bytes
+    /// are pulled and checked by [`crate::provenance::Fetcher`], then given to
+    /// [`Runtime::load_bytes`].
+    Oci(toolhost_oci::Reference),
 }
 
 impl std::fmt::Display for ComponentRef {
@@ -64,6 +68,7 @@ impl std::fmt::Display for ComponentRef {
             ComponentRef::Bundled(n) => write!(f, "{n}"),
             ComponentRef::File { path, sha256: Some(h) } => write!(f, "{}@sha256:{h}", path.display()),
             ComponentRef::File { path, sha256: None } => write!(f, "{}", path.display()),
+            ComponentRef::Oci(r) => write!(f, "{r}"),
         }
     }
 }
@@ -95,6 +100,9 @@ pub enum ComponentLoadError {
         /// The file's sha256.
         actual: String,
     },
+    #[error("component {0} comes from a registry: pull it with provenance::Fetcher and load its bytes with Runtime::load_bytes")]
+    /// `load` was given an OCI reference, whose bytes it does not fetch.
+    NotPulled(String),
     #[error("no bundled component named '{0}' (bundled: {1})")]
     /// No bundled component has that name (the second field lists those that exist).
     UnknownBundled(String, String),
@@ -361,7 +369,6 @@ impl Runtime {
         component: &ComponentRef,
         bytes_of_bundled: &dyn Fn(&str) -> Option<&'static [u8]>,
     ) -> Result<Arc<LoadedComponent>, ComponentLoadError> {
-        let label = component.to_string();
         let bytes: std::borrow::Cow<'static, [u8]> = match component {
             ComponentRef::Bundled(name) => match bytes_of_bundled(name) {
                 Some(b) => std::borrow::Cow::Borrowed(b),
@@ -372,7 +379,20 @@ impl Runtime {
             ComponentRef::File { path, .. } => std::fs::read(path)
                 .map(std::borrow::Cow::Owned)
                 .map_err(|source| ComponentLoadError::Read { path: path.clone(), source })?,
+            ComponentRef::Oci(_) => return Err(ComponentLoadError::NotPulled(component.to_string())),
         };
+        self.load_bytes(component, bytes)
+    }
+
+    /// Load a component from bytes already read (and, for a file or an OCI artifact, already
+    /// checked against the trust policy): check a file's pin, compile or load from the cache,
+    /// pre-link it and list its tools.
+    pub fn load_bytes(
+        &self,
+        component: &ComponentRef,
+        bytes: std::borrow::Cow<'_, [u8]>,
+    ) -> Result<Arc<LoadedComponent>, ComponentLoadError> {
+        let label = component.to_string();
         let sha256 = hex::encode(Sha256::digest(&bytes));
         if let ComponentRef::File { sha256: Some(expected), .. } = component {
             if *expected != sha256 {
@@ -418,17 +438,23 @@ impl Runtime {
         Ok((component, true))
     }
 
-    /// Inspect a component file without registering it: its tools, imports and sha256.
+    /// Inspect a component file: its tools, imports and sha256.
     pub fn inspect(&self, path: &Path) -> Result<Inspection, ComponentLoadError> {
         let bytes =
             std::fs::read(path).map_err(|source| ComponentLoadError::Read { path: path.to_path_buf(), source })?;
-        let sha256 = hex::encode(Sha256::digest(&bytes));
-        let label = path.display().to_string();
-        let (component, _) = self.compile_cached(&bytes, &sha256, &label)?;
-        let ty = component.component_type();
+        self.inspect_bytes(&ComponentRef::File { path: path.to_path_buf(), sha256: None }, &bytes)
+    }
+
+    /// Inspect a component's bytes (already checked against the trust policy): its tools,
+    /// imports and sha256.
+    pub fn inspect_bytes(&self, component: &ComponentRef, bytes: &[u8]) -> Result<Inspection, ComponentLoadError> {
+        let sha256 = hex::encode(Sha256::digest(bytes));
+        let label = component.to_string();
+        let (compiled, _) = self.compile_cached(bytes, &sha256, &label)?;
+        let ty = compiled.component_type();
         let imports = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
         let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
-        let loaded = self.load(&ComponentRef::File { path: path.to_path_buf(), sha256: None }, &|_| None)?;
+        let loaded = self.load_bytes(component, std::borrow::Cow::Borrowed(bytes))?;
         Ok(Inspection {
             sha256,
             imports,
