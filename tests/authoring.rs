@@ -13,6 +13,8 @@ use std::process::Command;
 mod authoring;
 #[path = "support/paths.rs"]
 mod paths;
+#[path = "support/registry.rs"]
+mod registry;
 
 /// The ```sh blocks of a Markdown text, in order.
 fn sh_blocks(md: &str) -> Vec<String> {
@@ -68,6 +70,8 @@ fn every_command_in_docs_authoring_md_runs() {
     let bin_dir = bin.parent().unwrap();
     // One cargo target dir for the Rust template across runs (its dependencies build once).
     let rust_target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("authoring-rust-target");
+    // The registry the "Sign and publish" section pushes to and pulls from.
+    let registry = registry::Registry::start(None);
     let started = std::time::Instant::now();
     let out = Command::new("bash")
         .arg("-c")
@@ -75,6 +79,7 @@ fn every_command_in_docs_authoring_md_runs() {
         .current_dir(dir.path())
         .env("PATH", authoring::path_with(&[bin_dir]))
         .env("TOOLHOST_REPO", authoring::root())
+        .env("TOOLHOST_REGISTRY", registry.host())
         .env("CARGO_TARGET_DIR", &rust_target)
         .env_remove("TOOLHOST_CONFIG")
         .env_remove("TOOLHOST_HOME")
@@ -96,6 +101,13 @@ fn every_command_in_docs_authoring_md_runs() {
     assert!(stdout.contains("ValueError: name must not be empty") && stdout.contains("exit status 2"), "{stdout}");
     assert!(stdout.contains("name: expected string, got 3"), "{stdout}");
     assert!(stdout.contains("sales.csv: 2 rows, 2 columns"), "{stdout}");
+    // Signed, pushed, and pulled by a config that requires the publisher's signature.
+    assert!(stdout.contains("signed by trusted key"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("pushed build/greet.wasm to oci://{}/tools/greet:1.0", registry.host())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Hi, Grace."), "{stdout}");
     assert_eq!(stdout.matches("refused: exit status 2").count(), 2, "{stdout}");
     assert!(!stdout.contains("root:x:0:0"), "a read outside the grant leaked /etc/passwd: {stdout}");
 }
