@@ -64,7 +64,7 @@ impl Tool for McpLike {
         self.1.as_deref()
     }
     fn catalog_slot(&self) -> Option<&toolhost_core::CatalogSlot> {
-        Some(&self.2)
+        Some(&self.2).filter(|_| !self.0.name.is_empty() && std::env::var_os("DEFERRED_NO_SLOT").is_none())
     }
     async fn call(&self, _ctx: &CallContext, _args: serde_json::Value) -> ToolOutcome {
         ToolOutcome::text("")
