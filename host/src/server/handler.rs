@@ -533,6 +533,9 @@ impl ServerHandler for McpSessionHandler {
         let result = tokio::select! {
             r = run => r.map_err(internal)?,
             _ = cx.ct.cancelled() => {
+                // The call may go on without this future (a component on a blocking thread):
+                // raised here too, in case the task above has not run yet.
+                cancel.cancel();
                 tracing::info!(thread = %thread, tool = %name, "tools/call cancelled by the client");
                 return Err(McpError::internal_error("the request was cancelled", None));
             }
