@@ -101,7 +101,9 @@ impl TrustPolicy {
         let mut keys = Vec::new();
         for (i, k) in cfg.keys.iter().enumerate() {
             let k = k.trim();
-            let text = if looks_like_key(k) {
+            // A key is its base64 line (which may contain '/') or a `.pub` file's text; anything
+            // else names a file holding one.
+            let text = if k.starts_with("untrusted comment:") || parse_public_key(k).is_ok() {
                 k.to_string()
             } else {
                 let p = Path::new(k);
@@ -178,10 +180,6 @@ impl TrustPolicy {
         })?;
         Ok(Signer::Trusted(id))
     }
-}
-
-fn looks_like_key(s: &str) -> bool {
-    s.starts_with("untrusted comment:") || (s.len() == 56 && s.starts_with("RW") && !s.contains('/'))
 }
 
 /// A minisign public key from its base64 line or the text of a `.pub` file.
@@ -423,9 +421,14 @@ mod tests {
         assert_eq!(p.check("c", b"component", None, "x").unwrap(), Signer::Unsigned);
         assert!(p.check("c", b"component", Some(other_sig.as_bytes()), "x").is_err());
         assert!(p.check("c", b"x", Some(sig.as_bytes()), "x").is_err());
-        // The base64 line alone is a key too; a public key file's text as well.
+        // The base64 line alone is a key too (whatever characters it holds; many have a '/');
+        // a public key file's text as well.
         let line = pk.lines().nth(1).unwrap();
         assert_eq!(policy(&[line], true).key_ids(), vec![id.clone()]);
+        for _ in 0..64 {
+            let (pk, _, id) = keygen().unwrap();
+            assert_eq!(policy(&[pk.lines().nth(1).unwrap()], true).key_ids(), vec![id]);
+        }
         assert_eq!(policy(&[&other_pk], true).key_ids(), vec![other_id]);
         // No keys, not required: a signature is reported, not checked.
         assert_eq!(policy(&[], false).check("c", b"x", Some(sig.as_bytes()), "x").unwrap(), Signer::Unchecked(id));
