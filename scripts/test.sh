@@ -10,7 +10,7 @@ bash scripts/install-conformance.sh
 # componentize-py and jco + componentize-js for the authoring tests (tests/authoring*.rs).
 bash scripts/install-authoring-toolchains.sh
 bash scripts/install-oci-peers.sh
-cargo test --workspace --all-targets
+cargo test --workspace --all-targets --no-fail-fast
 # The embedding examples (docs/embedding.md) run and print what the docs say they print.
 out=$(cargo run -q -p toolhost --example embed)
 echo "$out"
