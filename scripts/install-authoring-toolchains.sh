@@ -24,12 +24,15 @@ mkdir -p "$peers"
 # --- Python: componentize-py in a venv ---
 pyenv="$peers/componentize-py"
 pystamp="$pyenv/.installed"
-if [[ -f "$pystamp" && "$(cat "$pystamp")" == "$PY_COMPONENTIZE" && -x "$pyenv/bin/componentize-py" ]]; then
+# A venv records its own path: one moved or copied from elsewhere no longer runs, so the check
+# runs the tool rather than trusting the stamp alone.
+if [[ -f "$pystamp" && "$(cat "$pystamp")" == "$PY_COMPONENTIZE" ]] \
+  && "$pyenv/bin/componentize-py" --version >/dev/null 2>&1; then
   :
 else
   command -v python3 >/dev/null || { echo "install-authoring-toolchains: python3 not found on PATH" >&2; exit 1; }
-  rm -f "$pystamp"
-  [[ -x "$pyenv/bin/python" ]] || python3 -m venv "$pyenv"
+  rm -rf "$pyenv"
+  python3 -m venv "$pyenv"
   echo "install-authoring-toolchains: pip $PY_COMPONENTIZE" >&2
   "$pyenv/bin/python" -m pip install --quiet --disable-pip-version-check "$PY_COMPONENTIZE"
   "$pyenv/bin/componentize-py" --version >/dev/null
@@ -42,7 +45,7 @@ jsstamp="$js/.installed"
 node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
 want_js="$NPM_JCO $NPM_COMPONENTIZE_JS $SHIM_OVERRIDE"
 if (( node_major < 22 )); then want_js="$want_js $NPM_NODE"; fi
-if [[ -f "$jsstamp" && "$(cat "$jsstamp")" == "$want_js" && -x "$js/node_modules/.bin/jco" ]]; then
+if [[ -f "$jsstamp" && "$(cat "$jsstamp")" == "$want_js" ]] && "$js/node_modules/.bin/jco" --version >/dev/null 2>&1; then
   :
 else
   command -v npm >/dev/null || { echo "install-authoring-toolchains: npm not found on PATH" >&2; exit 1; }

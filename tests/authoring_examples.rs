@@ -4,8 +4,9 @@
 //! grant (refused, the secret not leaked), a loop that hits `timeout_s` — each hostile call
 //! followed by a normal call that still works.
 //!
-//! The built copy of each example carries one more tool, `spin` (a loop that never ends), for
-//! the limit test; the shipped example does not.
+//! The built copy of each example carries two more tools the shipped example does not: `spin` (a
+//! loop that never ends) for the limit test, and `fetch_url` (the SDK's `fetch`, over wasi:http)
+//! for the network test against a TLS server on loopback.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -19,6 +20,8 @@ use toolhost::{HostOptions, Severity, Toolhost};
 mod authoring;
 #[path = "support/paths.rs"]
 mod paths;
+#[path = "support/provider_server.rs"]
+mod provider_server;
 
 const PY_SPIN: &str = r#"
 
@@ -28,6 +31,16 @@ def spin(ctx: Context) -> str:
     n = 0
     while True:
         n += 1
+
+
+from toolhost_sdk import fetch
+
+
+@tool
+def fetch_url(ctx: Context, url: str, method: str = "GET", body: str = "") -> str:
+    """Fetch a URL and say what came back (the network test)."""
+    r = fetch(url, method=method, body=body or None, headers={"x-tool": "python"})
+    return f"{r.status} {r.header('content-type')} {r.text()}"
 "#;
 
 const JS_SPIN: &str = r#"
@@ -38,6 +51,20 @@ const spin = defineTool({
   run() {
     let n = 0;
     for (;;) n++;
+  },
+});
+
+const fetchUrl = defineTool({
+  name: "fetch_url",
+  description: "Fetch a URL and say what came back (the network test).",
+  parameters: {
+    type: "object",
+    properties: { url: { type: "string" }, method: { type: "string" }, body: { type: "string" } },
+    required: ["url"],
+  },
+  async run(ctx, { url, method = "GET", body }) {
+    const r = await fetch(url, { method, body: body || undefined, headers: { "x-tool": "js" } });
+    return `${r.status} ${r.headers.get("content-type")} ${await r.text()}`;
   },
 });
 "#;
@@ -71,8 +98,10 @@ fn md_table() -> &'static Path {
             let text = std::fs::read_to_string(&app).unwrap();
             let export = "export const tool = exportTools([markdownTable]);";
             assert!(text.contains(export));
-            let text =
-                text.replace(export, &format!("{JS_SPIN}\nexport const tool = exportTools([markdownTable, spin]);"));
+            let text = text.replace(
+                export,
+                &format!("{JS_SPIN}\nexport const tool = exportTools([markdownTable, spin, fetchUrl]);"),
+            );
             std::fs::write(&app, text).unwrap();
         })
     })
@@ -93,6 +122,11 @@ impl Env {
 
 /// A host with the tools `(name, capabilities)` of component `wasm`; the shared precompile cache.
 fn open(wasm: &Path, tools: &[(&str, &str)]) -> Env {
+    open_with_ca(wasm, tools, None)
+}
+
+/// `open`, trusting the extra CA certificate `ca` for outbound HTTPS.
+fn open_with_ca(wasm: &Path, tools: &[(&str, &str)], ca: Option<&Path>) -> Env {
     let dir = tempfile::tempdir().unwrap();
     let mut yaml = "tools:\n".to_string();
     for (tool, caps) in tools {
@@ -102,7 +136,8 @@ fn open(wasm: &Path, tools: &[(&str, &str)]) -> Env {
     std::fs::write(dir.path().join("config.yaml"), yaml).unwrap();
     let opts = HostOptions::new(dir.path().join("config.yaml"))
         .data_dir(dir.path().join("data"))
-        .cache_dir(Some(authoring::shared_cache_dir()));
+        .cache_dir(Some(authoring::shared_cache_dir()))
+        .extra_ca_certs(ca.map(Path::to_path_buf));
     let host = Toolhost::open_blocking(opts).unwrap();
     let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
     assert!(errors.is_empty(), "{errors:?}");
@@ -285,4 +320,70 @@ async fn js_a_loop_hits_timeout_s() {
     assert!(elapsed >= Duration::from_millis(990) && elapsed < Duration::from_secs(10), "{elapsed:?}");
     let (text, err, _) = call(&env, "markdown_table", json!({"rows": [{"a": 1}]})).await;
     assert!(!err && text == "|   a |\n| --: |\n|   1 |", "after the loop: {text}");
+}
+
+// ---- both languages: outbound HTTPS through wasi:http, under the grant's rules ----
+
+/// `fetch_url` of component `wasm` (whose SDK tags requests `x-tool: lang`) against a TLS server
+/// on 127.0.0.1: a granted GET and POST arrive as sent; a grant without
+/// `allow_private_addresses`, a host the grant does not list, plain HTTP to an HTTPS grant and no
+/// grant at all are each refused before a byte reaches the server, with the rule named; a
+/// granted call works afterwards.
+async fn fetch_follows_the_grant(wasm: &Path, lang: &str) {
+    use provider_server::Answer;
+    let server = provider_server::start().await;
+    server.set(Answer::json(200, r#"{"ok":true}"#));
+    let port = server.port;
+    let granted =
+        format!("{{network: [\"127.0.0.1:{port}\"], allow_private_addresses: true, memory_mb: 256, timeout_s: 20}}");
+    let env = open_with_ca(wasm, &[("fetch_url", &granted)], Some(&server.ca_pem));
+    let url = format!("https://127.0.0.1:{port}/v1/items?q=1");
+
+    let (text, err, _) = call(&env, "fetch_url", json!({ "url": url })).await;
+    assert!(!err, "{lang}: {text}");
+    assert_eq!(text, r#"200 application/json {"ok":true}"#, "{lang}");
+    let got = server.received();
+    assert_eq!(got.len(), 1, "{lang}: {got:?}");
+    assert_eq!((got[0].method.as_str(), got[0].target.as_str()), ("GET", "/v1/items?q=1"), "{lang}");
+    assert_eq!(got[0].header("x-tool"), Some(lang), "{lang}: {got:?}");
+
+    server.set(Answer::json(201, r#"{"made":1}"#));
+    let (text, err, _) =
+        call(&env, "fetch_url", json!({ "url": url, "method": "POST", "body": "hello wasi:http" })).await;
+    assert!(!err && text == r#"201 application/json {"made":1}"#, "{lang}: {text}");
+    let got = server.received();
+    assert_eq!((got[0].method.as_str(), got[0].body.as_slice()), ("POST", &b"hello wasi:http"[..]), "{lang}: {got:?}");
+
+    server.set(Answer::json(200, r#"{"ok":true}"#));
+    let no_private = format!("{{network: [\"127.0.0.1:{port}\"], memory_mb: 256, timeout_s: 20}}");
+    let other_host =
+        format!("{{network: [\"localhost:{port}\"], allow_private_addresses: true, memory_mb: 256, timeout_s: 20}}");
+    let refusals = [
+        (no_private.as_str(), url.clone(), "allow_private_addresses: true"),
+        (other_host.as_str(), url.clone(), "not in this tool's network grant"),
+        (granted.as_str(), format!("http://127.0.0.1:{port}/v1/items"), "only https is allowed"),
+        ("{memory_mb: 256, timeout_s: 20}", url.clone(), "this tool has no network grant"),
+    ];
+    for (caps, target, rule) in refusals {
+        let env = open_with_ca(wasm, &[("fetch_url", caps)], Some(&server.ca_pem));
+        let (text, err, _) = call(&env, "fetch_url", json!({ "url": target })).await;
+        assert!(err, "{lang} {caps} {target}: {text}");
+        assert!(text.contains("outbound request refused") && text.contains(rule), "{lang} {caps} {target}: {text}");
+        assert!(!text.contains(r#"{"ok":true}"#), "{lang}: {text}");
+    }
+    assert_eq!(server.connection_count(), 0, "{lang}: a refused request reached the server");
+
+    let (text, err, _) = call(&env, "fetch_url", json!({ "url": url })).await;
+    assert!(!err && text.starts_with("200 "), "{lang}, after the refusals: {text}");
+    assert_eq!(server.received().len(), 1, "{lang}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_fetch_goes_through_wasi_http_under_the_grant() {
+    fetch_follows_the_grant(csv_summary(), "python").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_fetch_goes_through_wasi_http_under_the_grant() {
+    fetch_follows_the_grant(md_table(), "js").await;
 }

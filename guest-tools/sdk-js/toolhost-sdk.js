@@ -29,7 +29,9 @@
 // - Throw to fail the call: the host reports `SomeError: detail` as DeerFlow's error middleware
 //   prints a raised exception (`throw new TypeError("x")` → `TypeError: x`).
 // - Outbound HTTPS: `fetch()` goes through wasi:http, to the hosts of the tool's
-//   `capabilities.network` grant only.
+//   `capabilities.network` grant only (never to a private address unless the grant says
+//   `allow_private_addresses: true`); `run` may be `async` and `await fetch(...)`. A refused
+//   request rejects with a `TypeError` and the host adds which rule refused it.
 // - Files: `readTextFile(path)` reads through wasi:filesystem, inside the directories the
 //   tool's `capabilities.filesystem` grant opens; anything else throws `FileNotFoundError`.
 
@@ -225,11 +227,19 @@ export function exportTools(tools) {
         config: ctx.config.trim() ? JSON.parse(ctx.config) : {},
         sandbox: sandboxOf(ctx.sandbox),
       };
-      try {
-        return toResult(t.run(context, parsed));
-      } catch (e) {
+      const failed = (e) => {
         throw { tag: "failed", val: exceptionText(e) };
+      };
+      let out;
+      try {
+        out = t.run(context, parsed);
+      } catch (e) {
+        failed(e);
       }
+      // An async `run` (one that awaits `fetch`): componentize-js runs the event loop until the
+      // returned promise settles.
+      if (out && typeof out.then === "function") return out.then(toResult, failed);
+      return toResult(out);
     },
   };
 }

@@ -23,6 +23,12 @@
   others are reported as `RuntimeError`).
 - Files: plain `open()` on the paths the tool's `capabilities.filesystem` grant opens
   (`/mnt/user-data/...`); anything else fails with `FileNotFoundError`/`PermissionError`.
+- Network: `fetch(url, method=..., headers=..., body=...)` sends a request through wasi:http and
+  returns a `Response` (`status`, `headers`, `body`, `.text()`, `.json()`). The host sends it only
+  to a host the tool's `capabilities.network` grant lists (HTTPS, or HTTP to an `http://` entry)
+  and never to a private address unless the grant says `allow_private_addresses: true`; a refused
+  or failed request raises `HttpError` naming the URL and what went wrong (the host adds which
+  rule refused it). Python's own `urllib`/`socket` have no network inside the sandbox.
 """
 
 from __future__ import annotations
@@ -32,14 +38,25 @@ import inspect
 import json
 import sys
 import typing
+import urllib.parse  # at the top: componentize-py keeps only modules imported at build time
 from typing import Any, Callable, Optional
 
 from wit_world import exports as _exports
 from wit_world.imports import host as _host
-from wit_world.imports import types as _t
 from componentize_py_types import Err as _Err
 
-__all__ = ["tool", "Context", "Output", "Tool", "progress", "log", "schema_of"]
+try:  # the SDK world (`tool-component-py`): two interfaces are called `types`
+    from wit_world.imports import toolhost_tool_types as _t
+except ImportError:  # a project built against the contract's own world (`tool-component`)
+    from wit_world.imports import types as _t
+try:
+    from wit_world.imports import outgoing_handler as _oh
+    from wit_world.imports import streams as _streams
+    from wit_world.imports import wasi_http_types as _ht
+except ImportError:  # no wasi:http in the world: `fetch` says so
+    _oh = None
+
+__all__ = ["tool", "Context", "Output", "Tool", "progress", "log", "schema_of", "fetch", "Response", "HttpError"]
 
 
 class Context:
@@ -101,6 +118,143 @@ def progress(done: float, total: Optional[float] = None, message: Optional[str] 
 def log(message: str, level: str = "info") -> None:
     """A line in the host's log, with the tool's name."""
     _host.log(getattr(_host.Level, level.upper(), _host.Level.INFO), message)
+
+
+# ---- outbound HTTP through wasi:http ----
+
+
+class HttpError(Exception):
+    """A request that could not be sent or answered (refused by the grant, DNS, TLS, timeout, a
+    body over `max_bytes`). Uncaught, the call fails with `HttpError: <what went wrong>`."""
+
+
+@dataclasses.dataclass
+class Response:
+    """An HTTP response, its body read in full."""
+
+    url: str
+    status: int
+    #: `(name, value)` pairs in the order received; names lower-case.
+    headers: list
+    body: bytes
+
+    def header(self, name: str) -> Optional[str]:
+        """The first value of header `name` (any case), or None."""
+        name = name.lower()
+        return next((v for k, v in self.headers if k == name), None)
+
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+
+_METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"}
+
+
+def _error_text(code: Any) -> str:
+    """`ErrorCode_DnsError(DnsErrorPayload(rcode='...'))` → `dns error (rcode='...')`."""
+    name = type(code).__name__.split("_", 1)[-1]
+    words = "".join(" " + c.lower() if c.isupper() else c for c in name).strip()
+    value = getattr(code, "value", None)
+    return f"{words} ({value!r})" if value is not None else words
+
+
+def fetch(
+    url: str,
+    method: str = "GET",
+    headers: Optional[Any] = None,
+    body: Optional[Any] = None,
+    timeout: Optional[float] = None,
+    max_bytes: int = 16 * 1024 * 1024,
+) -> Response:
+    """Send one request and read its response. `headers`: a dict or `(name, value)` pairs;
+    `body`: bytes, str (UTF-8) or any other value sent as JSON (with `content-type:
+    application/json` unless given); `timeout` in seconds (the call's own `timeout_s` bounds it
+    anyway); a response body over `max_bytes` raises `HttpError`."""
+    if _oh is None:
+        raise HttpError("this component was built without wasi:http; build it with `toolhost build` from a project "
+                        "whose wit/world.wit has the `tool-component-py` world")
+    where = f"{method} {url}"
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise HttpError(f"{where}: only http:// and https:// URLs can be fetched")
+    if not parts.hostname:
+        raise HttpError(f"{where}: the URL has no host")
+    if parts.username is not None or parts.password is not None:
+        raise HttpError(f"{where}: user info in a URL is not sent; use an Authorization header")
+    pairs = list(headers.items()) if isinstance(headers, dict) else list(headers or [])
+    if body is not None and not isinstance(body, (bytes, bytearray, str)):
+        body = json.dumps(body, ensure_ascii=False)
+        if not any(k.lower() == "content-type" for k, _ in pairs):
+            pairs.append(("content-type", "application/json"))
+    data = body.encode("utf-8") if isinstance(body, str) else (bytes(body) if body is not None else None)
+    try:
+        fields = _ht.Fields.from_list([(str(k), str(v).encode("latin-1")) for k, v in pairs])
+    except _Err as e:
+        raise HttpError(f"{where}: a header was refused ({_error_text(e.value)})") from None
+    except UnicodeEncodeError:
+        raise HttpError(f"{where}: a header value is not Latin-1 text") from None
+
+    request = _ht.OutgoingRequest(fields)
+    m = method.upper()
+    request.set_method(getattr(_ht, f"Method_{m.capitalize()}")() if m in _METHODS else _ht.Method_Other(method))
+    request.set_scheme(_ht.Scheme_Https() if scheme == "https" else _ht.Scheme_Http())
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    request.set_authority(host + (f":{parts.port}" if parts.port is not None else ""))
+    request.set_path_with_query((parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
+    options = None
+    if timeout is not None:
+        ns = max(1, int(timeout * 1e9))
+        options = _ht.RequestOptions()
+        for set_ in (options.set_connect_timeout, options.set_first_byte_timeout, options.set_between_bytes_timeout):
+            set_(ns)
+    out_body = request.body() if data is not None else None
+    try:
+        future = _oh.handle(request, options)
+    except _Err as e:
+        raise HttpError(f"{where}: {_error_text(e.value)}") from None
+    with future:
+        if out_body is not None:
+            try:
+                with out_body.write() as stream:
+                    for i in range(0, len(data), 4096):
+                        stream.blocking_write_and_flush(data[i : i + 4096])
+                _ht.OutgoingBody.finish(out_body, None)
+            except _Err as e:
+                raise HttpError(f"{where}: sending the body failed ({_error_text(e.value)})") from None
+        with future.subscribe() as ready:
+            ready.block()
+        got = future.get()
+    if got is None or isinstance(got, _Err) or isinstance(got.value, _Err):
+        code = None if got is None or isinstance(got, _Err) else got.value.value
+        raise HttpError(f"{where}: {'no response' if code is None else _error_text(code)}")
+    with got.value.value as response:
+        status = response.status()
+        with response.headers() as h:
+            received = [(k.lower(), v.decode("latin-1")) for k, v in h.entries()]
+        chunks = []
+        size = 0
+        with response.consume() as incoming:
+            with incoming.stream() as stream:
+                while True:
+                    try:
+                        chunk = stream.blocking_read(65536)
+                    except _Err as e:
+                        if isinstance(e.value, _streams.StreamError_Closed):
+                            break
+                        raise HttpError(f"{where}: reading the body failed") from None
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise HttpError(f"{where}: the response body is over {max_bytes} bytes (max_bytes)")
+                    chunks.append(chunk)
+    return Response(url=url, status=status, headers=received, body=b"".join(chunks))
 
 
 # ---- argument schemas from Python types ----

@@ -68,17 +68,26 @@ const JS: Files = &[
     ("toolhost-sdk.js", include_str!("../../../guest-tools/sdk-js/toolhost-sdk.js")),
     ("test.mjs", include_str!("templates/js/test.mjs")),
     ("package.json", include_str!("templates/js/package.json")),
-    ("wit/world.wit", include_str!("../../../guest-tools/sdk-js/wit/world.wit")),
-    ("wit/deps/toolhost-tool/tool.wit", TOOL_WIT),
-    ("wit/deps/wasi-io/io.wit", include_str!("../../../guest-tools/sdk-js/wit/deps/wasi-io/io.wit")),
-    ("wit/deps/wasi-clocks/clocks.wit", include_str!("../../../guest-tools/sdk-js/wit/deps/wasi-clocks/clocks.wit")),
-    (
-        "wit/deps/wasi-filesystem/filesystem.wit",
-        include_str!("../../../guest-tools/sdk-js/wit/deps/wasi-filesystem/filesystem.wit"),
-    ),
     ("README.md", include_str!("templates/js/README.md")),
     ("config.yaml", include_str!("templates/config.yaml")),
     (".gitignore", "/build\n/.toolhost\nnode_modules/\n"),
+];
+
+/// The WIT a Python or JavaScript project builds against (`guest-tools/sdk-wit`): the SDK worlds
+/// (`tool-component-py`, `tool-component-js`), toolhost's contract and the WASI packages they use.
+const SDK_WIT: Files = &[
+    ("wit/world.wit", include_str!("../../../guest-tools/sdk-wit/world.wit")),
+    ("wit/deps/toolhost-tool/tool.wit", TOOL_WIT),
+    ("wit/deps/wasi-cli/cli.wit", include_str!("../../../guest-tools/sdk-wit/deps/wasi-cli/cli.wit")),
+    ("wit/deps/wasi-clocks/clocks.wit", include_str!("../../../guest-tools/sdk-wit/deps/wasi-clocks/clocks.wit")),
+    (
+        "wit/deps/wasi-filesystem/filesystem.wit",
+        include_str!("../../../guest-tools/sdk-wit/deps/wasi-filesystem/filesystem.wit"),
+    ),
+    ("wit/deps/wasi-http/http.wit", include_str!("../../../guest-tools/sdk-wit/deps/wasi-http/http.wit")),
+    ("wit/deps/wasi-io/io.wit", include_str!("../../../guest-tools/sdk-wit/deps/wasi-io/io.wit")),
+    ("wit/deps/wasi-random/random.wit", include_str!("../../../guest-tools/sdk-wit/deps/wasi-random/random.wit")),
+    ("wit/deps/wasi-sockets/sockets.wit", include_str!("../../../guest-tools/sdk-wit/deps/wasi-sockets/sockets.wit")),
 ];
 
 /// `toolhost new NAME --lang L [--dir DIR]`: write the project; returns what to print.
@@ -94,9 +103,9 @@ pub fn new_project(name: &str, lang: Lang, dir: Option<&Path>) -> anyhow::Result
     let tool = name.replace('-', "_");
     let files: Vec<(&str, &str)> = match lang {
         Lang::Rust => COMMON.iter().chain(RUST).copied().collect(),
-        Lang::Python => COMMON.iter().chain(PYTHON).copied().collect(),
-        // The JS world (wit/world.wit) includes tool.wit from wit/deps.
-        Lang::Js => JS.to_vec(),
+        // The SDK worlds (wit/world.wit) include tool.wit from wit/deps.
+        Lang::Python => PYTHON.iter().chain(SDK_WIT).copied().collect(),
+        Lang::Js => JS.iter().chain(SDK_WIT).copied().collect(),
     };
     for (rel, text) in files {
         let path = dir.join(rel);
@@ -237,8 +246,12 @@ fn compile(dir: &Path, lang: Lang, name: &str) -> anyhow::Result<PathBuf> {
                      .peers/componentize-py/bin)"
                 ),
             )?;
+            // A project from `toolhost new` builds against the SDK world (wasi:http for `fetch`);
+            // one with only wit/tool.wit (written before the SDK world existed) against the
+            // contract's own world.
+            let world = if dir.join("wit/world.wit").is_file() { "tool-component-py" } else { "tool-component" };
             let mut cmd = Command::new(py);
-            cmd.current_dir(dir).args(["-d", "wit", "-w", "tool-component", "componentize", "app", "-o"]).arg(&out);
+            cmd.current_dir(dir).args(["-d", "wit", "-w", world, "componentize", "app", "-o"]).arg(&out);
             run(cmd, "componentize-py componentize app")?;
         }
         Lang::Js => {
