@@ -33,16 +33,7 @@ fn file_ref(path: PathBuf) -> ComponentRef {
 }
 
 fn request(tool: &str, args: Value) -> CallRequest {
-    CallRequest {
-        tool: tool.into(),
-        args: args.to_string(),
-        thread_id: "t1".into(),
-        tool_call_id: "c1".into(),
-        config: "{}".into(),
-        sandbox: Default::default(),
-        progress: None,
-        cancel: None,
-    }
+    CallRequest { tool_call_id: "c1".into(), ..CallRequest::new(tool, args.to_string()) }
 }
 
 /// Load hello from `rt` and greet: (compiled, the tools it lists, the greeting).

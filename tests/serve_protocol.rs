@@ -471,12 +471,13 @@ fn a_cancelled_component_call_stops_computing() {
     raw.send(&tool_call(9, "ok", json!({})));
     assert_eq!(raw.next()["result"]["content"][0]["text"], "ok");
     raw.send(&tool_call(1, "spin", json!({})));
-    // Spinning: the server uses most of a core.
+    // Spinning: the server uses a core, or what a loaded machine (CI runs test binaries side by
+    // side on two cores) leaves it: a tenth at the very least.
     std::thread::sleep(Duration::from_millis(500));
     let (t0, c0) = (Instant::now(), cpu_seconds(pid));
-    std::thread::sleep(Duration::from_millis(700));
+    std::thread::sleep(Duration::from_millis(1500));
     let busy = (cpu_seconds(pid) - c0) / t0.elapsed().as_secs_f64();
-    assert!(busy > 0.3, "the guest should be computing: {busy:.2} of a core");
+    assert!(busy > 0.1, "the guest should be computing: {busy:.2} of a core");
     raw.send(
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}})
             .to_string()
@@ -486,7 +487,10 @@ fn a_cancelled_component_call_stops_computing() {
     let (t0, c0) = (Instant::now(), cpu_seconds(pid));
     std::thread::sleep(Duration::from_millis(1000));
     let idle = (cpu_seconds(pid) - c0) / t0.elapsed().as_secs_f64();
-    assert!(idle < 0.15, "a cancelled guest must stop computing: {idle:.2} of a core");
+    assert!(
+        idle < 0.15 && idle < busy / 2.0,
+        "a cancelled guest must stop computing: {idle:.2} of a core, against {busy:.2} while it ran"
+    );
     raw.send(&tool_call(2, "hello", json!({"name": "after"})));
     let next = raw.next();
     assert_eq!(next["id"], 2, "no result for the cancelled call: {next}");

@@ -68,6 +68,7 @@ const MIXED: &str = r#"tools:
   - {name: ok, group: g, use: "{hostile}:ok"}
   - {name: blocks, group: g, use: "{hostile}:blocks", capabilities: {output_bytes: 4096}}
   - {name: progress, group: g, use: "{hostile}:progress"}
+  - {name: log, group: g, use: "{hostile}:log"}
 "#;
 
 #[tokio::test]
@@ -563,6 +564,12 @@ async fn serve_maps_content_blocks_and_sends_progress_notifications() {
 /// `toolhost serve` over stdio spoken to line by line: the requests, then every line it wrote
 /// until the response to the last one (id 9).
 fn raw_stdio(env: &Env, calls: &[Value]) -> Vec<Value> {
+    let requests: Vec<(&str, Value)> = calls.iter().map(|c| ("tools/call", c.clone())).collect();
+    raw_stdio_requests(env, &requests)
+}
+
+/// `raw_stdio` with any requests `(method, params)`.
+fn raw_stdio_requests(env: &Env, calls: &[(&str, Value)]) -> Vec<Value> {
     use std::io::{BufRead, BufReader, Write};
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .args(["serve", "--thread", "t-raw", "--config"])
@@ -583,9 +590,9 @@ fn raw_stdio(env: &Env, calls: &[Value]) -> Vec<Value> {
     assert_eq!(init["id"], 0, "{init}");
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let mut out = Vec::new();
-    for (i, params) in calls.iter().enumerate() {
+    for (i, (method, params)) in calls.iter().enumerate() {
         let id = if i + 1 == calls.len() { 9 } else { i + 1 };
-        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+        send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
             let line: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
             let done = line["id"] == id;
@@ -618,4 +625,62 @@ fn serve_sends_progress_only_for_a_progress_token_and_before_the_result() {
     assert_eq!(lines[1]["params"], json!({"progressToken": "tok-7", "progress": 1.0, "total": 2.0, "message": "half"}));
     assert_eq!(lines[2]["params"], json!({"progressToken": "tok-7", "progress": 2.0, "total": 2.0}));
     assert_eq!(lines[3]["result"]["content"][0]["text"], "sent 2 reports");
+}
+
+#[test]
+fn serve_forwards_a_components_log_lines_at_the_level_the_client_set() {
+    let env = host_with(MIXED);
+    let lines = json!({"lines": [
+        {"level": "debug", "message": "d"},
+        {"level": "info", "message": "i"},
+        {"level": "warn", "message": "w"},
+        {"level": "error", "message": "e"},
+    ]});
+    let call = |args: &Value| json!({"name": "log", "arguments": args});
+    let out = raw_stdio_requests(
+        &env,
+        &[
+            // Before the client sets a level: no log notifications.
+            ("tools/call", call(&lines)),
+            ("logging/setLevel", json!({"level": "info"})),
+            ("tools/call", call(&lines)),
+            // A flood: 1000 lines reach the client, the last one saying the rest did not.
+            ("tools/call", call(&json!({"flood": 5000, "message_bytes": 10_000}))),
+            ("tools/call", json!({"name": "ok", "arguments": {}})),
+        ],
+    );
+    let kind = |l: &Value| l["method"].as_str().map_or(format!("result {}", l["id"]), str::to_string);
+    let mut at = 0;
+    let mut next_result = |id: u64| {
+        let start = at;
+        while out[at]["id"] != id {
+            at += 1;
+        }
+        at += 1;
+        out[start..at].to_vec()
+    };
+    let first = next_result(1);
+    assert_eq!(first.iter().map(kind).collect::<Vec<_>>(), ["result 1"], "{first:?}");
+    assert_eq!(next_result(2).len(), 1);
+    let third = next_result(3);
+    let params: Vec<&Value> =
+        third.iter().filter(|l| l["method"] == "notifications/message").map(|l| &l["params"]).collect();
+    assert_eq!(
+        params,
+        [
+            &json!({"level": "info", "logger": "log", "data": "i"}),
+            &json!({"level": "warning", "logger": "log", "data": "w"}),
+            &json!({"level": "error", "logger": "log", "data": "e"}),
+        ],
+        "debug is below the level set; the rest in order, before the result: {third:?}"
+    );
+    assert_eq!(third.last().unwrap()["result"]["content"][0]["text"], "wrote 4 lines");
+    let flood = next_result(4);
+    let messages: Vec<&Value> = flood.iter().filter(|l| l["method"] == "notifications/message").collect();
+    assert_eq!(messages.len(), 1000, "at most 1000 lines per call reach the client");
+    assert!(messages[..999].iter().all(|m| m["params"]["data"].as_str().unwrap().len() == 4096), "cut to 4096");
+    assert!(messages[999]["params"]["data"].as_str().unwrap().contains("the rest go to the host's log only"));
+    assert_eq!(flood.last().unwrap()["result"]["content"][0]["text"], "wrote 5000 lines");
+    let last = next_result(9);
+    assert_eq!(last.last().unwrap()["result"]["isError"], false, "{last:?}");
 }

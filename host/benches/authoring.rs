@@ -47,16 +47,7 @@ fn build(dir: &Path, lang: &str) -> PathBuf {
 }
 
 fn request(tool: &str) -> CallRequest {
-    CallRequest {
-        tool: tool.into(),
-        args: r#"{"name":"bench"}"#.into(),
-        thread_id: "t1".into(),
-        tool_call_id: "call_1".into(),
-        config: "{}".into(),
-        sandbox: Default::default(),
-        progress: None,
-        cancel: None,
-    }
+    CallRequest::new(tool, r#"{"name":"bench"}"#)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {

@@ -188,14 +188,9 @@ fn breakdown() {
     ];
     let caps = CapabilitySet { fs: FilesGrant::UserData, ..CapabilitySet::default() };
     let req = |args: Value| CallRequest {
-        tool: "read_file".into(),
-        args: args.to_string(),
         thread_id: THREAD.into(),
         tool_call_id: "c".into(),
-        config: "{}".into(),
-        sandbox: Default::default(),
-        progress: None,
-        cancel: None,
+        ..CallRequest::new("read_file", args.to_string())
     };
     let small = req(json!({"description": "d", "path": format!("{WS}/README.md")}));
     let ranged =

@@ -60,16 +60,7 @@ impl Tool for NativeHello {
 }
 
 fn hello_request() -> CallRequest {
-    CallRequest {
-        tool: "hello".into(),
-        args: r#"{"name":"bench"}"#.into(),
-        thread_id: "t1".into(),
-        tool_call_id: "call_1".into(),
-        config: "{}".into(),
-        sandbox: Default::default(),
-        progress: None,
-        cancel: None,
-    }
+    CallRequest::new("hello", r#"{"name":"bench"}"#)
 }
 
 fn load_hello(rt: &Runtime) -> Arc<LoadedComponent> {

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use toolhost_core::{
-    CallContext, CancelSignal, ErrorKind, ProgressSink, ThreadFs, ThreadPaths, ThreadState, Threads, ToolOutcome,
-    ToolSpec,
+    CallContext, CancelSignal, ErrorKind, LogSink, ProgressSink, ThreadFs, ThreadPaths, ThreadState, Threads,
+    ToolOutcome, ToolSpec,
 };
 
 pub use toolhost_subagents::agents::{AgentConfig, AgentError};
@@ -92,6 +92,9 @@ impl ToolCall {
 pub struct CallOptions {
     /// Where the tool's progress reports go (see [`Toolhost::call_with_progress`]).
     pub progress: Option<ProgressSink>,
+    /// Where the tool's log lines go besides the host's log (a component's `host.log`; an MCP
+    /// client's `notifications/message`). The sink runs on the thread that runs the tool.
+    pub log: Option<LogSink>,
     /// Raise it to stop the call (an MCP client's `notifications/cancelled`).
     pub cancel: Option<CancelSignal>,
 }
@@ -506,6 +509,7 @@ impl Toolhost {
                 let mut ctx =
                     CallContext::new(fs.clone(), self.new_call_id(id.clone()), state.clone()).alone_in_turn(alone);
                 ctx.progress = opts.progress.clone();
+                ctx.log = opts.log.clone();
                 ctx.cancel = opts.cancel.clone();
                 ctx
             })

@@ -37,7 +37,10 @@ pub use options::{ConfigSource, Environment, HostOptions};
 pub use serve_config::ServeConfig;
 pub use state_store::StateError;
 pub use toolhost_core as core;
-pub use toolhost_core::{CallContext, CancelSignal, ErrorKind, ProgressSink, ThreadState, Tool, ToolOutcome, ToolSpec};
+pub use toolhost_core::{
+    CallContext, CancelSignal, ErrorKind, LogLevel, LogLine, LogSink, ProgressSink, ThreadState, Tool, ToolOutcome,
+    ToolSpec,
+};
 
 /// The `toolhost.serve` section of config text (session cap, idle timeout, thread TTL), read
 /// before the rest of the host opens; `$VAR`s are taken from `env`.

@@ -12,6 +12,6 @@ pub use paths::{ThreadPaths, VIRTUAL_ACP, VIRTUAL_SKILLS, VIRTUAL_USER_DATA};
 pub use state::{StateUpdate, ThreadState};
 pub use threadfs::{DirHandle, FsError, SharedDir, SharedRoots, ThreadDir, ThreadFs, ThreadFsError, Threads};
 pub use tool::{
-    CallContext, CancelSignal, CatalogSlot, ContentPart, ErrorKind, Progress, ProgressSink, Status, Tool,
-    ToolException, ToolOutcome, ToolSource, ToolSpec,
+    CallContext, CancelSignal, CatalogSlot, ContentPart, ErrorKind, LogLevel, LogLine, LogSink, Progress, ProgressSink,
+    Status, Tool, ToolException, ToolOutcome, ToolSource, ToolSpec,
 };

@@ -249,6 +249,51 @@ impl std::fmt::Debug for ProgressSink {
     }
 }
 
+/// How severe a tool's log line is (the WIT `host.level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// One line a tool wrote to its log during a call (a component's `host.log`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogLine {
+    /// The call the line is about.
+    pub tool_call_id: String,
+    /// The tool that wrote it.
+    pub tool: String,
+    pub level: LogLevel,
+    pub message: String,
+}
+
+/// Where the log lines of a call go besides the host's own log (an MCP client's
+/// `notifications/message`): set by whoever makes the call ([`CallContext::with_log`]). Like
+/// [`ProgressSink`] it runs on the thread that runs the tool and must not block.
+#[derive(Clone)]
+pub struct LogSink(Arc<dyn Fn(LogLine) + Send + Sync>);
+
+impl LogSink {
+    pub fn new(f: impl Fn(LogLine) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// Hand a line on.
+    pub fn write(&self, line: LogLine) {
+        (self.0)(line)
+    }
+}
+
+impl std::fmt::Debug for LogSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LogSink")
+    }
+}
+
 /// Everything a tool may know about the call besides its arguments. Runtime context travels
 /// here, never as model arguments (DeerFlow's injected `runtime` / `tool_call_id`).
 #[derive(Debug, Clone)]
@@ -266,6 +311,9 @@ pub struct CallContext {
     /// through the WIT `progress` import (thinned by the runtime); a native tool may report here
     /// directly.
     pub progress: Option<ProgressSink>,
+    /// Where the tool's log lines go besides the host's log; `None`: only the host's log.
+    /// Component tools write through the WIT `log` import (capped per call by the runtime).
+    pub log: Option<LogSink>,
     /// Raised when whoever asked for the call no longer wants its result (an MCP client's
     /// `notifications/cancelled`): a tool that runs long checks it and stops. Component tools
     /// are stopped by the runtime within one epoch tick. `None`: the call cannot be cancelled.
@@ -304,6 +352,7 @@ impl CallContext {
             state,
             alone_in_turn: false,
             progress: None,
+            log: None,
             cancel: None,
         }
     }
@@ -317,6 +366,12 @@ impl CallContext {
     /// The same call, with its progress reports going to `sink`.
     pub fn with_progress(mut self, sink: ProgressSink) -> Self {
         self.progress = Some(sink);
+        self
+    }
+
+    /// The same call, with its log lines also going to `sink`.
+    pub fn with_log(mut self, sink: LogSink) -> Self {
+        self.log = Some(sink);
         self
     }
 

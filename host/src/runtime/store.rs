@@ -9,7 +9,7 @@ use wasmtime::{ResourceLimiter, Store};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use toolhost_core::CancelSignal;
+use toolhost_core::{CancelSignal, LogLevel, LogLine, LogSink};
 
 use super::call_error::ComponentCallError;
 use super::capabilities::{CapabilitySet, Preopen};
@@ -27,6 +27,37 @@ pub struct HostState {
     http: wasmtime_wasi_http::WasiHttpCtx,
     pub(super) net: NetHooks,
     pub(super) progress: ProgressRelay,
+    log: LogRelay,
+}
+
+/// Where a call's log lines go besides the host's log (`CallRequest::log`), at most
+/// [`LogRelay::MAX_LINES`] per call: a guest in a loop cannot flood the caller.
+pub(super) struct LogRelay {
+    sink: Option<LogSink>,
+    tool_call_id: String,
+    tool: String,
+    sent: u32,
+}
+
+impl LogRelay {
+    const MAX_LINES: u32 = 1000;
+
+    pub fn new(sink: Option<LogSink>, tool_call_id: &str, tool: &str) -> Self {
+        Self { sink, tool_call_id: tool_call_id.to_string(), tool: tool.to_string(), sent: 0 }
+    }
+
+    fn write(&mut self, level: LogLevel, message: String) {
+        let Some(sink) = &self.sink else { return };
+        self.sent = self.sent.saturating_add(1);
+        let message = match self.sent {
+            n if n < Self::MAX_LINES => message,
+            n if n == Self::MAX_LINES => {
+                format!("[toolhost] {} log lines in this call: the rest go to the host's log only", Self::MAX_LINES)
+            }
+            _ => return,
+        };
+        sink.write(LogLine { tool_call_id: self.tool_call_id.clone(), tool: self.tool.clone(), level, message });
+    }
 }
 
 impl WasiView for HostState {
@@ -47,16 +78,17 @@ impl HostState {
         self.net.resolve_for_guest(name)
     }
 
-    pub(super) fn write_log(&mut self, level: tracing::Level, message: &str) {
+    pub(super) fn write_log(&mut self, level: LogLevel, message: &str) {
         let message: String = message.chars().take(4096).collect();
         let label = &self.label;
         match level {
-            tracing::Level::TRACE => tracing::trace!(component = %label, "{message}"),
-            tracing::Level::DEBUG => tracing::debug!(component = %label, "{message}"),
-            tracing::Level::INFO => tracing::info!(component = %label, "{message}"),
-            tracing::Level::WARN => tracing::warn!(component = %label, "{message}"),
-            tracing::Level::ERROR => tracing::error!(component = %label, "{message}"),
+            LogLevel::Trace => tracing::trace!(component = %label, "{message}"),
+            LogLevel::Debug => tracing::debug!(component = %label, "{message}"),
+            LogLevel::Info => tracing::info!(component = %label, "{message}"),
+            LogLevel::Warn => tracing::warn!(component = %label, "{message}"),
+            LogLevel::Error => tracing::error!(component = %label, "{message}"),
         }
+        self.log.write(level, message);
     }
 
     pub(super) fn report_progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
@@ -84,9 +116,11 @@ impl ResourceLimiter for Limiter {
     }
 }
 
-/// How a call's caller follows it: where its progress goes, and the signal that stops it.
+/// How a call's caller follows it: where its progress and log lines go, and the signal that
+/// stops it.
 pub(super) struct Caller {
     pub progress: ProgressRelay,
+    pub log: LogRelay,
     pub cancel: Option<CancelSignal>,
 }
 
@@ -100,7 +134,7 @@ pub(super) fn new_store(
     deadline: Instant,
     caller: Caller,
 ) -> Result<Store<HostState>, ComponentCallError> {
-    let Caller { progress, cancel } = caller;
+    let Caller { progress, log, cancel } = caller;
     let ctx = caps.wasi_ctx(preopens, stderr).map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
     let mut table = ResourceTable::new();
     table.set_max_capacity(caps.limits.handles);
@@ -112,6 +146,7 @@ pub(super) fn new_store(
         http: wasmtime_wasi_http::WasiHttpCtx::new(),
         net: NetHooks::new(caps.network.clone(), rt.net().clone(), deadline),
         progress,
+        log,
     };
     let mut store = Store::new(rt.engine(), state);
     store.limiter(|s| &mut s.limiter);

@@ -333,12 +333,13 @@ macro_rules! host_interface {
         impl $version::toolhost::tool::host::Host for HostState {
             fn log(&mut self, level: $version::toolhost::tool::host::Level, message: String) {
                 use $version::toolhost::tool::host::Level as L;
+                use toolhost_core::LogLevel;
                 let level = match level {
-                    L::Trace => tracing::Level::TRACE,
-                    L::Debug => tracing::Level::DEBUG,
-                    L::Info => tracing::Level::INFO,
-                    L::Warn => tracing::Level::WARN,
-                    L::Error => tracing::Level::ERROR,
+                    L::Trace => LogLevel::Trace,
+                    L::Debug => LogLevel::Debug,
+                    L::Info => LogLevel::Info,
+                    L::Warn => LogLevel::Warn,
+                    L::Error => LogLevel::Error,
                 };
                 self.write_log(level, &message);
             }

@@ -22,7 +22,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
-use toolhost_core::{CancelSignal, ContentPart, Progress, ProgressSink, ToolOutcome};
+use toolhost_core::{CancelSignal, ContentPart, LogLevel, LogLine, LogSink, Progress, ProgressSink, ToolOutcome};
 
 use super::jsonrpc::{cap_text, ECHO_MAX_BYTES};
 use super::threads::{check_client_thread, Hold, ThreadKeeper, META_THREAD, THREAD_HEADER};
@@ -497,35 +497,57 @@ impl ServerHandler for McpSessionHandler {
             }))
         };
         let run = async {
-            match token {
-                None => {
-                    let opts = CallOptions { progress: None, cancel: Some(cancel.clone()) };
-                    served.host.call_with(&served.request, &thread, &name, args, None, opts).await
-                }
-                Some(token) => {
-                    // The tool reports on the thread that runs it; a task sends the notifications in
-                    // order, and all of them are sent before the result.
-                    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-                    let peer = cx.peer.clone();
-                    let forward = tokio::spawn(async move {
-                        while let Some(p) = rx.recv().await {
-                            let mut n = ProgressNotificationParam::new(token.clone(), p.progress);
-                            n.total = p.total;
-                            n.message = p.message;
-                            if let Err(e) = peer.notify_progress(n).await {
-                                tracing::debug!("cannot send a progress notification: {e}");
-                            }
+            // The tool's progress reports (when the request asked for them) and log lines (when
+            // the client set a log level) arrive on the thread that runs it; one task per kind
+            // sends them in order, and all of them are sent before the result.
+            let mut opts = CallOptions { cancel: Some(cancel.clone()), ..CallOptions::default() };
+            let mut forwards = Vec::new();
+            if let Some(token) = token {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+                let peer = cx.peer.clone();
+                forwards.push(tokio::spawn(async move {
+                    while let Some(p) = rx.recv().await {
+                        let mut n = ProgressNotificationParam::new(token.clone(), p.progress);
+                        n.total = p.total;
+                        n.message = p.message;
+                        if let Err(e) = peer.notify_progress(n).await {
+                            tracing::debug!("cannot send a progress notification: {e}");
                         }
-                    });
-                    let sink = ProgressSink::new(move |p| drop(tx.send(p)));
-                    let opts = CallOptions { progress: Some(sink), cancel: Some(cancel.clone()) };
-                    let r = served.host.call_with(&served.request, &thread, &name, args, None, opts).await;
-                    if let Err(e) = forward.await {
-                        tracing::debug!("progress forwarding ended: {e}");
                     }
-                    r
+                }));
+                opts.progress = Some(ProgressSink::new(move |p| drop(tx.send(p))));
+            }
+            if self.log_level.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<LogLine>();
+                let (peer, wanted) = (cx.peer.clone(), self.log_level.clone());
+                forwards.push(tokio::spawn(async move {
+                    while let Some(line) = rx.recv().await {
+                        let level = match line.level {
+                            LogLevel::Trace | LogLevel::Debug => LoggingLevel::Debug,
+                            LogLevel::Info => LoggingLevel::Info,
+                            LogLevel::Warn => LoggingLevel::Warning,
+                            LogLevel::Error => LoggingLevel::Error,
+                        };
+                        let min = *wanted.lock().unwrap_or_else(|p| p.into_inner());
+                        if !min.is_some_and(|m| severity(level) >= severity(m)) {
+                            continue;
+                        }
+                        let mut p = LoggingMessageNotificationParam::new(level, Value::String(line.message));
+                        p.logger = Some(line.tool);
+                        if let Err(e) = peer.notify_logging_message(p).await {
+                            tracing::debug!("cannot send a log message: {e}");
+                        }
+                    }
+                }));
+                opts.log = Some(LogSink::new(move |l| drop(tx.send(l))));
+            }
+            let r = served.host.call_with(&served.request, &thread, &name, args, None, opts).await;
+            for f in forwards {
+                if let Err(e) = f.await {
+                    tracing::debug!("notification forwarding ended: {e}");
                 }
             }
+            r
         };
         // A client's `notifications/cancelled` cancels `cx.ct`: dropping the call stops it (a
         // subagent's model request and its running tool calls with it). rmcp sends no response

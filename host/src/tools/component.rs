@@ -155,6 +155,7 @@ impl Tool for ComponentTool {
             config: self.config.clone(),
             sandbox: self.sandbox.clone(),
             progress: ctx.progress.clone(),
+            log: ctx.log.clone(),
             cancel: ctx.cancel.clone(),
         };
         // Wait in line (this thread's calls, then the host's) within the call's own timeout.
