@@ -2,12 +2,28 @@
 # Installs what tests/oci.rs runs against, from Debian's packages: a real OCI registry
 # (`docker-registry`, the CNCF distribution registry), Debian's `minisign` (to cross-check
 # toolhost's signatures) and `htpasswd` (apache2-utils, for the basic-auth registry). Versions
-# are Debian bookworm's; a machine that already has the three binaries is left alone.
+# are Debian bookworm's; a machine that already has the three binaries is left alone. Then the
+# ORAS project's Python SDK (`oras` from PyPI, pinned) in a venv at .peers/oras, the independent
+# client the interop test pushes and pulls with.
 # Usage: scripts/install-oci-peers.sh   (as root, or with the binaries already installed)
 set -euo pipefail
 
 REGISTRY_VERSION="2.8.2+ds1-1"
 MINISIGN_VERSION="0.11-1"
+
+ORAS_PY="oras==0.2.43"
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+oras_venv="$root/.peers/oras"
+if [[ "$(cat "$oras_venv/.installed" 2>/dev/null)" != "$ORAS_PY" ]] || ! "$oras_venv/bin/python" -c 'import oras.client' 2>/dev/null; then
+  echo "install-oci-peers: pip $ORAS_PY" >&2
+  rm -rf "$oras_venv"
+  mkdir -p "$root/.peers"
+  python3 -m venv "$oras_venv"
+  "$oras_venv/bin/python" -m pip install --quiet --disable-pip-version-check "$ORAS_PY"
+  "$oras_venv/bin/python" -c 'import oras.client'
+  printf '%s' "$ORAS_PY" > "$oras_venv/.installed"
+fi
 
 have() { [[ -x /usr/bin/docker-registry ]] && command -v minisign >/dev/null && command -v htpasswd >/dev/null; }
 have && exit 0

@@ -389,3 +389,85 @@ fn basic_auth_registry_with_docker_config_credentials() {
     let o = p.run("d-env", &args, &[("TOOLHOST_OCI_USERNAME", "alice"), ("TOOLHOST_OCI_PASSWORD", "s3cret")]);
     assert!(o.status.success() && text(&o.stdout).contains("Hello, env"), "{}{}", text(&o.stdout), text(&o.stderr));
 }
+
+/// Run the ORAS project's Python SDK (`.peers/oras`, scripts/install-oci-peers.sh) with `script`
+/// and `args`, in the project dir; panics with its output on failure.
+fn oras(p: &Project, script: &str, args: &[&str]) -> String {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.peers/oras/bin/python");
+    assert!(python.exists(), "{} missing: run scripts/install-oci-peers.sh", python.display());
+    let o = Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .current_dir(p.dir.path())
+        .env("DOCKER_CONFIG", p.path("docker"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "oras script failed:\n{}{}", text(&o.stdout), text(&o.stderr));
+    text(&o.stdout)
+}
+
+/// `oras push TARGET FILE:MEDIA_TYPE` with the wasm config type (plain HTTP: a loopback registry).
+const ORAS_PUSH: &str = r#"
+import json, sys, oras.client
+target, file, media_type = sys.argv[1:4]
+with open("config.json", "w") as f:
+    json.dump({"architecture": "wasm", "os": "wasip2", "layerDigests": []}, f)
+c = oras.client.OrasClient(insecure=True)
+r = c.push(target=target, files=[f"{file}:{media_type}"],
+           manifest_config="config.json:application/vnd.wasm.config.v0+json", disable_path_validation=True)
+print(r.status_code)
+"#;
+
+/// `oras pull TARGET` into OUTDIR; prints the files it wrote.
+const ORAS_PULL: &str = r#"
+import sys, oras.client
+c = oras.client.OrasClient(insecure=True)
+for f in c.pull(target=sys.argv[1], outdir=sys.argv[2]):
+    print(f)
+"#;
+
+/// Interop with an independent client: what the ORAS SDK pushes in the wasm artifact layout,
+/// toolhost pulls and runs; what `toolhost push` publishes, ORAS pulls byte for byte. An artifact
+/// ORAS pushed without a wasm layer is refused with the layer types named, and a normal pull
+/// still works afterwards.
+#[test]
+fn interop_with_the_oras_client_both_ways() {
+    let reg = Registry::start(None);
+    let p = Project::new();
+    let hello = p.component("hello");
+    let hello_bytes = std::fs::read(&hello).unwrap();
+
+    let pushed = oras(&p, ORAS_PUSH, &[&format!("{}/tools/hello:oras", reg.host()), "hello.wasm", "application/wasm"]);
+    assert_eq!(pushed.trim(), "201", "{pushed}");
+    let cfg = p.config("oras.yaml", &tool_config("", &reg.reference("tools/hello:oras")));
+    let (ok, out) = call_hello(&p, "d-oras", &cfg, "oras");
+    assert!(ok && out.contains("Hello, oras."), "{out}");
+
+    let digest = p.push(&hello, &reg.reference("tools/hello:toolhost"), None);
+    let listed = oras(&p, ORAS_PULL, &[&format!("{}/tools/hello:toolhost", reg.host()), "pulled"]);
+    let files: Vec<&str> = listed.lines().collect();
+    assert_eq!(files.len(), 1, "one layer: {listed}");
+    assert_eq!(std::fs::read(files[0]).unwrap(), hello_bytes, "ORAS pulled other bytes than toolhost pushed");
+    let pinned = format!("{}@{digest}", reg.reference("tools/hello:toolhost"));
+    let cfg_pinned = p.config("pinned.yaml", &tool_config("", &pinned));
+    let (ok, out) = call_hello(&p, "d-pinned", &cfg_pinned, "pinned");
+    assert!(ok && out.contains("Hello, pinned."), "{out}");
+
+    // Hostile: an artifact whose only layer is a tarball, not a component.
+    std::fs::write(p.path("payload.tar"), b"not a component").unwrap();
+    oras(
+        &p,
+        ORAS_PUSH,
+        &[&format!("{}/tools/hello:tarball", reg.host()), "payload.tar", "application/vnd.oci.image.layer.v1.tar"],
+    );
+    let cfg_tar = p.config("tar.yaml", &tool_config("", &reg.reference("tools/hello:tarball")));
+    let (ok, out) = call_hello(&p, "d-tar", &cfg_tar, "tar");
+    assert!(!ok && out.contains("hello is not a valid tool"), "{out}");
+    let ex = explain(&p, "d-tar", &cfg_tar);
+    assert!(ex.contains("no application/wasm layer") && ex.contains("application/vnd.oci.image.layer.v1.tar"), "{ex}");
+    p.assert_nothing_of("d-tar", b"not a component");
+    let (ok, out) = call_hello(&p, "d-oras", &cfg, "again");
+    assert!(ok && out.contains("Hello, again."), "{out}");
+}
