@@ -206,40 +206,12 @@ async fn python_argument_errors_and_raised_exceptions_read_as_deerflow_prints_th
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_a_read_outside_the_grant_is_refused() {
-    let secret_dir = tempfile::tempdir().unwrap();
-    let secret = secret_dir.path().join("secret.csv");
-    std::fs::write(&secret, "token\nPY-SECRET-7731\n").unwrap();
-    let env = open(csv_summary(), &[("summarize_data", FILES)]);
-    std::fs::write(env.uploads().join("sales.csv"), SALES).unwrap();
-    let escape = format!("/mnt/user-data/uploads/../../../../../../..{}", secret.display());
-    for path in [secret.display().to_string(), escape, "/etc/passwd".to_string()] {
-        let (text, err, _) = call(&env, "summarize_data", json!({ "path": path })).await;
-        assert!(err, "{path}: {text}");
-        assert!(text.contains("Error"), "{path}: {text}");
-        assert!(!text.contains("PY-SECRET-7731") && !text.contains("root:"), "{path} leaked: {text}");
-    }
-    // Without a filesystem grant even the thread's own upload is out of reach.
-    let env2 = open(csv_summary(), &[("summarize_data", "{memory_mb: 256, timeout_s: 20}")]);
-    std::fs::write(env2.uploads().join("sales.csv"), SALES).unwrap();
-    let (text, err, _) = call(&env2, "summarize_data", json!({"path": "/mnt/user-data/uploads/sales.csv"})).await;
-    assert!(err && !text.contains("north"), "{text}");
-    // The same component still works where it is granted.
-    let (text, err, _) = call(&env, "summarize_data", json!({"path": "/mnt/user-data/uploads/sales.csv"})).await;
-    assert!(!err && text.contains("3 rows"), "{text}");
+    python_reader().outside_the_grant_is_refused("PY-SECRET-7731").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_a_loop_hits_timeout_s() {
-    let env = open(csv_summary(), &[("spin", "{memory_mb: 256, timeout_s: 1}"), ("summarize_data", FILES)]);
-    let started = Instant::now();
-    let (text, err, _) = call(&env, "spin", json!({})).await;
-    let elapsed = started.elapsed();
-    assert!(err && text.starts_with("Error: Tool 'spin' failed with TimeoutError:"), "{text}");
-    assert!(text.contains("timed out after 1s"), "{text}");
-    assert!(elapsed >= Duration::from_millis(990) && elapsed < Duration::from_secs(10), "{elapsed:?}");
-    std::fs::write(env.uploads().join("sales.csv"), SALES).unwrap();
-    let (text, err, _) = call(&env, "summarize_data", json!({"path": "/mnt/user-data/uploads/sales.csv"})).await;
-    assert!(!err && text.contains("3 rows"), "after the loop: {text}");
+    python_reader().a_loop_hits_timeout_s().await;
 }
 
 // ---- JavaScript: md-table ----
@@ -290,36 +262,76 @@ async fn js_argument_errors_and_thrown_errors_read_as_deerflow_prints_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn js_a_read_outside_the_grant_is_refused() {
-    let secret_dir = tempfile::tempdir().unwrap();
-    let secret = secret_dir.path().join("secret.csv");
-    std::fs::write(&secret, "token\nJS-SECRET-9917\n").unwrap();
-    let env = open(md_table(), &[("markdown_table", FILES)]);
-    std::fs::write(env.uploads().join("sales.csv"), SALES).unwrap();
-    let escape = format!("/mnt/user-data/uploads/../../../../../../..{}", secret.display());
-    for path in [secret.display().to_string(), escape, "/etc/passwd".to_string()] {
-        let (text, err, _) = call(&env, "markdown_table", json!({ "file": path })).await;
-        assert!(err && text.contains("FileNotFoundError"), "{path}: {text}");
-        assert!(!text.contains("JS-SECRET-9917") && !text.contains("root:"), "{path} leaked: {text}");
-    }
-    let env2 = open(md_table(), &[("markdown_table", "{memory_mb: 256, timeout_s: 20}")]);
-    std::fs::write(env2.uploads().join("sales.csv"), SALES).unwrap();
-    let (text, err, _) = call(&env2, "markdown_table", json!({"file": "/mnt/user-data/uploads/sales.csv"})).await;
-    assert!(err && text.contains("FileNotFoundError") && !text.contains("north"), "{text}");
-    let (text, err, _) = call(&env, "markdown_table", json!({"file": "/mnt/user-data/uploads/sales.csv"})).await;
-    assert!(!err && text.contains("| north  |"), "{text}");
+    js_reader().outside_the_grant_is_refused("JS-SECRET-9917").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn js_a_loop_hits_timeout_s() {
-    let env = open(md_table(), &[("spin", "{memory_mb: 256, timeout_s: 1}"), ("markdown_table", FILES)]);
-    let started = Instant::now();
-    let (text, err, _) = call(&env, "spin", json!({})).await;
-    let elapsed = started.elapsed();
-    assert!(err && text.starts_with("Error: Tool 'spin' failed with TimeoutError:"), "{text}");
-    assert!(text.contains("timed out after 1s"), "{text}");
-    assert!(elapsed >= Duration::from_millis(990) && elapsed < Duration::from_secs(10), "{elapsed:?}");
-    let (text, err, _) = call(&env, "markdown_table", json!({"rows": [{"a": 1}]})).await;
-    assert!(!err && text == "|   a |\n| --: |\n|   1 |", "after the loop: {text}");
+    js_reader().a_loop_hits_timeout_s().await;
+}
+
+// ---- both languages: a file tool under the grant, and the time limit ----
+
+/// An example tool that reads the file its argument `key` names: `refusal` is in what it
+/// answers for a file it cannot read, `good` in what it answers for the thread's `sales.csv`.
+struct Reader {
+    wasm: &'static Path,
+    tool: &'static str,
+    key: &'static str,
+    refusal: &'static str,
+    good: &'static str,
+}
+
+fn python_reader() -> Reader {
+    Reader { wasm: csv_summary(), tool: "summarize_data", key: "path", refusal: "Error", good: "3 rows" }
+}
+
+fn js_reader() -> Reader {
+    Reader { wasm: md_table(), tool: "markdown_table", key: "file", refusal: "FileNotFoundError", good: "| north  |" }
+}
+
+impl Reader {
+    fn args(&self, path: &str) -> Value {
+        json!({ self.key: path })
+    }
+
+    /// A secret file outside the thread, by host path and through `..`, and `/etc/passwd`, are
+    /// refused without leaking a byte; without a filesystem grant even the thread's own upload is
+    /// out of reach; the tool still reads where it is granted.
+    async fn outside_the_grant_is_refused(&self, secret_text: &str) {
+        let secret_dir = tempfile::tempdir().unwrap();
+        let secret = secret_dir.path().join("secret.csv");
+        std::fs::write(&secret, format!("token\n{secret_text}\n")).unwrap();
+        let env = open(self.wasm, &[(self.tool, FILES)]);
+        std::fs::write(env.uploads().join("sales.csv"), SALES).unwrap();
+        let escape = format!("/mnt/user-data/uploads/../../../../../../..{}", secret.display());
+        for path in [secret.display().to_string(), escape, "/etc/passwd".to_string()] {
+            let (text, err, _) = call(&env, self.tool, self.args(&path)).await;
+            assert!(err && text.contains(self.refusal), "{path}: {text}");
+            assert!(!text.contains(secret_text) && !text.contains("root:"), "{path} leaked: {text}");
+        }
+        let env2 = open(self.wasm, &[(self.tool, "{memory_mb: 256, timeout_s: 20}")]);
+        std::fs::write(env2.uploads().join("sales.csv"), SALES).unwrap();
+        let (text, err, _) = call(&env2, self.tool, self.args("/mnt/user-data/uploads/sales.csv")).await;
+        assert!(err && text.contains(self.refusal) && !text.contains("north"), "{text}");
+        let (text, err, _) = call(&env, self.tool, self.args("/mnt/user-data/uploads/sales.csv")).await;
+        assert!(!err && text.contains(self.good), "{text}");
+    }
+
+    /// The example's `spin` (a loop that never ends) is stopped by `timeout_s: 1` as DeerFlow
+    /// reports a raised `TimeoutError`; the tool answers normally afterwards.
+    async fn a_loop_hits_timeout_s(&self) {
+        let env = open(self.wasm, &[("spin", "{memory_mb: 256, timeout_s: 1}"), (self.tool, FILES)]);
+        let started = Instant::now();
+        let (text, err, _) = call(&env, "spin", json!({})).await;
+        let elapsed = started.elapsed();
+        assert!(err && text.starts_with("Error: Tool 'spin' failed with TimeoutError:"), "{text}");
+        assert!(text.contains("timed out after 1s"), "{text}");
+        assert!(elapsed >= Duration::from_millis(990) && elapsed < Duration::from_secs(10), "{elapsed:?}");
+        std::fs::write(env.uploads().join("sales.csv"), SALES).unwrap();
+        let (text, err, _) = call(&env, self.tool, self.args("/mnt/user-data/uploads/sales.csv")).await;
+        assert!(!err && text.contains(self.good), "after the loop: {text}");
+    }
 }
 
 // ---- both languages: outbound HTTPS through wasi:http, under the grant's rules ----
