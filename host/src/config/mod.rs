@@ -22,6 +22,7 @@ pub use crate::middleware::ReadBeforeWriteConfig;
 pub use crate::provenance::TrustConfig;
 pub use crate::runtime::capabilities::CapabilitiesConfig;
 pub use crate::runtime::ToolhostConfig;
+pub use crate::state_store::StateStoreConfig;
 /// One `acp_agents.<name>` entry: the ACP crate's type, read straight from config.yaml.
 pub use toolhost_acp::AcpAgentConfig;
 /// `tool_search:` (deferred MCP tools): the deferred crate's type.
@@ -106,6 +107,8 @@ pub struct AppConfig {
     /// `trust:` (toolhost's own): trusted signing keys and whether signatures are required.
     #[serde(deserialize_with = "null_as_default")]
     pub trust: TrustConfig,
+    /// `state_store:` (toolhost's own): where thread state lives; absent: the embedded store.
+    pub state_store: Option<StateStoreConfig>,
 }
 
 fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
