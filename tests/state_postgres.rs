@@ -323,42 +323,60 @@ where
     times[runs / 2]
 }
 
-/// The store's cost per turn (what a call adds: one `get`, one `apply` of a one-update turn),
-/// embedded (memory and `state.json`) against PostgreSQL on loopback. Prints the medians
-/// (BENCHMARKS.md); asserts only that both stores end with every update.
+/// The store's cost per turn (what a call that changes state adds: one `get` before the tool
+/// runs, one `apply` of the turn's update after), embedded (memory and `state.json`) against
+/// PostgreSQL on loopback: a small state (each turn replaces the todo list) and a growing one
+/// (each turn adds an artifact, up to 300). Prints the medians (BENCHMARKS.md); asserts only that
+/// both stores end with every update.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn store_overhead_per_turn() {
+    use toolhost::core::StateUpdate;
     use toolhost::state_store::{PostgresStateStore, StateStore, ThreadStore};
     use toolhost::StateStoreConfig;
     const RUNS: usize = 300;
     let pg = tokio::task::spawn_blocking(Postgres::start).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let fs = toolhost::core::ThreadFs::open(dir.path(), "bench").unwrap();
     let embedded = ThreadStore::new(true);
     let postgres = PostgresStateStore::new(&StateStoreConfig { url: pg.url(), pool_size: 4 }).unwrap();
     postgres.check().await.unwrap();
     let stores: [(&str, &dyn StateStore); 2] = [("embedded", &embedded), ("postgres", &postgres)];
-    let mut line = Vec::new();
+    let mut lines = Vec::new();
     for (name, store) in stores {
-        let fs = &fs;
-        let turn = |i: usize| toolhost::core::StateUpdate {
-            artifacts: Some(vec![format!("/mnt/user-data/outputs/{name}-{i}.md")]),
+        let small = toolhost::core::ThreadFs::open(dir.path(), &format!("{name}-small")).unwrap();
+        let growing = toolhost::core::ThreadFs::open(dir.path(), &format!("{name}-growing")).unwrap();
+        let todos = |i: usize| StateUpdate {
+            todos: Some(json!([{"content": i.to_string(), "status": "pending"}])),
             ..Default::default()
         };
-        // Warm up (connections, prepared statements, the file).
-        store.apply(fs, &[&turn(usize::MAX)]).await.unwrap();
-        let apply = median(RUNS, |i| async move {
-            store.apply(fs, &[&turn(i)]).await.unwrap();
+        let artifact = |i: usize| StateUpdate {
+            artifacts: Some(vec![format!("/mnt/user-data/outputs/{i}.md")]),
+            ..Default::default()
+        };
+        // Warm up (connections, prepared statements, the files).
+        store.apply(&small, &[&todos(usize::MAX)]).await.unwrap();
+        store.apply(&growing, &[&artifact(usize::MAX)]).await.unwrap();
+        let (small, growing) = (&small, &growing);
+        let get_small = median(RUNS, |_| async move {
+            store.get(small).await.unwrap();
         })
         .await;
-        let get = median(RUNS, |_| async move {
-            store.get(fs).await.unwrap();
+        let apply_small = median(RUNS, |i| async move {
+            store.apply(small, &[&todos(i)]).await.unwrap();
         })
         .await;
-        let state = store.get(fs).await.unwrap();
-        let mine = state.artifacts.iter().filter(|a| a.contains(&format!("/{name}-"))).count();
-        assert_eq!(mine, RUNS + 1, "{name}: updates lost");
-        line.push(format!("{name}: apply {apply:?}, get {get:?}"));
+        let apply_growing = median(RUNS, |i| async move {
+            store.apply(growing, &[&artifact(i)]).await.unwrap();
+        })
+        .await;
+        let get_growing = median(RUNS, |_| async move {
+            store.get(growing).await.unwrap();
+        })
+        .await;
+        assert_eq!(store.get(small).await.unwrap().todos.unwrap()[0]["content"], (RUNS - 1).to_string(), "{name}");
+        assert_eq!(store.get(growing).await.unwrap().artifacts.len(), RUNS + 1, "{name}: updates lost");
+        lines.push(format!(
+            "{name}: small state get {get_small:?} + apply {apply_small:?}; 300 artifacts get {get_growing:?} + apply {apply_growing:?}"
+        ));
     }
-    eprintln!("state store per turn (median of {RUNS}, state growing to {} artifacts): {}", RUNS + 1, line.join("; "));
+    eprintln!("state store per turn, medians of {RUNS}:\n  {}", lines.join("\n  "));
 }

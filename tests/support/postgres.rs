@@ -65,6 +65,7 @@ pub struct Postgres {
 impl Postgres {
     /// `initdb` and start. Takes about a second.
     pub fn start() -> Self {
+        let started = Instant::now();
         let bin = bin_dir();
         let owner = run_as();
         let dir = tempfile::tempdir().unwrap();
@@ -82,6 +83,7 @@ impl Postgres {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let mut pg = Postgres { dir, bin, owner, port, child: None };
         pg.resume();
+        eprintln!("postgres: initdb and start on port {port} in {:?}", started.elapsed());
         pg
     }
 

@@ -484,6 +484,28 @@ mod tests {
     }
 
     #[test]
+    fn state_store_url_comes_from_the_environment_and_unknown_keys_are_errors() {
+        let env = Environment::new([("PG_URL".to_string(), "postgres://t:pw@db:5432/threads".to_string())]);
+        let (c, w) = parse("state_store:\n  url: $PG_URL\n", "c.yaml", &env).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(
+            c.state_store,
+            Some(StateStoreConfig { url: "postgres://t:pw@db:5432/threads".into(), pool_size: 4 })
+        );
+        assert_eq!(parse("tools: []\n", "c.yaml", &env).unwrap().0.state_store, None);
+        // An unset variable is "" with a warning; the store then refuses the empty URL by name.
+        let (c, w) = parse("state_store: {url: $NOT_SET}\n", "c.yaml", &Environment::default()).unwrap();
+        assert_eq!(c.state_store.as_ref().map(|s| s.url.as_str()), Some(""));
+        assert!(w[0].contains("$NOT_SET"), "{w:?}");
+        let e = crate::state_store::open_store(c.state_store.as_ref(), false).err().unwrap();
+        assert!(e.to_string().starts_with("state_store.url: is empty"), "{e}");
+        let e = parse("state_store:\n  uri: postgres://db/x\n", "c.yaml", &env).unwrap_err();
+        assert!(e.message.contains("unknown field `uri`") && e.line == 2, "{e}");
+        let e = parse("state_store:\n  pool_size: 2\n", "c.yaml", &env).unwrap_err();
+        assert!(e.message.contains("missing field `url`"), "{e}");
+    }
+
+    #[test]
     fn toolhost_section_limits_are_checked() {
         let (c, _) =
             parse("toolhost:\n  concurrent_calls: 8\n  concurrent_calls_per_thread: 2\n", "c", &Environment::default())
