@@ -214,7 +214,7 @@ fn concurrent_turns_of_one_thread_on_two_replicas_lose_nothing() {
                 let i = r * EACH + k;
                 s.spawn(move || {
                     // Every call adds to the thread's state: an artifact, or a read mark.
-                    if i % 2 == 0 {
+                    if i.is_multiple_of(2) {
                         client.ok("present_files", json!({"filepaths": [outputs(&format!("f{i:02}.md"))]}));
                     } else {
                         client.ok("read_file", json!({"description": "d", "path": outputs(&format!("f{i:02}.md"))}));
@@ -229,9 +229,9 @@ fn concurrent_turns_of_one_thread_on_two_replicas_lose_nothing() {
         state["artifacts"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
     let marks: BTreeSet<String> = state["read_marks"].as_object().unwrap().keys().cloned().collect();
     let want_artifacts: BTreeSet<String> =
-        (0..2 * EACH).filter(|i| i % 2 == 0).map(|i| outputs(&format!("f{i:02}.md"))).collect();
+        (0..2 * EACH).filter(|i| i.is_multiple_of(2)).map(|i| outputs(&format!("f{i:02}.md"))).collect();
     let want_marks: BTreeSet<String> =
-        (0..2 * EACH).filter(|i| i % 2 == 1).map(|i| outputs(&format!("f{i:02}.md"))).collect();
+        (0..2 * EACH).filter(|i| !i.is_multiple_of(2)).map(|i| outputs(&format!("f{i:02}.md"))).collect();
     assert_eq!(artifacts, want_artifacts, "artifacts lost");
     assert_eq!(marks, want_marks, "read marks lost");
     assert_eq!(state["artifacts"].as_array().unwrap().len(), EACH, "an artifact recorded twice: {state}");
@@ -280,6 +280,35 @@ fn a_corrupt_row_and_a_stopped_server_are_clear_errors_and_calls_work_again() {
     let from_b = Client::new(&b, "t-fine");
     assert!(from_b.tools().contains(&"write_todos".to_string()));
     assert_eq!(stored_state(&pg, "t-fine")["todos"][0]["content"], "after");
+}
+
+#[test]
+fn an_expired_thread_loses_its_row_with_its_directory() {
+    let pg = Postgres::start();
+    let shared = Shared::new();
+    let mut cmd = shared.command(&pg.url());
+    cmd.args(["--thread-ttl", "1"]);
+    let a = HttpServer::spawn(cmd);
+    let (old, kept) = (Client::new(&a, "t-expiring"), Client::new(&a, "t-kept"));
+    old.ok("write_todos", json!({"todos": [{"content": "soon gone", "status": "pending"}]}));
+    assert_eq!(stored_state(&pg, "t-expiring")["todos"][0]["content"], "soon gone");
+    let dir = shared.data().join("threads/t-expiring");
+    assert!(dir.is_dir());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        // Another thread stays in use meanwhile (and keeps its row).
+        kept.ok("write_todos", json!({"todos": [{"content": "kept", "status": "pending"}]}));
+        let rows = pg.psql("SELECT count(*) FROM toolhost_thread_state WHERE thread_id = 't-expiring'");
+        if rows.trim() == "0" && !dir.exists() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the expired thread's row or directory is still there");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(stored_state(&pg, "t-kept")["todos"][0]["content"], "kept");
+    // The thread's name can be used again, from scratch.
+    assert!(old.tools().contains(&"write_todos".to_string()));
+    old.ok("hello", json!({"name": "again"}));
 }
 
 /// `serve` with `url`: it must stop on its own with an error naming the setting.
