@@ -43,13 +43,15 @@ fn run_as() -> Option<(u32, u32)> {
     Some((f[2].parse().unwrap(), f[3].parse().unwrap()))
 }
 
-fn command(program: &Path, owner: Option<(u32, u32)>) -> Command {
+/// `program` run as `owner`, in `cwd`: the test's own directory may be one the `postgres` user
+/// cannot enter (a checkout under /root), and initdb refuses to start there.
+fn command(program: &Path, owner: Option<(u32, u32)>, cwd: &Path) -> Command {
     let mut c = Command::new(program);
     if let Some((uid, gid)) = owner {
         // std drops supplementary groups when root sets a uid.
         c.uid(uid).gid(gid);
     }
-    c.env_remove("PGDATA").env("LC_ALL", "C");
+    c.current_dir(cwd).env_remove("PGDATA").env("LC_ALL", "C");
     c
 }
 
@@ -72,7 +74,7 @@ impl Postgres {
         if let Some((uid, gid)) = owner {
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
         }
-        let out = command(&bin.join("initdb"), owner)
+        let out = command(&bin.join("initdb"), owner, dir.path())
             .arg("-D")
             .arg(dir.path().join("data"))
             .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"])
@@ -96,7 +98,7 @@ impl Postgres {
     /// connections.
     pub fn resume(&mut self) {
         assert!(self.child.is_none(), "already running");
-        let child = command(&self.bin.join("postgres"), self.owner)
+        let child = command(&self.bin.join("postgres"), self.owner, self.dir.path())
             .arg("-D")
             .arg(self.dir.path().join("data"))
             .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-k"])
@@ -112,7 +114,7 @@ impl Postgres {
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let ready = command(&self.bin.join("pg_isready"), None)
+            let ready = command(&self.bin.join("pg_isready"), None, self.dir.path())
                 .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-q"])
                 .status()
                 .is_ok_and(|s| s.success());
@@ -148,7 +150,7 @@ impl Postgres {
 
     /// Run SQL with `psql` (as the superuser), returning its output (unaligned, tuples only).
     pub fn psql(&self, sql: &str) -> String {
-        let out = command(&self.bin.join("psql"), None)
+        let out = command(&self.bin.join("psql"), None, self.dir.path())
             .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres", "-d", "postgres"])
             .args(["-v", "ON_ERROR_STOP=1", "-A", "-t", "-q", "-c", sql])
             .stdin(Stdio::null())
