@@ -10,6 +10,8 @@ bash scripts/install-conformance.sh
 # componentize-py and jco + componentize-js for the authoring tests (tests/authoring*.rs).
 bash scripts/install-authoring-toolchains.sh
 bash scripts/install-oci-peers.sh
+# PostgreSQL server binaries for the state-store tests (tests/state_postgres.rs).
+bash scripts/install-postgres.sh
 cargo test --workspace --all-targets --no-fail-fast
 # The embedding examples (docs/embedding.md) run and print what the docs say they print.
 out=$(cargo run -q -p toolhost --example embed)

@@ -20,7 +20,7 @@ use crate::error::{HostError, Problem};
 use crate::middleware::{Pipeline, ToolRequest};
 use crate::options::HostOptions;
 use crate::runtime::{ConcurrencyLimits, Runtime, RuntimeOptions};
-use crate::state_store::ThreadStore;
+use crate::state_store::StateStore;
 
 /// A tool host: open it once from a config, then call tools in threads.
 ///
@@ -48,7 +48,8 @@ pub struct Toolhost {
     pipeline: Pipeline,
     /// Every thread's files, through the thread filesystem layer.
     threads: Threads,
-    states: ThreadStore,
+    /// Thread state: embedded (memory and files) or shared (PostgreSQL), per `state_store:`.
+    states: Arc<dyn StateStore>,
     problems: Vec<Problem>,
     call_seq: AtomicU64,
     /// The `task` tool's settings and the slot through which it reaches this host.
@@ -129,14 +130,37 @@ impl CallResult {
 impl Toolhost {
     /// Load the config, start the runtime and load every component the config names. Compiling
     /// components takes seconds on a cold cache: this runs on tokio's blocking pool.
+    /// With a shared state store (`state_store:`), it is connected and checked before this
+    /// returns, so a wrong URL or an unreachable server is an error here.
     pub async fn open(opts: HostOptions) -> Result<Self, HostError> {
-        match tokio::runtime::Handle::try_current() {
+        let host = match tokio::runtime::Handle::try_current() {
             Ok(h) => h
                 .spawn_blocking(move || Self::open_blocking(opts))
                 .await
-                .map_err(|e| HostError::Runtime(e.to_string()))?,
-            Err(_) => Err(HostError::NoTokioRuntime),
-        }
+                .map_err(|e| HostError::Runtime(e.to_string()))??,
+            Err(_) => return Err(HostError::NoTokioRuntime),
+        };
+        host.check_state_store().await?;
+        Ok(host)
+    }
+
+    /// Connect to the state store and make sure it can be used (a no-op for the embedded
+    /// store). [`open`](Self::open) does this; a host opened with
+    /// [`open_blocking`](Self::open_blocking) connects on its first call unless this is called.
+    pub async fn check_state_store(&self) -> Result<(), HostError> {
+        Ok(self.states.check().await?)
+    }
+
+    /// Where thread state is kept (never a password).
+    pub fn state_store(&self) -> String {
+        self.states.describe()
+    }
+
+    /// A thread expired: forget it and remove its stored state (the embedded store's file went
+    /// with the thread's directory; a shared store's row is deleted).
+    pub async fn remove_thread_state(&self, thread_id: &str) -> Result<(), HostError> {
+        self.forget_thread(thread_id);
+        Ok(self.states.remove(thread_id).await?)
     }
 
     /// [`open`](Self::open) on the calling thread (a `main` before any runtime, a test).
@@ -156,6 +180,8 @@ impl Toolhost {
     /// Open with an existing runtime (several hosts sharing one engine and its instance pool).
     pub fn with_runtime(opts: HostOptions, runtime: Arc<Runtime>) -> Result<Self, HostError> {
         let config = config::load(&opts.config, &opts.env)?;
+        // Before anything is built: a `state_store:` that cannot be used stops here.
+        let states = crate::state_store::open_store(config.config.state_store.as_ref(), opts.persist_state)?;
         let mut problems: Vec<Problem> = config.warnings.iter().map(Problem::warning).collect();
         let subagents = crate::subagents::Subagents::new(&config.config, &opts.env);
         let sources = Sources::build(&config, &runtime, &opts, subagents.builtin(), &mut problems);
@@ -172,7 +198,7 @@ impl Toolhost {
             data_dir: opts.data_dir.clone(),
             sources,
             pipeline,
-            states: ThreadStore::new(opts.persist_state),
+            states,
             problems,
             call_seq: AtomicU64::new(0),
             subagents,

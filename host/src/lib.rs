@@ -25,7 +25,7 @@ pub mod runtime;
 mod serve_config;
 #[cfg(feature = "server")]
 pub mod server;
-mod state_store;
+pub mod state_store;
 mod subagents;
 mod tools;
 
@@ -35,7 +35,7 @@ pub use error::{HostError, Problem, Severity};
 pub use host::{list_agents, AgentConfig, AgentError, CallOptions, CallResult, Thread, ToolCall, Toolhost};
 pub use options::{ConfigSource, Environment, HostOptions};
 pub use serve_config::ServeConfig;
-pub use state_store::StateError;
+pub use state_store::{StateError, StateStore, StateStoreConfig};
 pub use toolhost_core as core;
 pub use toolhost_core::{
     CallContext, CancelSignal, ErrorKind, LogLevel, LogLine, LogSink, ProgressSink, ThreadState, Tool, ToolOutcome,

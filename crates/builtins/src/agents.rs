@@ -163,7 +163,9 @@ impl AgentStore {
 
 fn stage(dir: &Path, name: &str, file: &str, content: &str) -> Result<(PathBuf, PathBuf, String), AgentStoreError> {
     let shown = if name.is_empty() { file.to_string() } else { format!("{name}/{file}") };
-    let tmp = dir.join(format!(".{file}.tmp-{}", std::process::id()));
+    // Unique per call, process and machine: two writers (or replicas sharing `<data>`) never
+    // share a temp file.
+    let tmp = dir.join(toolhost_core::tempname::temp_file_name(file));
     std::fs::write(&tmp, content).map_err(|source| AgentStoreError::Write { file: shown.clone(), source })?;
     Ok((tmp, dir.join(file), shown))
 }

@@ -4,6 +4,7 @@
 
 pub mod paths;
 pub mod state;
+pub mod tempname;
 pub mod threadfs;
 pub mod tool;
 pub mod untrusted;

@@ -497,6 +497,17 @@ impl ThreadFs {
         &self.paths
     }
 
+    /// Whether the thread's root handle is still the directory its name leads to under the
+    /// threads directory (not removed, renamed away or replaced since it was opened).
+    pub fn still_in_place(&self) -> bool {
+        let Some(root) = self.cached(ThreadDir::Root) else { return true };
+        let named = rustix::fs::statat(&*self.threads_dir, self.paths.thread_id.as_str(), AtFlags::SYMLINK_NOFOLLOW);
+        match (named, rustix::fs::fstat(&*root)) {
+            (Ok(named), Ok(open)) => named.st_dev == open.st_dev && named.st_ino == open.st_ino,
+            _ => false,
+        }
+    }
+
     pub fn thread_id(&self) -> &str {
         &self.paths.thread_id
     }
@@ -787,9 +798,8 @@ impl ThreadFs {
         let dir = self.dir(ThreadDir::Host)?;
         let shown = || format!("{}/{name}", ThreadDir::Host.label());
         let io = |source: io::Error| FsError::Io { path: shown(), source };
-        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let tmp =
-            format!(".{name}.{}.{}.tmp", std::process::id(), SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        // Unique across processes and machines: replicas may share the threads directory.
+        let tmp = crate::tempname::temp_file_name(name);
         let fd = rustix::fs::openat(
             &*dir,
             tmp.as_str(),
@@ -1018,8 +1028,13 @@ impl Threads {
             cache.tick += 1;
             let tick = cache.tick;
             if let Some((used, fs)) = cache.map.get_mut(thread_id) {
-                *used = tick;
-                return Ok(fs.clone());
+                if fs.still_in_place() {
+                    *used = tick;
+                    return Ok(fs.clone());
+                }
+                // Removed or replaced behind this process's back (another replica sharing the
+                // threads directory expired it): open it afresh, never write into a deleted one.
+                cache.map.remove(thread_id);
             }
         }
         let threads_dir = {
@@ -1080,6 +1095,30 @@ mod tests {
         assert_eq!(mode, 0o600);
         assert_eq!(fs.read_private("state.json", 10).unwrap().unwrap(), b"{}");
         assert!(fs.read_private("missing.json", 10).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_thread_removed_by_another_process_is_opened_afresh_not_written_into_the_trash() {
+        let dir = tempfile::tempdir().unwrap();
+        let threads = Threads::new(dir.path().to_path_buf(), Arc::default());
+        let fs = threads.get("t1").unwrap();
+        fs.write_private("a", b"1").unwrap();
+        assert!(Arc::ptr_eq(&fs, &threads.get("t1").unwrap()), "unchanged: the cached handles are reused");
+        // Another replica's sweeper renames the expired thread away, then removes it.
+        let root = dir.path().join("threads/t1");
+        std::fs::rename(&root, dir.path().join("threads/.expired-t1")).unwrap();
+        let again = threads.get("t1").unwrap();
+        assert!(!Arc::ptr_eq(&fs, &again));
+        again.write_private("b", b"2").unwrap();
+        assert_eq!(std::fs::read(root.join("host/b")).unwrap(), b"2");
+        assert!(!dir.path().join("threads/.expired-t1/host/b").exists());
+        assert!(again.still_in_place());
+        // And a private write leaves no temp file behind.
+        let names: Vec<String> = std::fs::read_dir(root.join("host"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["b"]);
     }
 
     #[test]

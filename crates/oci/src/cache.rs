@@ -4,7 +4,6 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -120,15 +119,11 @@ fn tag_key(r: &Reference) -> String {
 /// Write `bytes` to `path` through a temporary file in the same directory and a rename, so that
 /// a reader sees the whole file or none.
 fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().ok_or_else(|| std::io::Error::other("no parent directory"))?;
     std::fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".tmp-{}-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed),
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("blob")
-    ));
+    // Unique per call, process and machine: replicas may share `<data>/oci`.
+    let tmp =
+        dir.join(toolhost_core::tempname::temp_file_name(path.file_name().and_then(|n| n.to_str()).unwrap_or("blob")));
     let result = (|| {
         let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(bytes)?;

@@ -252,10 +252,9 @@ impl CustomSkills {
             .ok_or_else(|| ManageError::value("relative_path must resolve within the skill directory."))?;
         fs::create_dir_all(parent).map_err(|e| ManageError::io("cannot create skill directory", &e))?;
         let file_name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        // Unique per process and call, so two writers never share a temp file.
-        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let tmp = parent.join(format!(".{file_name}.{}.{seq}.tmp", std::process::id()));
+        // Unique per call, process and machine, so two writers (replicas sharing the skills
+        // directory included) never share a temp file.
+        let tmp = parent.join(toolhost_core::tempname::temp_file_name(&file_name));
         let result = (|| {
             let mut f = fs::File::create(&tmp)?;
             f.write_all(content.as_bytes())?;

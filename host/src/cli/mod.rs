@@ -163,6 +163,9 @@ enum Command {
         /// Subagents enabled: serve `task`.
         #[arg(long)]
         subagents: bool,
+        /// DeerFlow's plan mode: serve `write_todos` (the thread's todo list).
+        #[arg(long)]
+        plan_mode: bool,
         /// Serve only these tools (comma-separated names).
         #[arg(long, value_delimiter = ',', value_name = "NAMES")]
         tools: Option<Vec<String>>,
@@ -347,6 +350,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             model,
             agent,
             subagents,
+            plan_mode,
             tools,
             exclude,
             max_sessions,
@@ -363,6 +367,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 groups: groups.clone(),
                 model_name: model.clone(),
                 subagent_enabled: *subagents,
+                agent: toolhost::AgentRun { plan_mode: *plan_mode, ..Default::default() },
                 ..Default::default()
             };
             let opts = toolhost::server::ServeOptions {
@@ -588,7 +593,12 @@ async fn serve(
     let for_open = cli.clone();
     let host: toolhost::server::HostOpening = Box::pin(async move {
         match tokio::task::spawn_blocking(move || open(&for_open)).await {
-            Ok(Ok(host)) => Ok(host),
+            // A shared state store is connected now: a wrong `state_store.url` or an unreachable
+            // server stops serving with that error instead of failing every call.
+            Ok(Ok(host)) => match host.check_state_store().await {
+                Ok(()) => Ok(host),
+                Err(e) => Err(e.to_string()),
+            },
             Ok(Err(e)) => Err(format!("{e:#}")),
             Err(e) => Err(format!("opening the host failed: {e}")),
         }

@@ -22,6 +22,7 @@ pub use crate::middleware::ReadBeforeWriteConfig;
 pub use crate::provenance::TrustConfig;
 pub use crate::runtime::capabilities::CapabilitiesConfig;
 pub use crate::runtime::ToolhostConfig;
+pub use crate::state_store::StateStoreConfig;
 /// One `acp_agents.<name>` entry: the ACP crate's type, read straight from config.yaml.
 pub use toolhost_acp::AcpAgentConfig;
 /// `tool_search:` (deferred MCP tools): the deferred crate's type.
@@ -106,6 +107,8 @@ pub struct AppConfig {
     /// `trust:` (toolhost's own): trusted signing keys and whether signatures are required.
     #[serde(deserialize_with = "null_as_default")]
     pub trust: TrustConfig,
+    /// `state_store:` (toolhost's own): where thread state lives; absent: the embedded store.
+    pub state_store: Option<StateStoreConfig>,
 }
 
 fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
@@ -478,6 +481,28 @@ mod tests {
         let load = parse(text, "c.yaml", &Environment::default()).unwrap_err();
         assert_eq!((load.line, load.column), (2, 63), "{load}");
         assert_eq!(validate(text, "c.yaml", &Environment::default())[0].to_string(), load.to_string());
+    }
+
+    #[test]
+    fn state_store_url_comes_from_the_environment_and_unknown_keys_are_errors() {
+        let env = Environment::new([("PG_URL".to_string(), "postgres://t:pw@db:5432/threads".to_string())]);
+        let (c, w) = parse("state_store:\n  url: $PG_URL\n", "c.yaml", &env).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(
+            c.state_store,
+            Some(StateStoreConfig { url: "postgres://t:pw@db:5432/threads".into(), pool_size: 4 })
+        );
+        assert_eq!(parse("tools: []\n", "c.yaml", &env).unwrap().0.state_store, None);
+        // An unset variable is "" with a warning; the store then refuses the empty URL by name.
+        let (c, w) = parse("state_store: {url: $NOT_SET}\n", "c.yaml", &Environment::default()).unwrap();
+        assert_eq!(c.state_store.as_ref().map(|s| s.url.as_str()), Some(""));
+        assert!(w[0].contains("$NOT_SET"), "{w:?}");
+        let e = crate::state_store::open_store(c.state_store.as_ref(), false).err().unwrap();
+        assert!(e.to_string().starts_with("state_store.url: is empty"), "{e}");
+        let e = parse("state_store:\n  uri: postgres://db/x\n", "c.yaml", &env).unwrap_err();
+        assert!(e.message.contains("unknown field `uri`") && e.line == 2, "{e}");
+        let e = parse("state_store:\n  pool_size: 2\n", "c.yaml", &env).unwrap_err();
+        assert!(e.message.contains("missing field `url`"), "{e}");
     }
 
     #[test]

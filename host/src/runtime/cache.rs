@@ -16,7 +16,6 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
@@ -107,11 +106,10 @@ fn random_bytes<const N: usize>() -> Result<[u8; N], String> {
     Ok(buf)
 }
 
-/// A name for a temporary file in a directory only this user can write; unique per process
-/// and call, so concurrent writers never share one.
+/// A name for a temporary file in a directory only this user can write; unique per process,
+/// machine and call, so concurrent writers (replicas sharing a data dir) never share one.
 fn temp_name(final_name: &str) -> String {
-    static SEQ: AtomicU64 = AtomicU64::new(0);
-    format!(".{final_name}.{}.{}.tmp", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed))
+    toolhost_core::tempname::temp_file_name(final_name)
 }
 
 /// Writes `bytes` to a new 0600 file `name` in `dir` (temp file, then a rename or a link so

@@ -172,10 +172,15 @@ impl ThreadKeeper {
     /// Remove the directories of threads used through `serve`, not in use now, and last used
     /// longer ago than the TTL. Returns how many were removed.
     pub fn sweep(&self) -> usize {
-        let Some(ttl) = self.ttl else { return 0 };
-        let Ok(entries) = std::fs::read_dir(&self.threads_dir) else { return 0 };
+        self.sweep_expired().len()
+    }
+
+    /// [`sweep`](Self::sweep), returning the threads removed.
+    fn sweep_expired(&self) -> Vec<String> {
+        let Some(ttl) = self.ttl else { return Vec::new() };
+        let Ok(entries) = std::fs::read_dir(&self.threads_dir) else { return Vec::new() };
         let now = SystemTime::now();
-        let mut removed = 0;
+        let mut removed = Vec::new();
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with(TRASH_PREFIX) {
@@ -207,9 +212,14 @@ impl ThreadKeeper {
                 }
                 let trash = self.threads_dir.join(format!("{TRASH_PREFIX}{name}"));
                 // Renamed while no request can enter the thread, so none sees half of it.
-                if let Err(e) = std::fs::rename(entry.path(), &trash) {
-                    tracing::warn!(thread = %name, "cannot remove the expired thread: {e}");
-                    continue;
+                match std::fs::rename(entry.path(), &trash) {
+                    Ok(()) => {}
+                    // Another replica sharing the threads directory removed it first.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        tracing::warn!(thread = %name, "cannot remove the expired thread: {e}");
+                        continue;
+                    }
                 }
                 self.forget(&name);
                 trash
@@ -219,7 +229,7 @@ impl ThreadKeeper {
                 tracing::warn!(thread = %name, "cannot remove the expired thread's files: {e}");
             }
             tracing::info!(thread = %name, "thread expired (unused for {}s)", ttl.as_secs());
-            removed += 1;
+            removed.push(name);
         }
         removed
     }
@@ -234,8 +244,21 @@ impl ThreadKeeper {
             loop {
                 tick.tick().await;
                 let Some(keeper) = keeper.upgrade() else { return };
-                if let Err(e) = tokio::task::spawn_blocking(move || keeper.sweep()).await {
-                    tracing::warn!("thread sweeper: {e}");
+                let host = keeper.host.get().cloned();
+                let expired = match tokio::task::spawn_blocking(move || keeper.sweep_expired()).await {
+                    Ok(expired) => expired,
+                    Err(e) => {
+                        tracing::warn!("thread sweeper: {e}");
+                        continue;
+                    }
+                };
+                // The state goes with the files (a shared store keeps it in its own table).
+                for thread in expired {
+                    if let Some(host) = &host {
+                        if let Err(e) = host.remove_thread_state(&thread).await {
+                            tracing::warn!(thread = %thread, "cannot remove the expired thread's state: {e}");
+                        }
+                    }
                 }
             }
         });

@@ -1,13 +1,16 @@
-//! Where thread state lives between calls: in memory, and (for the CLI, where every call is a
-//! new process) also as JSON in the thread's host directory, read and written through the thread
-//! filesystem layer (0600, atomic replace, size-capped read). Updates of one thread are applied
-//! one at a time with DeerFlow's reducers.
+//! The embedded state store (the default): thread state in memory, and (for the CLI, where
+//! every call is a new process) also as JSON in the thread's host directory, read and written
+//! through the thread filesystem layer (0600, atomic replace, size-capped read). Updates of one
+//! thread are applied one at a time with DeerFlow's reducers. One process only: its memory is
+//! not shared, so replicas use the PostgreSQL store.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use toolhost_core::state::ReducerError;
-use toolhost_core::{FsError, StateUpdate, ThreadFs, ThreadState};
+use async_trait::async_trait;
+use toolhost_core::{StateUpdate, ThreadFs, ThreadState};
+
+use super::{StateError, StateStore, TurnResults};
 
 /// The state file's name in the thread's host directory.
 const STATE_FILE: &str = "state.json";
@@ -15,39 +18,7 @@ const STATE_FILE: &str = "state.json";
 /// artifacts and todos: kilobytes).
 const STATE_FILE_MAX_BYTES: u64 = 64 << 20;
 
-#[derive(Debug, thiserror::Error)]
-/// Why a thread's state cannot be read or written.
-pub enum StateError {
-    #[error("thread state of '{thread}' is not valid: {message}")]
-    /// The stored state is not valid.
-    Corrupt {
-        /// The thread's id.
-        thread: String,
-        /// What is wrong.
-        message: String,
-    },
-    #[error("cannot read thread state of '{thread}': {source}")]
-    /// The stored state cannot be read.
-    Read {
-        /// The thread's id.
-        thread: String,
-        /// The underlying error.
-        source: FsError,
-    },
-    #[error("cannot write thread state of '{thread}': {source}")]
-    /// The state cannot be written.
-    Write {
-        /// The thread's id.
-        thread: String,
-        /// The underlying error.
-        source: FsError,
-    },
-    #[error(transparent)]
-    /// A reducer refused an update (DeerFlow raises the same error).
-    Reducer(#[from] ReducerError),
-}
-
-/// Thread states, owned by the host.
+/// Thread states in this process (and optionally in each thread's `host/state.json`).
 pub struct ThreadStore {
     persist: bool,
     threads: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<ThreadState>>>>>,
@@ -75,14 +46,31 @@ impl ThreadStore {
             Err(source) => Err(StateError::Read { thread: thread(), source }),
         }
     }
+}
 
+#[async_trait]
+impl StateStore for ThreadStore {
     /// Drop the thread's state from memory (it is read from its file on next use).
-    pub fn forget(&self, thread_id: &str) {
+    fn forget(&self, thread_id: &str) {
         self.threads.lock().unwrap_or_else(|p| p.into_inner()).remove(thread_id);
     }
 
+    /// The state file lives in the thread's directory, removed with it: only memory is left.
+    async fn remove(&self, thread_id: &str) -> Result<(), StateError> {
+        self.forget(thread_id);
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        if self.persist {
+            "embedded (memory and <thread>/host/state.json)".into()
+        } else {
+            "embedded (memory)".into()
+        }
+    }
+
     /// The thread's current state.
-    pub async fn get(&self, fs: &ThreadFs) -> Result<ThreadState, StateError> {
+    async fn get(&self, fs: &ThreadFs) -> Result<ThreadState, StateError> {
         let slot = self.slot(fs.thread_id());
         let mut guard = slot.lock().await;
         if guard.is_none() {
@@ -93,11 +81,7 @@ impl ThreadStore {
 
     /// Merge updates (of one model turn, in call order) and persist. Returns one result per
     /// update: a refused update (a reducer raised) is skipped, the others are applied.
-    pub async fn apply(
-        &self,
-        fs: &ThreadFs,
-        updates: &[&StateUpdate],
-    ) -> Result<Vec<Result<(), ReducerError>>, StateError> {
+    async fn apply(&self, fs: &ThreadFs, updates: &[&StateUpdate]) -> Result<TurnResults, StateError> {
         let slot = self.slot(fs.thread_id());
         let mut guard = slot.lock().await;
         let mut state = match guard.take() {
@@ -105,7 +89,7 @@ impl ThreadStore {
             None => self.load(fs)?,
         };
         let errors = state.apply_turn(updates.iter().copied());
-        if self.persist && updates.iter().any(|u| !u.is_empty()) {
+        if self.persist && !super::nothing_to_store(updates) {
             let bytes = serde_json::to_vec_pretty(&state).unwrap_or_default();
             if let Err(source) = fs.write_private(STATE_FILE, &bytes) {
                 *guard = Some(state);
