@@ -195,7 +195,7 @@ impl McpSessionHandler {
                         LogLevel::Error => LoggingLevel::Error,
                     };
                     let min = *wanted.lock().unwrap_or_else(|p| p.into_inner());
-                    if !min.is_some_and(|m| severity(level) >= severity(m)) {
+                    if min.is_none_or(|m| severity(level) < severity(m)) {
                         continue;
                     }
                     let mut p = LoggingMessageNotificationParam::new(level, Value::String(line.message));

@@ -200,7 +200,7 @@ impl TaskStore {
     }
 
     /// Tasks kept (running and finished).
-    pub fn len(&self) -> usize {
+    pub fn kept(&self) -> usize {
         self.lock().tasks.len()
     }
 }
@@ -237,9 +237,9 @@ mod tests {
             let id = tasks.create(CancelSignal::new()).unwrap().0.task_id;
             tasks.finish(&id, Ok(CallToolResult::success(vec![])));
         }
-        assert_eq!(tasks.len(), MAX_KEPT);
+        assert_eq!(tasks.kept(), MAX_KEPT);
         tasks.create(CancelSignal::new()).unwrap();
-        assert_eq!(tasks.len(), MAX_KEPT);
+        assert_eq!(tasks.kept(), MAX_KEPT);
         assert!(tasks.get(&first).unwrap_err().message.contains(&first));
     }
 
