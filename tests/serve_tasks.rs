@@ -168,3 +168,37 @@ fn unknown_ids_are_named_and_a_flood_of_tasks_hits_the_cap_and_serving_goes_on()
     let done = poll(&mut raw, &mut id, &t, Duration::from_secs(30));
     assert_eq!(done["result"]["content"][0]["text"], "ok", "{done}");
 }
+
+/// Host bash as a task: `tasks/cancel` kills the command (its process tree goes with the dropped
+/// call), so what it would have done later never happens; the same command run to the end
+/// does it (the positive control, which also proves the path checked is the right one).
+#[test]
+fn a_cancelled_host_bash_task_never_finishes_its_command() {
+    let s = Setup::new(false, false);
+    std::fs::write(
+        s.config(),
+        "tools:\n  - {name: bash, group: bash, use: 'deerflow.sandbox.tools:bash_tool'}\nsandbox:\n  use: deerflow.sandbox.local:LocalSandboxProvider\n  allow_host_bash: true\n  bash_command_timeout: 30\n",
+    )
+    .unwrap();
+    let mut raw = RawStdio::start(&s, &["--thread", "bashtask"]);
+    let outputs = s.data().join("threads/bashtask/user-data/outputs");
+    let mut id = 100;
+    let cmd = |delay: u32, file: &str| {
+        json!({"name": "bash", "arguments": {"description": "d",
+            "command": format!("sleep {delay}; echo late > /mnt/user-data/outputs/{file}")}})
+    };
+    let created = request(&mut raw, 1, "tools/call", cmd(3, "late"));
+    let task = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(request(&mut raw, 2, "tasks/get", json!({"taskId": task}))["result"]["status"], "working");
+    request(&mut raw, 3, "tasks/cancel", json!({"taskId": task}));
+    assert_eq!(poll(&mut raw, &mut id, &task, Duration::from_secs(10))["status"], "cancelled");
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(!outputs.join("late").exists(), "the cancelled command went on and wrote its file");
+
+    let created = request(&mut raw, 4, "tools/call", cmd(0, "early"));
+    let task = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
+    let done = poll(&mut raw, &mut id, &task, Duration::from_secs(30));
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(outputs.join("early").exists(), "{done}");
+}
