@@ -24,7 +24,7 @@ use paths::root;
 use serve_harness::{call, http_session, HttpServer};
 
 /// The fixture's tools, as the suite names them.
-const FIXTURE_TOOLS: [&str; 7] = [
+const FIXTURE_TOOLS: [&str; 11] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -32,9 +32,23 @@ const FIXTURE_TOOLS: [&str; 7] = [
     "test_tool_with_progress",
     "test_error_handling",
     "json_schema_2020_12_tool",
+    "greet",
+    "slow_compute",
+    "failing_job",
+    "protocol_error_job",
 ];
 
-/// The whole suite must finish within this (it takes about 7 s).
+/// How the tasks scenarios want the fixture's tools to run as MCP tasks (`task_support:`);
+/// the rest keep the default (`optional` for components).
+fn task_support(tool: &str) -> &'static str {
+    match tool {
+        "greet" => ", task_support: forbidden",
+        "failing_job" => ", task_support: required",
+        _ => "",
+    }
+}
+
+/// The whole suite must finish within this (it takes about 19 s).
 const SUITE_DEADLINE: Duration = Duration::from_secs(600);
 
 fn conformance_dir() -> PathBuf {
@@ -54,7 +68,11 @@ fn setup() -> tempfile::TempDir {
     assert!(wasm.is_file(), "{} is missing: the host build script builds it", wasm.display());
     let mut config = String::from("tools:\n");
     for t in FIXTURE_TOOLS {
-        config.push_str(&format!("  - {{name: {t}, group: conformance, use: '{}:{t}'}}\n", wasm.display()));
+        config.push_str(&format!(
+            "  - {{name: {t}, group: conformance, use: '{}:{t}'{}}}\n",
+            wasm.display(),
+            task_support(t)
+        ));
     }
     config.push_str("  - {name: read_file, group: file:read, use: 'deerflow.sandbox.tools:read_file_tool'}\n");
     config.push_str("  - {name: write_file, group: file:write, use: 'deerflow.sandbox.tools:write_file_tool'}\n");

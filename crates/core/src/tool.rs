@@ -138,6 +138,9 @@ pub enum ErrorKind {
     Cancelled,
     /// The tool ran and failed.
     Failed,
+    /// The tool crashed instead of answering (a component trap: a panic, an unreachable, a bad
+    /// memory access). MCP tasks report it as `failed`, not as a completed error result.
+    Crashed,
 }
 
 /// A failure that DeerFlow would see as a raised exception.

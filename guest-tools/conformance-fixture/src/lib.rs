@@ -84,6 +84,54 @@ fn tool_with_logging(_: &Context, _: NoArgs) -> Output {
     Output::text("Logging test completed: wrote three log lines.")
 }
 
+/// `greet`: the tasks scenarios' sync-only tool.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct GreetArgs {
+    /// Who to greet.
+    name: String,
+}
+
+fn greet(_: &Context, a: GreetArgs) -> Output {
+    Output::text(format!("Hello, {}!", a.name))
+}
+
+/// `slow_compute`: works for `seconds`, then says so.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct SlowArgs {
+    /// How long to work, in seconds (0: answer at once).
+    #[serde(default)]
+    seconds: f64,
+    /// A label echoed in the result.
+    #[serde(default)]
+    label: String,
+}
+
+/// Sleep for `d` in 20 ms steps: between steps the guest runs, so a cancelled or timed-out
+/// call is stopped within one epoch tick rather than after the whole sleep.
+fn sleep_in_steps(d: std::time::Duration) {
+    let end = std::time::Instant::now() + d;
+    while let Some(left) = end.checked_duration_since(std::time::Instant::now()) {
+        std::thread::sleep(left.min(std::time::Duration::from_millis(20)));
+    }
+}
+
+fn slow_compute(_: &Context, a: SlowArgs) -> Output {
+    let seconds = a.seconds.clamp(0.0, 600.0);
+    sleep_in_steps(std::time::Duration::from_secs_f64(seconds));
+    Output::text(format!("slow_compute '{}' finished after {seconds} s", a.label))
+}
+
+/// `failing_job`: a tool execution error after about a second.
+fn failing_job(_: &Context, _: NoArgs) -> Output {
+    sleep_in_steps(std::time::Duration::from_secs(1));
+    Output::error("failing_job failed on purpose")
+}
+
+/// `protocol_error_job`: crashes (a panic traps the component), which is not a tool result.
+fn protocol_error_job(_: &Context, _: NoArgs) -> Output {
+    panic!("protocol_error_job crashes on purpose")
+}
+
 fn error_handling(_: &Context, _: NoArgs) -> Output {
     Output::error("This tool intentionally returns an error for testing")
 }
@@ -128,6 +176,10 @@ toolhost_sdk::export_tools!(
     tool("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100, 50 ms apart.", tool_with_progress),
     tool("test_tool_with_logging", "Writes three log lines, 50 ms apart.", tool_with_logging),
     tool("test_error_handling", "Always fails with an error result.", error_handling),
+    tool("greet", "Says hello to name.", greet),
+    tool("slow_compute", "Works for `seconds` seconds, then answers.", slow_compute),
+    tool("failing_job", "Fails with a tool error after about a second.", failing_job),
+    tool("protocol_error_job", "Crashes (the component traps).", protocol_error_job),
     tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json_schema_2020_12)
         .with_parameters(json_schema_2020_12_schema()),
 );

@@ -136,9 +136,37 @@ pub struct ToolConfig {
     /// component's defaults.
     #[serde(default)]
     pub capabilities: Option<CapabilitiesConfig>,
+    /// toolhost's `task_support:` key: whether `toolhost serve` runs this tool as an MCP task
+    /// (the tasks extension) for a client that supports tasks. Unset: `optional`.
+    #[serde(default)]
+    pub task_support: Option<TaskSupport>,
     /// Every other key: this tool's own config, handed to it at call time.
     #[serde(flatten)]
     pub extra: IndexMap<String, Value>,
+}
+
+/// How `toolhost serve` may run a tool for a client that supports MCP tasks
+/// (`io.modelcontextprotocol/tasks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskSupport {
+    /// Always answered at once, never as a task.
+    Forbidden,
+    /// Run as a task when the client supports tasks, at once otherwise.
+    Optional,
+    /// Only as a task: a client without tasks support gets `-32021` (missing client capability).
+    Required,
+}
+
+impl TaskSupport {
+    /// The name on the wire (`forbidden`, `optional`, `required`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Forbidden => "forbidden",
+            Self::Optional => "optional",
+            Self::Required => "required",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

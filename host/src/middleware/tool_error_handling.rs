@@ -36,13 +36,17 @@ impl Middleware for ToolErrorHandlingMiddleware {
         let fut = AssertUnwindSafe(next.run(req));
         let outcome = match futures_catch_unwind(fut).await {
             Ok(o) => o,
-            Err(msg) => ToolOutcome::raised("RuntimeError", format!("tool panicked: {msg}")),
+            Err(msg) => ToolOutcome {
+                kind: Some(toolhost_core::ErrorKind::Crashed),
+                ..ToolOutcome::raised("RuntimeError", format!("tool panicked: {msg}"))
+            },
         };
         match &outcome.exception {
             Some(ex) => {
                 let text = format_exception(req.name, &ex.class, &ex.detail);
                 let mut o = ToolOutcome::error(text);
                 o.exception = outcome.exception.clone();
+                o.kind = outcome.kind;
                 o
             }
             None => outcome,

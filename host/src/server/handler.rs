@@ -12,12 +12,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult, CompletionInfo,
-    ContentBlock, ElicitRequestParams, ElicitationAction, GetPromptRequestParams, GetPromptResponse, Implementation,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
+    CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, CreateTaskResult, ElicitRequestParams,
+    ElicitationAction, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
     JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
-    ReadResourceResponse, Reference, RequestParamsMeta, Resource, ResourceUpdatedNotificationParam, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ReadResourceRequestParams, ReadResourceResponse, Reference, RequestParamsMeta, Resource,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -25,9 +27,11 @@ use serde_json::Value;
 use toolhost_core::{CancelSignal, ContentPart, LogLevel, LogLine, LogSink, Progress, ProgressSink, ToolOutcome};
 
 use super::jsonrpc::{cap_text, ECHO_MAX_BYTES};
+use super::tasks::TaskStore;
 use super::threads::{check_client_thread, Hold, ThreadKeeper, META_THREAD, THREAD_HEADER};
 use crate::assembly::AssemblyRequest;
-use crate::host::{CallOptions, Toolhost};
+use crate::config::TaskSupport;
+use crate::host::{CallOptions, CallResult, Toolhost};
 
 /// What every session of one `serve` shares once the host is open.
 pub struct Served {
@@ -91,6 +95,9 @@ pub struct McpSessionHandler {
     subscriptions: Arc<Mutex<Subscriptions>>,
     /// `logging/setLevel`: the least severe level the client wants (`None`: no log messages).
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
+    /// MCP tasks (the tasks extension): calls running in the background and their results,
+    /// shared by every session of the server.
+    tasks: Arc<TaskStore>,
 }
 
 /// A file's size and modification time.
@@ -114,10 +121,192 @@ fn severity(l: LoggingLevel) -> u8 {
 }
 
 impl McpSessionHandler {
-    /// A session in `thread`.
-    pub fn new(opening: Opening, keeper: Arc<ThreadKeeper>, thread: String) -> Self {
+    /// A session in `thread`, whose MCP tasks live in `tasks`.
+    pub fn new(opening: Opening, keeper: Arc<ThreadKeeper>, thread: String, tasks: Arc<TaskStore>) -> Self {
         let hold = Arc::new(keeper.hold_session(&thread));
-        Self { opening, keeper, thread, _hold: hold, subscriptions: Default::default(), log_level: Default::default() }
+        Self {
+            opening,
+            keeper,
+            thread,
+            _hold: hold,
+            subscriptions: Default::default(),
+            log_level: Default::default(),
+            tasks,
+        }
+    }
+
+    /// How `name` may run as an MCP task: the `task_support:` of its config entry, else
+    /// `optional` for the tools that may run long (components, host bash, MCP and ACP tools,
+    /// `task`) and `forbidden` for the other builtins (they answer at once, and
+    /// `ask_clarification` needs the call's own request to elicit).
+    fn task_support(served: &Served, spec: Option<&toolhost_core::ToolSpec>, name: &str) -> TaskSupport {
+        if let Some(s) = served.host.config().tool_config(name).and_then(|t| t.task_support) {
+            return s;
+        }
+        match spec.map(|s| &s.source) {
+            Some(toolhost_core::ToolSource::Builtin) if name != "task" => TaskSupport::Forbidden,
+            Some(toolhost_core::ToolSource::Other { .. }) | None => TaskSupport::Forbidden,
+            Some(_) => TaskSupport::Optional,
+        }
+    }
+
+    /// Run one call in `thread` until it ends, forwarding its progress (when `token` is set) and
+    /// log lines; `cancel` stops it.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_call(
+        &self,
+        served: &Served,
+        thread: &str,
+        name: &str,
+        args: Value,
+        token: Option<ProgressToken>,
+        cancel: CancelSignal,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<CallResult, McpError> {
+        // The tool's progress reports (when the request asked for them) and log lines (when
+        // the client set a log level) arrive on the thread that runs it; one task per kind
+        // sends them in order, and all of them are sent before the result.
+        let mut opts = CallOptions { cancel: Some(cancel), ..CallOptions::default() };
+        let mut forwards = Vec::new();
+        if let Some(token) = token {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+            let peer = cx.peer.clone();
+            forwards.push(tokio::spawn(async move {
+                while let Some(p) = rx.recv().await {
+                    let mut n = ProgressNotificationParam::new(token.clone(), p.progress);
+                    n.total = p.total;
+                    n.message = p.message;
+                    if let Err(e) = peer.notify_progress(n).await {
+                        tracing::debug!("cannot send a progress notification: {e}");
+                    }
+                }
+            }));
+            opts.progress = Some(ProgressSink::new(move |p| drop(tx.send(p))));
+        }
+        if self.log_level.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<LogLine>();
+            let (peer, wanted) = (cx.peer.clone(), self.log_level.clone());
+            forwards.push(tokio::spawn(async move {
+                while let Some(line) = rx.recv().await {
+                    let level = match line.level {
+                        LogLevel::Trace | LogLevel::Debug => LoggingLevel::Debug,
+                        LogLevel::Info => LoggingLevel::Info,
+                        LogLevel::Warn => LoggingLevel::Warning,
+                        LogLevel::Error => LoggingLevel::Error,
+                    };
+                    let min = *wanted.lock().unwrap_or_else(|p| p.into_inner());
+                    if min.is_none_or(|m| severity(level) < severity(m)) {
+                        continue;
+                    }
+                    let mut p = LoggingMessageNotificationParam::new(level, Value::String(line.message));
+                    p.logger = Some(line.tool);
+                    if let Err(e) = peer.notify_logging_message(p).await {
+                        tracing::debug!("cannot send a log message: {e}");
+                    }
+                }
+            }));
+            opts.log = Some(LogSink::new(move |l| drop(tx.send(l))));
+        }
+        let r = served.host.call_with(&served.request, thread, name, args, None, opts).await;
+        for f in forwards {
+            if let Err(e) = f.await {
+                tracing::debug!("notification forwarding ended: {e}");
+            }
+        }
+        r.map_err(internal)
+    }
+
+    /// What a finished call answers: logs and notifications, then its MCP result.
+    async fn finish_call(
+        &self,
+        served: &Served,
+        thread: &str,
+        name: &str,
+        result: CallResult,
+        cx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        for e in &result.state_errors {
+            tracing::warn!(thread = %thread, tool = %name, "state update refused: {e}");
+        }
+        let outcome = result.outcome;
+        self.after_call(&served.host, thread, name, &outcome, &result.state_errors, cx).await;
+        if promoted_something(&outcome) {
+            if let Err(e) = cx.peer.notify_tool_list_changed().await {
+                tracing::warn!("cannot send tools/list_changed: {e}");
+            }
+        }
+        let mut mcp = outcome_to_result(&outcome);
+        if mcp.is_error == Some(true) {
+            cap_error_texts(&mut mcp);
+        }
+        // present_files: the presented files as resource links the client can read
+        // (`resources/read`) and show.
+        if name == "present_files" && !outcome.is_error() {
+            for vpath in outcome.update.artifacts.iter().flatten() {
+                let file = vpath.rsplit('/').next().unwrap_or(vpath);
+                let mut link = Resource::new(super::resources::uri_of(vpath), file.to_string());
+                link.mime_type = super::resources::mime_of(vpath).map(str::to_string);
+                mcp.content.push(ContentBlock::resource_link(link));
+            }
+        }
+        if name == toolhost_builtins::clarification::NAME && outcome.end_run && !outcome.is_error() {
+            match elicit_answer(cx, &outcome.text_content()).await {
+                Some(answer) => mcp.content.push(ContentBlock::text(format!("The user answered: {answer}"))),
+                // No answer from the client's user: DeerFlow ends the run here and waits for the
+                // user. `_meta["toolhost/end_run"]` tells a client to pause and ask.
+                None => {
+                    let meta = mcp.meta.get_or_insert_with(Default::default);
+                    meta.0.insert("toolhost/end_run".into(), Value::Bool(true));
+                }
+            }
+        }
+        mcp
+    }
+
+    /// Start `name` as an MCP task: answered at once with the task; the call runs in the
+    /// background, `tasks/cancel` raises its cancel signal, and its result (or, when a component
+    /// crashed, a `failed` status with the error) is read with `tasks/get`.
+    fn start_task(
+        &self,
+        served: Arc<Served>,
+        thread: String,
+        name: String,
+        args: Value,
+        token: Option<ProgressToken>,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CreateTaskResult, McpError> {
+        let cancel = CancelSignal::new();
+        let (task, mut stopped) = self.tasks.create(cancel.clone())?;
+        let id = task.task_id.clone();
+        let tasks = Arc::downgrade(&self.tasks);
+        // The background call holds the task store only weakly, so that the server ending drops
+        // it (and stops what still runs).
+        let mut session = self.clone();
+        session.tasks = Arc::default();
+        let in_use = self.keeper.enter(&thread, true);
+        tracing::debug!(thread = %thread, tool = %name, task = %id, "tools/call as a task");
+        tokio::spawn(async move {
+            let _in_use = in_use;
+            let run = session.run_call(&served, &thread, &name, args, token, cancel, &cx);
+            // tasks/cancel: the call is dropped (host bash's process tree is killed, a subagent
+            // stops); a component running on this task's thread stops on the signal first.
+            let result = tokio::select! {
+                r = run => r,
+                _ = stopped.wait_for(|stop| *stop) => Err(McpError::internal_error("the task was cancelled", None)),
+            };
+            let result = match result {
+                Ok(r) if r.outcome.error_kind() == Some(toolhost_core::ErrorKind::Crashed) => {
+                    let text = cap_text(&r.outcome.text_content(), ERROR_TEXT_MAX_CHARS);
+                    Err(McpError::internal_error(text, Some(serde_json::json!({"tool": name}))))
+                }
+                Ok(r) => Ok(session.finish_call(&served, &thread, &name, r, &cx).await),
+                Err(e) => Err(e),
+            };
+            if let Some(tasks) = tasks.upgrade() {
+                tasks.finish(&id, result);
+            }
+        });
+        Ok(CreateTaskResult::new(task))
     }
 
     /// The thread a request runs in: the one it names (`_meta["toolhost/thread"]`, else the
@@ -178,7 +367,7 @@ impl McpSessionHandler {
     ) {
         if let Some(kind) = outcome.error_kind() {
             let level = match kind {
-                toolhost_core::ErrorKind::Failed => LoggingLevel::Error,
+                toolhost_core::ErrorKind::Failed | toolhost_core::ErrorKind::Crashed => LoggingLevel::Error,
                 _ => LoggingLevel::Warning,
             };
             let message: String = outcome.text_content().chars().take(500).collect();
@@ -251,6 +440,11 @@ pub fn outcome_to_result(outcome: &ToolOutcome) -> CallToolResult {
     result
 }
 
+/// `_meta` key of a tool in `tools/list`: how it runs as an MCP task (`forbidden`, `optional`,
+/// `required`). rmcp 3.11 follows the tasks extension's revision that dropped
+/// `execution.taskSupport` from `Tool`, so toolhost says it here.
+pub const META_TASK_SUPPORT: &str = "toolhost/taskSupport";
+
 /// An error text may quote the arguments (a 5 MiB path comes back in "File not found: …"):
 /// like a tool's output, it is cut in the middle to `sandbox.bash_output_max_chars`' default.
 pub const ERROR_TEXT_MAX_CHARS: usize = 20_000;
@@ -288,6 +482,7 @@ impl ServerHandler for McpSessionHandler {
                 .enable_resources_list_changed()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
@@ -318,7 +513,12 @@ impl ServerHandler for McpSessionHandler {
                         serde_json::json!({"type": "object", "properties": {}}).as_object().cloned().unwrap_or_default()
                     }
                 };
-                Tool::new(s.name.clone(), s.description.clone(), Arc::new(schema))
+                let mut tool = Tool::new(s.name.clone(), s.description.clone(), Arc::new(schema));
+                let support = Self::task_support(&served, Some(s), &s.name);
+                let mut meta = rmcp::model::MetaObject::default();
+                meta.0.insert(META_TASK_SUPPORT.into(), Value::String(support.as_str().into()));
+                tool.meta = Some(meta);
+                tool
             })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
@@ -484,6 +684,29 @@ impl ServerHandler for McpSessionHandler {
             );
             return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
         }
+        // MCP tasks: a client that supports them gets the tools that may run long as a task.
+        let wants_tasks = cx.client_capabilities().is_some_and(|c| c.supports_tasks());
+        let configured = served.host.config().tool_config(&name).and_then(|t| t.task_support);
+        let support = match configured {
+            Some(s) => s,
+            None if wants_tasks => {
+                let specs = served.host.model_tools(&served.request, &thread).await.map_err(internal)?;
+                Self::task_support(&served, specs.iter().find(|s| s.name == name), &name)
+            }
+            None => TaskSupport::Optional,
+        };
+        match support {
+            TaskSupport::Required if !wants_tasks => {
+                return Err(McpError::missing_required_client_capability(
+                    ClientCapabilities::builder().enable_tasks().build(),
+                ));
+            }
+            TaskSupport::Optional | TaskSupport::Required if wants_tasks => {
+                let task = self.start_task(served, thread, name, args, token, cx)?;
+                return Ok(CallToolResponse::Task(task));
+            }
+            _ => {}
+        }
         let _in_use = self.keeper.enter(&thread, true);
         // A client's `notifications/cancelled` cancels `cx.ct`; the signal carries that into the
         // call, which may be running a component on this very thread (the select below cannot
@@ -496,64 +719,12 @@ impl ServerHandler for McpSessionHandler {
                 cancel.cancel();
             }))
         };
-        let run = async {
-            // The tool's progress reports (when the request asked for them) and log lines (when
-            // the client set a log level) arrive on the thread that runs it; one task per kind
-            // sends them in order, and all of them are sent before the result.
-            let mut opts = CallOptions { cancel: Some(cancel.clone()), ..CallOptions::default() };
-            let mut forwards = Vec::new();
-            if let Some(token) = token {
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-                let peer = cx.peer.clone();
-                forwards.push(tokio::spawn(async move {
-                    while let Some(p) = rx.recv().await {
-                        let mut n = ProgressNotificationParam::new(token.clone(), p.progress);
-                        n.total = p.total;
-                        n.message = p.message;
-                        if let Err(e) = peer.notify_progress(n).await {
-                            tracing::debug!("cannot send a progress notification: {e}");
-                        }
-                    }
-                }));
-                opts.progress = Some(ProgressSink::new(move |p| drop(tx.send(p))));
-            }
-            if self.log_level.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<LogLine>();
-                let (peer, wanted) = (cx.peer.clone(), self.log_level.clone());
-                forwards.push(tokio::spawn(async move {
-                    while let Some(line) = rx.recv().await {
-                        let level = match line.level {
-                            LogLevel::Trace | LogLevel::Debug => LoggingLevel::Debug,
-                            LogLevel::Info => LoggingLevel::Info,
-                            LogLevel::Warn => LoggingLevel::Warning,
-                            LogLevel::Error => LoggingLevel::Error,
-                        };
-                        let min = *wanted.lock().unwrap_or_else(|p| p.into_inner());
-                        if !min.is_some_and(|m| severity(level) >= severity(m)) {
-                            continue;
-                        }
-                        let mut p = LoggingMessageNotificationParam::new(level, Value::String(line.message));
-                        p.logger = Some(line.tool);
-                        if let Err(e) = peer.notify_logging_message(p).await {
-                            tracing::debug!("cannot send a log message: {e}");
-                        }
-                    }
-                }));
-                opts.log = Some(LogSink::new(move |l| drop(tx.send(l))));
-            }
-            let r = served.host.call_with(&served.request, &thread, &name, args, None, opts).await;
-            for f in forwards {
-                if let Err(e) = f.await {
-                    tracing::debug!("notification forwarding ended: {e}");
-                }
-            }
-            r
-        };
+        let run = self.run_call(&served, &thread, &name, args, token, cancel.clone(), &cx);
         // A client's `notifications/cancelled` cancels `cx.ct`: dropping the call stops it (a
         // subagent's model request and its running tool calls with it). rmcp sends no response
         // for a cancelled request.
         let result = tokio::select! {
-            r = run => r.map_err(internal)?,
+            r = run => r?,
             _ = cx.ct.cancelled() => {
                 // The call may go on without this future (a component on a blocking thread):
                 // raised here too, in case the task above has not run yet.
@@ -563,42 +734,19 @@ impl ServerHandler for McpSessionHandler {
             }
         };
         drop(raise);
-        for e in &result.state_errors {
-            tracing::warn!(thread = %thread, tool = %name, "state update refused: {e}");
-        }
-        let outcome = result.outcome;
-        self.after_call(&served.host, &thread, &name, &outcome, &result.state_errors, &cx).await;
-        if promoted_something(&outcome) {
-            if let Err(e) = cx.peer.notify_tool_list_changed().await {
-                tracing::warn!("cannot send tools/list_changed: {e}");
-            }
-        }
-        let mut mcp = outcome_to_result(&outcome);
-        if mcp.is_error == Some(true) {
-            cap_error_texts(&mut mcp);
-        }
-        // present_files: the presented files as resource links the client can read
-        // (`resources/read`) and show.
-        if name == "present_files" && !outcome.is_error() {
-            for vpath in outcome.update.artifacts.iter().flatten() {
-                let file = vpath.rsplit('/').next().unwrap_or(vpath);
-                let mut link = Resource::new(super::resources::uri_of(vpath), file.to_string());
-                link.mime_type = super::resources::mime_of(vpath).map(str::to_string);
-                mcp.content.push(ContentBlock::resource_link(link));
-            }
-        }
-        if name == toolhost_builtins::clarification::NAME && outcome.end_run && !outcome.is_error() {
-            match elicit_answer(&cx, &outcome.text_content()).await {
-                Some(answer) => mcp.content.push(ContentBlock::text(format!("The user answered: {answer}"))),
-                // No answer from the client's user: DeerFlow ends the run here and waits for the
-                // user. `_meta["toolhost/end_run"]` tells a client to pause and ask.
-                None => {
-                    let meta = mcp.meta.get_or_insert_with(Default::default);
-                    meta.0.insert("toolhost/end_run".into(), Value::Bool(true));
-                }
-            }
-        }
-        Ok(mcp.into())
+        Ok(self.finish_call(&served, &thread, &name, result, &cx).await.into())
+    }
+
+    async fn get_task(&self, req: GetTaskParams, _cx: RequestContext<RoleServer>) -> Result<GetTaskResult, McpError> {
+        Ok(GetTaskResult::new(self.tasks.get(&req.task_id)?))
+    }
+
+    async fn update_task(&self, req: UpdateTaskParams, _cx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.tasks.update(&req.task_id)
+    }
+
+    async fn cancel_task(&self, req: CancelTaskParams, _cx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.tasks.cancel(&req.task_id)
     }
 }
 

@@ -249,7 +249,9 @@ pub async fn serve_http(
     let sessions = Arc::new(sessions);
     // rmcp calls the factory once per MCP session (and once per stateless request): each gets
     // a thread of its own.
-    let factory = move || Ok(McpSessionHandler::new(opening.clone(), keeper.clone(), fresh_thread_id("mcp-")?));
+    let tasks = Arc::new(super::tasks::TaskStore::default());
+    let factory =
+        move || Ok(McpSessionHandler::new(opening.clone(), keeper.clone(), fresh_thread_id("mcp-")?, tasks.clone()));
     let svc: Service = StreamableHttpService::new(factory, sessions.clone(), config);
     let door = Arc::new(Door {
         svc,

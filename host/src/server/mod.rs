@@ -8,6 +8,7 @@ mod http_server;
 pub mod jsonrpc;
 mod resources;
 mod stdio;
+pub mod tasks;
 pub mod threads;
 
 use std::net::SocketAddr;
@@ -18,7 +19,9 @@ use rmcp::ServiceExt as _;
 use crate::assembly::AssemblyRequest;
 use crate::host::Toolhost;
 
-pub use handler::{outcome_to_result, McpSessionHandler, Opening, Served, ToolFilter, ERROR_TEXT_MAX_CHARS};
+pub use handler::{
+    outcome_to_result, McpSessionHandler, Opening, Served, ToolFilter, ERROR_TEXT_MAX_CHARS, META_TASK_SUPPORT,
+};
 pub use http_server::{check_auth, serve_http, HttpOptions, MCP_PATH};
 pub use stdio::ScreenedLines;
 pub use threads::{fresh_thread_id, ThreadKeeper, META_THREAD, THREAD_HEADER};
@@ -240,7 +243,7 @@ pub async fn serve_stdio(opening: Opening, keeper: Arc<ThreadKeeper>, thread: St
     if toolhost_core::ThreadPaths::new(std::path::Path::new(""), &thread).is_err() {
         return Err(ServeError::InvalidThread(thread));
     }
-    let session = McpSessionHandler::new(opening, keeper, thread);
+    let session = McpSessionHandler::new(opening, keeper, thread, Default::default());
     let (read, write) = rmcp::transport::stdio_pipes();
     let running = session.serve(ScreenedLines::new(read, write)).await.map_err(|e| ServeError::Stdio(e.to_string()))?;
     running.waiting().await.map_err(|e| ServeError::Stdio(e.to_string()))?;

@@ -213,7 +213,12 @@ impl Tool for ComponentTool {
                         return ToolOutcome::raised(class, ctx.paths().mask(detail));
                     }
                 }
-                ToolOutcome::raised(e.exception_class(), format!("component tool '{name}' {e}"))
+                let crashed = matches!(e, ComponentCallError::Trap(_));
+                let mut outcome = ToolOutcome::raised(e.exception_class(), format!("component tool '{name}' {e}"));
+                if crashed {
+                    outcome.kind = Some(toolhost_core::ErrorKind::Crashed);
+                }
+                outcome
             }
         }
     }

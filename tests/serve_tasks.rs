@@ -1,0 +1,204 @@
+//! MCP tasks (the `io.modelcontextprotocol/tasks` extension) in `toolhost serve` over stdio, with
+//! raw JSON-RPC and the capability declared per request (`_meta`): a spinning component run as a
+//! task is cancelled and stops computing; a normal call as a task completes with its result;
+//! unknown task ids are named; a flood of task creations hits the running cap with a clear error,
+//! and a normal call still works afterwards.
+
+#[path = "support/paths.rs"]
+mod paths;
+#[path = "support/serve_harness.rs"]
+mod serve_harness;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use serve_harness::{RawStdio, Setup};
+
+const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
+
+fn with_tasks(id: u64, method: &str, mut params: Value) -> Vec<u8> {
+    params["_meta"] = json!({CAPS: {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string().into_bytes()
+}
+
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<f64> =
+        stat.rsplit(')').next().unwrap().split_whitespace().skip(11).take(2).map(|x| x.parse().unwrap()).collect();
+    (f[0] + f[1]) / 100.0
+}
+
+fn setup() -> Setup {
+    let s = Setup::new(false, false);
+    let hostile = std::path::Path::new(toolhost::bundled::GUEST_DIR).join("hostile.wasm");
+    let config = std::fs::read_to_string(s.config()).unwrap().replace(
+        "tool_search:",
+        &format!(
+            "  - {{name: spin, group: hostile, use: '{w}:spin', capabilities: {{timeout_s: 120}}}}\n  - {{name: ok, group: hostile, use: '{w}:ok'}}\ntool_search:",
+            w = hostile.display()
+        ),
+    );
+    std::fs::write(s.config(), config).unwrap();
+    s
+}
+
+/// The reply to request `id` (skipping notifications).
+fn reply(raw: &mut RawStdio, id: u64) -> Value {
+    loop {
+        let m = raw.next();
+        if m["id"] == id {
+            return m;
+        }
+    }
+}
+
+fn request(raw: &mut RawStdio, id: u64, method: &str, params: Value) -> Value {
+    raw.send(&with_tasks(id, method, params));
+    reply(raw, id)
+}
+
+/// Poll `tasks/get` until `task` is in a terminal state (or `want`), within `limit`.
+fn poll(raw: &mut RawStdio, next_id: &mut u64, task: &str, limit: Duration) -> Value {
+    let start = Instant::now();
+    loop {
+        *next_id += 1;
+        let r = request(raw, *next_id, "tasks/get", json!({"taskId": task}));
+        let status = r["result"]["status"].as_str().unwrap_or_else(|| panic!("{r}")).to_string();
+        if ["completed", "failed", "cancelled"].contains(&status.as_str()) {
+            return r["result"].clone();
+        }
+        assert!(start.elapsed() < limit, "task {task} still {status} after {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_task_is_polled_cancelled_and_stops_and_a_normal_task_completes() {
+    let s = setup();
+    let mut raw = RawStdio::start(&s, &[]);
+    let pid = raw.child.id();
+    let mut id = 100;
+    // tools/list says which tools may run as tasks.
+    let list = request(&mut raw, 1, "tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let support = |n: &str| tools.iter().find(|t| t["name"] == n).unwrap()["_meta"]["toolhost/taskSupport"].clone();
+    assert_eq!(support("spin"), "optional", "{list}");
+    // Compiled before measuring; a client without the capability gets the result at once.
+    raw.send(
+        &serde_json::to_vec(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ok", "arguments": {}}}),
+        )
+        .unwrap(),
+    );
+    assert_eq!(reply(&mut raw, 2)["result"]["content"][0]["text"], "ok");
+
+    let created = request(&mut raw, 3, "tools/call", json!({"name": "spin", "arguments": {}}));
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task = created["result"]["taskId"].as_str().unwrap().to_string();
+    assert!(created["result"]["ttlMs"].as_u64().unwrap() > 0, "{created}");
+    std::thread::sleep(Duration::from_millis(500));
+    let got = request(&mut raw, 4, "tasks/get", json!({"taskId": task}));
+    assert_eq!(got["result"]["status"], "working", "{got}");
+    let (t0, c0) = (Instant::now(), cpu_seconds(pid));
+    std::thread::sleep(Duration::from_millis(1500));
+    let busy = (cpu_seconds(pid) - c0) / t0.elapsed().as_secs_f64();
+    assert!(busy > 0.1, "the guest should be computing: {busy:.2} of a core");
+
+    let ack = request(&mut raw, 5, "tasks/cancel", json!({"taskId": task}));
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    let done = poll(&mut raw, &mut id, &task, Duration::from_secs(10));
+    assert_eq!(done["status"], "cancelled", "{done}");
+    assert!(done.get("result").is_none(), "{done}");
+    std::thread::sleep(Duration::from_millis(300));
+    let (t0, c0) = (Instant::now(), cpu_seconds(pid));
+    std::thread::sleep(Duration::from_millis(1000));
+    let idle = (cpu_seconds(pid) - c0) / t0.elapsed().as_secs_f64();
+    assert!(idle < 0.15 && idle < busy / 2.0, "a cancelled task must stop computing: {idle:.2} against {busy:.2}");
+
+    // A normal call as a task: completed, with the tool's result inlined.
+    let created = request(&mut raw, 6, "tools/call", json!({"name": "hello", "arguments": {"name": "task"}}));
+    let task = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
+    let done = poll(&mut raw, &mut id, &task, Duration::from_secs(30));
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert!(done["result"]["content"][0]["text"].as_str().unwrap().contains("task"), "{done}");
+}
+
+#[test]
+fn unknown_ids_are_named_and_a_flood_of_tasks_hits_the_cap_and_serving_goes_on() {
+    let s = setup();
+    let mut raw = RawStdio::start(&s, &[]);
+    let bogus = "task-does-not-exist-42";
+    for (i, method) in ["tasks/get", "tasks/cancel"].into_iter().enumerate() {
+        let r = request(&mut raw, 10 + i as u64, method, json!({"taskId": bogus}));
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains(bogus), "{r}");
+    }
+    // Without the capability, tasks/* are refused as the extension says.
+    raw.send(
+        &serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 20, "method": "tasks/get", "params": {"taskId": bogus}}))
+            .unwrap(),
+    );
+    assert_eq!(reply(&mut raw, 20)["error"]["code"], -32021);
+
+    // A flood: spinning tasks up to the cap, then one more is refused naming the limit.
+    let cap = toolhost::server::tasks::MAX_RUNNING;
+    let mut ids = Vec::new();
+    for i in 0..cap as u64 {
+        let r = request(&mut raw, 1000 + i, "tools/call", json!({"name": "spin", "arguments": {}}));
+        ids.push(r["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{r}")).to_string());
+    }
+    let refused = request(&mut raw, 5000, "tools/call", json!({"name": "spin", "arguments": {}}));
+    let msg = refused["error"]["message"].as_str().unwrap_or_else(|| panic!("{refused}"));
+    assert!(msg.contains("too many tasks") && msg.contains(&cap.to_string()), "{refused}");
+    for (i, t) in ids.iter().enumerate() {
+        let r = request(&mut raw, 6000 + i as u64, "tasks/cancel", json!({"taskId": t}));
+        assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    }
+    let mut id = 9000;
+    for t in &ids {
+        assert_eq!(poll(&mut raw, &mut id, t, Duration::from_secs(60))["status"], "cancelled");
+    }
+    // Serving goes on: a normal call, and a new task.
+    raw.send(&serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "hello", "arguments": {"name": "after"}}})).unwrap());
+    assert_eq!(reply(&mut raw, 7)["result"]["isError"], false);
+    let r = request(&mut raw, 8, "tools/call", json!({"name": "ok", "arguments": {}}));
+    let t = r["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{r}")).to_string();
+    let done = poll(&mut raw, &mut id, &t, Duration::from_secs(30));
+    assert_eq!(done["result"]["content"][0]["text"], "ok", "{done}");
+}
+
+/// Host bash as a task: `tasks/cancel` kills the command (its process tree goes with the dropped
+/// call), so what it would have done later never happens; the same command run to the end
+/// does it (the positive control, which also proves the path checked is the right one).
+#[test]
+fn a_cancelled_host_bash_task_never_finishes_its_command() {
+    let s = Setup::new(false, false);
+    std::fs::write(
+        s.config(),
+        "tools:\n  - {name: bash, group: bash, use: 'deerflow.sandbox.tools:bash_tool'}\nsandbox:\n  use: deerflow.sandbox.local:LocalSandboxProvider\n  allow_host_bash: true\n  bash_command_timeout: 30\n",
+    )
+    .unwrap();
+    let mut raw = RawStdio::start(&s, &["--thread", "bashtask"]);
+    let outputs = s.data().join("threads/bashtask/user-data/outputs");
+    let mut id = 100;
+    let cmd = |delay: u32, file: &str| {
+        json!({"name": "bash", "arguments": {"description": "d",
+            "command": format!("sleep {delay}; echo late > /mnt/user-data/outputs/{file}")}})
+    };
+    let created = request(&mut raw, 1, "tools/call", cmd(3, "late"));
+    let task = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(request(&mut raw, 2, "tasks/get", json!({"taskId": task}))["result"]["status"], "working");
+    request(&mut raw, 3, "tasks/cancel", json!({"taskId": task}));
+    assert_eq!(poll(&mut raw, &mut id, &task, Duration::from_secs(10))["status"], "cancelled");
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(!outputs.join("late").exists(), "the cancelled command went on and wrote its file");
+
+    let created = request(&mut raw, 4, "tools/call", cmd(0, "early"));
+    let task = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string();
+    let done = poll(&mut raw, &mut id, &task, Duration::from_secs(30));
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(outputs.join("early").exists(), "{done}");
+}
