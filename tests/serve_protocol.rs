@@ -441,30 +441,13 @@ async fn a_config_listing_toolhost_itself_starts_no_second_toolhost() {
     assert!(err.contains("MCP server 'itself' skipped: its command is this toolhost"), "{err}");
 }
 
-/// Seconds of CPU time process `pid` has used (user + system).
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let f: Vec<f64> =
-        stat.rsplit(')').next().unwrap().split_whitespace().skip(11).take(2).map(|x| x.parse().unwrap()).collect();
-    (f[0] + f[1]) / 100.0
-}
-
 /// A client's `notifications/cancelled` stops a component call that computes (a guest in an
 /// endless loop with a two-minute timeout, running on the request's own thread): the server
 /// stops burning CPU within moments, sends no result for the cancelled request, and answers the
 /// next call normally.
 #[test]
 fn a_cancelled_component_call_stops_computing() {
-    let s = Setup::new(false, false);
-    let hostile = std::path::Path::new(toolhost::bundled::GUEST_DIR).join("hostile.wasm");
-    let config = std::fs::read_to_string(s.config()).unwrap().replace(
-        "tool_search:",
-        &format!(
-            "  - {{name: spin, group: hostile, use: '{w}:spin', capabilities: {{timeout_s: 120}}}}\n  - {{name: ok, group: hostile, use: '{w}:ok'}}\ntool_search:",
-            w = hostile.display()
-        ),
-    );
-    std::fs::write(s.config(), config).unwrap();
+    let s = Setup::with_spin();
     let mut raw = RawStdio::start(&s, &[]);
     let pid = raw.child.id();
     // The component compiled (not part of what is measured).

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use serve_harness::{RawStdio, Setup};
+use serve_harness::{cpu_seconds, RawStdio, Setup};
 
 const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
 
@@ -22,25 +22,8 @@ fn with_tasks(id: u64, method: &str, mut params: Value) -> Vec<u8> {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string().into_bytes()
 }
 
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let f: Vec<f64> =
-        stat.rsplit(')').next().unwrap().split_whitespace().skip(11).take(2).map(|x| x.parse().unwrap()).collect();
-    (f[0] + f[1]) / 100.0
-}
-
 fn setup() -> Setup {
-    let s = Setup::new(false, false);
-    let hostile = std::path::Path::new(toolhost::bundled::GUEST_DIR).join("hostile.wasm");
-    let config = std::fs::read_to_string(s.config()).unwrap().replace(
-        "tool_search:",
-        &format!(
-            "  - {{name: spin, group: hostile, use: '{w}:spin', capabilities: {{timeout_s: 120}}}}\n  - {{name: ok, group: hostile, use: '{w}:ok'}}\ntool_search:",
-            w = hostile.display()
-        ),
-    );
-    std::fs::write(s.config(), config).unwrap();
-    s
+    Setup::with_spin()
 }
 
 /// The reply to request `id` (skipping notifications).

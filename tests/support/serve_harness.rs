@@ -29,6 +29,22 @@ pub struct Setup {
 }
 
 impl Setup {
+    /// [`Setup::new`] plus the `hostile` component's `spin` (a loop that never ends, 120 s
+    /// timeout) and `ok`, for the cancellation tests.
+    pub fn with_spin() -> Self {
+        let s = Setup::new(false, false);
+        let hostile = std::path::Path::new(toolhost::bundled::GUEST_DIR).join("hostile.wasm");
+        let config = std::fs::read_to_string(s.config()).unwrap().replace(
+            "tool_search:",
+            &format!(
+                "  - {{name: spin, group: hostile, use: '{w}:spin', capabilities: {{timeout_s: 120}}}}\n  - {{name: ok, group: hostile, use: '{w}:ok'}}\ntool_search:",
+                w = hostile.display()
+            ),
+        );
+        std::fs::write(s.config(), config).unwrap();
+        s
+    }
+
     pub fn new(everything: bool, tool_search: bool) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let servers = if everything {
@@ -346,4 +362,12 @@ impl Drop for RawStdio {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Seconds of CPU time process `pid` has used (user + system).
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<f64> =
+        stat.rsplit(')').next().unwrap().split_whitespace().skip(11).take(2).map(|x| x.parse().unwrap()).collect();
+    (f[0] + f[1]) / 100.0
 }
