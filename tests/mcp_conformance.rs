@@ -24,11 +24,16 @@ use paths::root;
 use serve_harness::{call, http_session, HttpServer};
 
 /// The fixture's tools, as the suite names them.
-const FIXTURE_TOOLS: [&str; 11] = [
+const FIXTURE_TOOLS: [&str; 16] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
     "test_multiple_content_types",
+    "test_embedded_resource",
+    "test_elicitation",
+    "test_elicitation_sep1034_defaults",
+    "test_elicitation_sep1330_enums",
+    "test_sampling",
     "test_tool_with_progress",
     "test_error_handling",
     "json_schema_2020_12_tool",
@@ -38,12 +43,18 @@ const FIXTURE_TOOLS: [&str; 11] = [
     "protocol_error_job",
 ];
 
-/// How the tasks scenarios want the fixture's tools to run as MCP tasks (`task_support:`);
-/// the rest keep the default (`optional` for components).
-fn task_support(tool: &str) -> &'static str {
+/// A fixture tool's extra config keys: how the tasks scenarios want it to run as an MCP task
+/// (`task_support:`; the rest keep the default, `optional` for components), and what it may ask
+/// the client (`capabilities.client`).
+fn extra_keys(tool: &str) -> &'static str {
     match tool {
         "greet" => ", task_support: forbidden",
         "failing_job" => ", task_support: required",
+        // Asking the client is granted per tool, like every capability.
+        "test_elicitation" | "test_elicitation_sep1034_defaults" | "test_elicitation_sep1330_enums" => {
+            ", capabilities: {client: [elicitation]}"
+        }
+        "test_sampling" => ", capabilities: {client: [sampling]}",
         _ => "",
     }
 }
@@ -71,7 +82,7 @@ fn setup() -> tempfile::TempDir {
         config.push_str(&format!(
             "  - {{name: {t}, group: conformance, use: '{}:{t}'{}}}\n",
             wasm.display(),
-            task_support(t)
+            extra_keys(t)
         ));
     }
     config.push_str("  - {name: read_file, group: file:read, use: 'deerflow.sandbox.tools:read_file_tool'}\n");

@@ -1,7 +1,9 @@
 //! The WIT contract end to end, through the real host and real components: a
 //! `toolhost:tool@0.1.0` component (guest-tools/legacy-hello, built from `wit/v0.1.0` without
-//! the SDK) runs unchanged next to 0.2.0 ones; 0.2.0 content blocks (text, image, audio, resource
-//! link) reach the outcome and `toolhost call --json`; hostile blocks and progress floods are
+//! the SDK) and a 0.2.0 one (guest-tools/legacy-v0-2) run unchanged next to 0.3.0 ones; content
+//! blocks (text, image, audio, resource link, embedded resource) reach the outcome and
+//! `toolhost call --json`; a granted component asks the caller's client (elicitation, sampling)
+//! within its bounds; hostile blocks and progress floods are
 //! refused or thinned while the host keeps serving; progress reaches the caller's sink in order;
 //! the typed sandbox settings reach sandbox-fs.
 
@@ -77,7 +79,7 @@ async fn components_of_both_versions_work_in_one_config() {
     let rt = env.host.runtime();
     let legacy = rt.load(&ComponentRef::File { path: legacy_wasm(), sha256: None }, &|_| None).unwrap();
     let hello = rt.load(&ComponentRef::Bundled("hello".into()), &toolhost::bundled::bytes).unwrap();
-    assert_eq!((legacy.interface, hello.interface), (InterfaceVersion::V0_1, InterfaceVersion::V0_2));
+    assert_eq!((legacy.interface, hello.interface), (InterfaceVersion::V0_1, InterfaceVersion::V0_3));
 
     // One turn calls both, concurrently: each goes through its own version's bindings.
     let turn = vec![
@@ -464,7 +466,8 @@ fn inspect_reports_the_interface_version() {
     let data = tempfile::tempdir().unwrap();
     for (wasm, version) in [
         (legacy_wasm(), "toolhost:tool@0.1.0"),
-        (Path::new(toolhost::bundled::GUEST_DIR).join("hello.wasm"), "toolhost:tool@0.2.0"),
+        (Path::new(toolhost::bundled::GUEST_DIR).join("legacy_v0_2.wasm"), "toolhost:tool@0.2.0"),
+        (Path::new(toolhost::bundled::GUEST_DIR).join("hello.wasm"), "toolhost:tool@0.3.0"),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_toolhost"))
             .arg("inspect")
@@ -683,4 +686,206 @@ fn serve_forwards_a_components_log_lines_at_the_level_the_client_set() {
     assert_eq!(flood.last().unwrap()["result"]["content"][0]["text"], "wrote 5000 lines");
     let last = next_result(9);
     assert_eq!(last.last().unwrap()["result"]["isError"], false, "{last:?}");
+}
+
+// ---- toolhost:tool@0.3.0: the client interface and embedded resources ----
+
+/// An embedder's client: records what it was asked and answers as told.
+#[derive(Default)]
+struct RecordingClient {
+    asked: Mutex<Vec<String>>,
+    /// Never answer (a user who walked away).
+    hang: bool,
+}
+
+#[async_trait::async_trait]
+impl toolhost::core::ClientRequests for RecordingClient {
+    async fn elicit(&self, message: String, schema: Value) -> Result<toolhost::core::Elicited, String> {
+        self.asked.lock().unwrap().push(format!("elicit {message} {schema}"));
+        if self.hang {
+            std::future::pending::<()>().await;
+        }
+        let name = schema["properties"].as_object().and_then(|p| p.keys().next().cloned()).unwrap_or_default();
+        Ok(toolhost::core::Elicited {
+            action: toolhost::core::ElicitAction::Accept,
+            content: Some(json!({ name: "Ada" })),
+        })
+    }
+
+    async fn create_message(
+        &self,
+        request: toolhost::core::SamplingRequest,
+    ) -> Result<toolhost::core::SamplingAnswer, String> {
+        let prompt = request.messages.iter().map(|m| m.text.as_str()).collect::<Vec<_>>().join("|");
+        self.asked.lock().unwrap().push(format!(
+            "sample {prompt} system={:?} max={}",
+            request.system_prompt, request.max_tokens
+        ));
+        Ok(toolhost::core::SamplingAnswer {
+            role: toolhost::core::Role::Assistant,
+            text: format!("echo {prompt}"),
+            model: "test-model".into(),
+            stop_reason: Some("endTurn".into()),
+        })
+    }
+}
+
+const ASKING: &str = r#"tools:
+  - {name: ok, group: g, use: "{hostile}:ok"}
+  - {name: ask_granted, group: g, use: "{hostile}:ask_client", capabilities: {client: [elicitation, sampling], timeout_s: 2}}
+  - {name: ask_elicit_only, group: g, use: "{hostile}:ask_client", capabilities: {client: [elicitation]}}
+  - {name: ask_ungranted, group: g, use: "{hostile}:ask_client"}
+  - {name: blocks, group: g, use: "{hostile}:blocks"}
+"#;
+
+async fn ask(env: &Env, tool: &str, args: Value, client: Option<Arc<RecordingClient>>) -> String {
+    let opts = toolhost::CallOptions {
+        client: client.map(toolhost::core::Client::new),
+        ..toolhost::CallOptions::default()
+    };
+    let r = env.host.call_with(&AssemblyRequest::default(), "t1", tool, args, None, opts).await.unwrap();
+    r.outcome.text_content()
+}
+
+fn elicit_args(times: u32) -> Value {
+    json!({"kind": "elicit", "times": times, "message": "Your name?",
+           "schema": {"type": "object", "properties": {"name": {"type": "string"}}}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_granted_component_asks_the_embedders_client_and_gets_its_answers() {
+    let env = host_with(ASKING);
+    let client = Arc::new(RecordingClient::default());
+    let text = ask(&env, "ask_granted", elicit_args(1), Some(client.clone())).await;
+    assert_eq!(text, r#"Accept {"name":"Ada"}"#);
+    let sample = json!({"kind": "sample", "times": 1, "message": "2+2?"});
+    let text = ask(&env, "ask_granted", sample, Some(client.clone())).await;
+    assert_eq!(text, "sampled Assistant from test-model: echo 2+2?");
+    assert_eq!(
+        *client.asked.lock().unwrap(),
+        [
+            r#"elicit Your name? {"properties":{"name":{"type":"string"}},"type":"object"}"#.to_string(),
+            r#"sample 2+2? system=Some("be brief") max=50"#.to_string(),
+        ]
+    );
+    assert_ok_still_works(&env.host).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asking_the_client_needs_the_grant_a_client_and_stays_bounded() {
+    let env = host_with(ASKING);
+    let client = Arc::new(RecordingClient::default());
+    // Not granted: refused before the client hears anything.
+    let text = ask(&env, "ask_ungranted", elicit_args(1), Some(client.clone())).await;
+    assert!(text.starts_with("error: elicitation is not granted") && text.contains("capabilities.client"), "{text}");
+    let text = ask(&env, "ask_elicit_only", json!({"kind": "sample", "times": 1, "message": "hi"}), Some(client.clone())).await;
+    assert!(text.starts_with("error: sampling is not granted"), "{text}");
+    // Granted, but nobody to ask (a plain library call, the CLI).
+    let text = ask(&env, "ask_granted", elicit_args(1), None).await;
+    assert!(text.starts_with("error: no client to ask"), "{text}");
+    // Bad requests are refused by the host, naming the rule.
+    for (args, why) in [
+        (json!({"kind": "elicit", "times": 1, "message": "x".repeat(5000), "schema": {"type": "object", "properties": {}}}), "over the limit of 4096"),
+        (json!({"kind": "elicit", "times": 1, "message": "m", "schema": {"type": "string"}}), "\"type\": \"object\""),
+        (json!({"kind": "elicit", "times": 1, "message": "m", "schema": {"type": "object", "properties": {"a": {"type": "object"}}}}), "flat values"),
+    ] {
+        let text = ask(&env, "ask_granted", args, Some(client.clone())).await;
+        assert!(text.starts_with("error: ") && text.contains(why), "{why}: {text}");
+    }
+    assert!(client.asked.lock().unwrap().is_empty(), "the client was asked: {:?}", client.asked.lock().unwrap());
+    // At most 16 requests per call: the rest fail, the call still answers.
+    let text = ask(&env, "ask_granted", elicit_args(20), Some(client.clone())).await;
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 20);
+    assert!(lines[..16].iter().all(|l| l.starts_with("Accept")), "{text}");
+    assert!(lines[16..].iter().all(|l| l.contains("at most 16 client requests per call")), "{text}");
+    assert_eq!(client.asked.lock().unwrap().len(), 16);
+    assert_ok_still_works(&env.host).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_answers_ends_at_the_calls_deadline() {
+    let env = host_with(ASKING);
+    let client = Arc::new(RecordingClient { hang: true, ..Default::default() });
+    let start = Instant::now();
+    let opts = toolhost::CallOptions {
+        client: Some(toolhost::core::Client::new(client.clone())),
+        ..toolhost::CallOptions::default()
+    };
+    let r = env
+        .host
+        .call_with(&AssemblyRequest::default(), "t1", "ask_granted", elicit_args(1), None, opts)
+        .await
+        .unwrap();
+    let took = start.elapsed();
+    assert!(r.outcome.is_error(), "{}", r.outcome.text_content());
+    assert!(r.outcome.text_content().contains("2"), "names the limit: {}", r.outcome.text_content());
+    assert!(took.as_secs_f64() < 6.0, "the 2 s deadline held: {took:?}");
+    assert_eq!(client.asked.lock().unwrap().len(), 1);
+    assert_ok_still_works(&env.host).await;
+}
+
+#[tokio::test]
+async fn embedded_resources_reach_the_outcome_and_hostile_ones_are_refused() {
+    let env = host_with(ASKING);
+    let args = json!({"blocks": [
+        {"kind": "resource", "uri": "test://r", "mime_type": "text/plain", "text": "hello"},
+        {"kind": "resource", "uri": "urn:x:blob", "bytes": [1, 2, 3]},
+    ]});
+    let r = env.host.call(&AssemblyRequest::default(), "t1", "blocks", args, None).await.unwrap();
+    assert!(!r.outcome.is_error(), "{}", r.outcome.text_content());
+    assert_eq!(
+        r.outcome.content,
+        vec![
+            ContentPart::Resource { resource: json!({"uri": "test://r", "mimeType": "text/plain", "text": "hello"}) },
+            ContentPart::Resource { resource: json!({"uri": "urn:x:blob", "blob": "AQID"}) },
+        ]
+    );
+    // A component must not pass its own bytes off as the thread's files (toolhost:), nor point
+    // at a local file.
+    for uri in ["toolhost:///mnt/user-data/outputs/report.md", "file:///etc/passwd"] {
+        let args = json!({"blocks": [{"kind": "resource", "uri": uri, "text": "forged"}]});
+        let (text, err) = call(&env.host, "blocks", args).await;
+        assert!(err && text.contains("an embedded resource named") && text.contains("is refused"), "{uri}: {text}");
+        assert!(!text.contains("forged"), "{text}");
+    }
+    assert_ok_still_works(&env.host).await;
+}
+
+#[tokio::test]
+async fn a_0_2_0_component_runs_unchanged_next_to_0_3_0_ones() {
+    let wasm = Path::new(toolhost::bundled::GUEST_DIR).join("legacy_v0_2.wasm");
+    let env = host_with(&format!(
+        "tools:\n  - {{name: legacy2_blocks, group: g, use: \"{}:legacy2_blocks\"}}\n  - {{name: ok, group: g, use: \"{{hostile}}:ok\"}}\n",
+        wasm.display()
+    ));
+    let c = env.host.runtime().load(&ComponentRef::File { path: wasm, sha256: None }, &|_| None).unwrap();
+    assert_eq!(c.interface, InterfaceVersion::V0_2);
+    let (sink, seen) = recorder();
+    let r = env
+        .host
+        .call_with_progress(&AssemblyRequest::default(), "t1", "legacy2_blocks", json!({"name": "Ada"}), None, sink)
+        .await
+        .unwrap();
+    assert!(!r.outcome.is_error(), "{}", r.outcome.text_content());
+    assert_eq!(
+        r.outcome.content,
+        vec![
+            ContentPart::Text { text: "Hello, Ada. (toolhost:tool@0.2.0, read_file cut at 50000)".into() },
+            ContentPart::Image { data: "iVBORw==".into(), mime_type: "image/png".into() },
+            ContentPart::Audio { data: "UklGRg==".into(), mime_type: "audio/wav".into() },
+            ContentPart::ResourceLink {
+                uri: "https://example.com/legacy".into(),
+                name: "legacy".into(),
+                mime_type: Some("text/html".into()),
+                description: None,
+            },
+        ]
+    );
+    assert_eq!(seen.lock().unwrap().iter().map(|p| p.progress).collect::<Vec<_>>(), [1.0]);
+    assert_eq!(
+        env.host.thread_state("t1").await.unwrap().todos,
+        Some(json!([{"content": "legacy", "status": "pending"}]))
+    );
+    assert_ok_still_works(&env.host).await;
 }

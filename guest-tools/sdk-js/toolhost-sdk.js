@@ -36,7 +36,8 @@
 //   tool's `capabilities.filesystem` grant opens; anything else throws `FileNotFoundError`.
 
 import { getDirectories } from "wasi:filesystem/preopens@0.2.12";
-import { log as hostLog, progress as hostProgress } from "toolhost:tool/host@0.2.0";
+import { log as hostLog, progress as hostProgress } from "toolhost:tool/host@0.3.0";
+import { elicit as hostElicit, createMessage as hostCreateMessage } from "toolhost:tool/client@0.3.0";
 
 /** A tool's answer. */
 export class Output {
@@ -62,6 +63,12 @@ export class Output {
     this.content.push({ tag: "resource-link", val: { uri, name, mimeType, description } });
     return this;
   }
+  /** An embedded resource: `text` (a string) or bytes (a Uint8Array) under `uri`. */
+  withResource(uri, contents, mimeType) {
+    const c = typeof contents === "string" ? { tag: "text", val: contents } : { tag: "blob", val: contents };
+    this.content.push({ tag: "embedded-resource", val: { uri, mimeType, contents: c } });
+    return this;
+  }
   /** Virtual paths to add to the thread's `artifacts`. */
   withArtifacts(...paths) {
     this.artifacts = paths.map(String);
@@ -77,6 +84,38 @@ export class Output {
 /** Report how far the call has come (it must grow from one report to the next). */
 export function progress(done, total, message) {
   hostProgress(done, total, message);
+}
+
+/**
+ * Ask the MCP client's user (form elicitation): `{ action: "accept" | "decline" | "cancel",
+ * content }`. Needs `capabilities.client: [elicitation]`; a refusal throws an Error saying why.
+ */
+export function elicit(message, schema) {
+  let a;
+  try {
+    a = hostElicit(String(message), JSON.stringify(schema));
+  } catch (e) {
+    throw new Error(e.payload ?? e.message ?? String(e));
+  }
+  return { action: a.action, content: a.content === undefined || a.content === null ? null : JSON.parse(a.content) };
+}
+
+/**
+ * Ask the MCP client's model (sampling): `messages` is a prompt string or `[[role, text], …]`.
+ * Returns the answer's text. Needs `capabilities.client: [sampling]`.
+ */
+export function createMessage(messages, { maxTokens = 256, systemPrompt } = {}) {
+  const list = typeof messages === "string" ? [["user", messages]] : messages;
+  try {
+    return hostCreateMessage({
+      messages: list.map(([role, text]) => ({ role, text: String(text) })),
+      systemPrompt,
+      maxTokens,
+      temperature: undefined,
+    }).text;
+  } catch (e) {
+    throw new Error(e.payload ?? e.message ?? String(e));
+  }
 }
 
 /** A line in the host's log, with the tool's name. */

@@ -55,8 +55,15 @@ try:
     from wit_world.imports import wasi_http_types as _ht
 except ImportError:  # no wasi:http in the world: `fetch` says so
     _oh = None
+try:
+    from wit_world.imports import client as _client
+except ImportError:  # a project built against toolhost:tool@0.2.0: no `client` interface
+    _client = None
 
-__all__ = ["tool", "Context", "Output", "Tool", "progress", "log", "schema_of", "fetch", "Response", "HttpError"]
+__all__ = [
+    "tool", "Context", "Output", "Tool", "progress", "log", "schema_of", "fetch", "Response", "HttpError",
+    "elicit", "create_message", "ClientError",
+]
 
 
 class Context:
@@ -101,6 +108,16 @@ class Output:
         self.content.append(_t.ContentBlock_ResourceLink(_t.ResourceLink(uri, name, mime_type, description)))
         return self
 
+    def with_resource(self, uri: str, text: Optional[str] = None, data: Optional[bytes] = None,
+                      mime_type: Optional[str] = None) -> "Output":
+        """An embedded resource: `text`, or `data` (bytes), under `uri` (any absolute URI but
+        `file:`, `toolhost:` and script schemes)."""
+        if (text is None) == (data is None):
+            raise ValueError("with_resource takes text or data, not both or neither")
+        contents = _t.ResourceContents_Text(text) if text is not None else _t.ResourceContents_Blob(bytes(data))
+        self.content.append(_t.ContentBlock_EmbeddedResource(_t.EmbeddedResource(uri, mime_type, contents)))
+        return self
+
     def with_artifacts(self, *paths: str) -> "Output":
         self.artifacts = list(paths)
         return self
@@ -118,6 +135,44 @@ def progress(done: float, total: Optional[float] = None, message: Optional[str] 
 def log(message: str, level: str = "info") -> None:
     """A line in the host's log, with the tool's name."""
     _host.log(getattr(_host.Level, level.upper(), _host.Level.INFO), message)
+
+
+# ---- asking the MCP client: elicitation and sampling ----
+
+
+class ClientError(Exception):
+    """A request to the MCP client that could not be made or was refused: not granted
+    (`capabilities.client`), no client or one without the capability, over the per-call count,
+    or the client's own error."""
+
+
+def elicit(message: str, schema: dict) -> dict:
+    """Ask the MCP client's user (form elicitation): returns `{"action": "accept" | "decline" |
+    "cancel", "content": dict | None}`. Needs `capabilities.client: [elicitation]`."""
+    if _client is None:
+        raise ClientError("this tool was built against toolhost:tool@0.2.0, which cannot ask the client")
+    try:
+        a = _client.elicit(message, json.dumps(schema))
+    except _Err as e:
+        raise ClientError(e.value) from None
+    action = {_client.ElicitAction.ACCEPT: "accept", _client.ElicitAction.DECLINE: "decline"}.get(a.action, "cancel")
+    return {"action": action, "content": None if a.content is None else json.loads(a.content)}
+
+
+def create_message(messages, max_tokens: int = 256, system_prompt: Optional[str] = None) -> str:
+    """Ask the MCP client's model (sampling); `messages` is a prompt string or a list of
+    `(role, text)` with role "user" or "assistant". Returns the answer's text. Needs
+    `capabilities.client: [sampling]`."""
+    if _client is None:
+        raise ClientError("this tool was built against toolhost:tool@0.2.0, which cannot ask the client")
+    if isinstance(messages, str):
+        messages = [("user", messages)]
+    roles = {"user": _client.Role.USER, "assistant": _client.Role.ASSISTANT}
+    msgs = [_client.SamplingMessage(roles[r], t) for r, t in messages]
+    try:
+        return _client.create_message(_client.SamplingRequest(msgs, system_prompt, max_tokens, None)).text
+    except _Err as e:
+        raise ClientError(e.value) from None
 
 
 # ---- outbound HTTP through wasi:http ----

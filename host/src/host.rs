@@ -98,6 +98,9 @@ pub struct CallOptions {
     pub log: Option<LogSink>,
     /// Raise it to stop the call (an MCP client's `notifications/cancelled`).
     pub cancel: Option<CancelSignal>,
+    /// Whoever a tool may ask during the call (a component's `client` import: elicitation,
+    /// sampling); `toolhost serve` passes the MCP client.
+    pub client: Option<toolhost_core::Client>,
 }
 
 /// The result of one call through the pipeline.
@@ -537,6 +540,7 @@ impl Toolhost {
                 ctx.progress = opts.progress.clone();
                 ctx.log = opts.log.clone();
                 ctx.cancel = opts.cancel.clone();
+                ctx.client = opts.client.clone();
                 ctx
             })
             .collect();

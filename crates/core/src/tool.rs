@@ -321,6 +321,9 @@ pub struct CallContext {
     /// `notifications/cancelled`): a tool that runs long checks it and stops. Component tools
     /// are stopped by the runtime within one epoch tick. `None`: the call cannot be cancelled.
     pub cancel: Option<CancelSignal>,
+    /// Whoever made the call, for a tool that asks them something during it (a component's
+    /// `client` import, when its config grants it); `None`: nobody to ask.
+    pub client: Option<crate::Client>,
 }
 
 /// A flag that asks a running call to stop, shared by the caller (who raises it) and the call
@@ -357,6 +360,7 @@ impl CallContext {
             progress: None,
             log: None,
             cancel: None,
+            client: None,
         }
     }
 
@@ -375,6 +379,12 @@ impl CallContext {
     /// The same call, with its log lines also going to `sink`.
     pub fn with_log(mut self, sink: LogSink) -> Self {
         self.log = Some(sink);
+        self
+    }
+
+    /// The same call, able to ask `client` (elicitation, sampling).
+    pub fn with_client(mut self, client: crate::Client) -> Self {
+        self.client = Some(client);
         self
     }
 

@@ -2,15 +2,17 @@
 //! tools of the official MCP conformance suite (`@modelcontextprotocol/conformance`), with the
 //! names, schemas and results its scenarios check. `tests/mcp_conformance.rs` serves them with
 //! `toolhost serve --http`, so the suite exercises the host's real content mapping (WIT content
-//! blocks → MCP content), progress (`host.progress` → `notifications/progress`), log lines (`host.log` →
-//! `notifications/message`) and error flag.
+//! blocks → MCP content, embedded resources included), progress (`host.progress` →
+//! `notifications/progress`), log lines (`host.log` → `notifications/message`), the error flag,
+//! and requests back to the client (`client.elicit` → `elicitation/create`,
+//! `client.create-message` → `sampling/createMessage`, granted by the test's config).
 //!
-//! Tools the suite names that need a host feature a component cannot reach are left out rather
-//! than faked (`test_embedded_resource`, `test_elicitation`, `test_sampling`, …); the
-//! expected-failures file `tests/mcp-expected-failures.yaml` says why.
+//! Tools the suite names that need a host feature toolhost leaves out are left out rather than
+//! faked (`test_reconnection`, the input-required tools); the expected-failures file
+//! `tests/mcp-expected-failures.yaml` says why.
 
 use serde_json::{json, Value};
-use toolhost_sdk::{tool, Block, Context, Output};
+use toolhost_sdk::{tool, Block, Context, ElicitAction, Output, Role};
 
 /// No arguments.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -56,9 +58,129 @@ fn audio_content(_: &Context, _: NoArgs) -> Output {
     Output::audio(silent_wav(800), "audio/wav")
 }
 
-/// Text and an image; the suite's third block, an embedded resource, has no WIT content block.
+/// Text, an image and an embedded JSON resource.
 fn multiple_content_types(_: &Context, _: NoArgs) -> Output {
-    Output::text("Multiple content types test:").with_block(Block::image(RED_PIXEL_PNG.to_vec(), "image/png"))
+    Output::text("Multiple content types test:")
+        .with_block(Block::image(RED_PIXEL_PNG.to_vec(), "image/png"))
+        .with_block(Block::resource_text(
+            "test://mixed-content-resource",
+            Some("application/json"),
+            r#"{"test":"data","value":123}"#,
+        ))
+}
+
+fn embedded_resource(_: &Context, _: NoArgs) -> Output {
+    Output::default().with_block(Block::resource_text(
+        "test://embedded-resource",
+        Some("text/plain"),
+        "This is an embedded resource content.",
+    ))
+}
+
+/// `test_elicitation`: the message to show the user.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct ElicitArgs {
+    /// The message to show the user.
+    message: String,
+}
+
+/// Ask the client's user with `schema`; the answer (or why there is none) as the result.
+fn ask(message: &str, schema: Value, prefix: &str) -> Output {
+    match toolhost_sdk::elicit(message, &schema) {
+        Ok(a) => {
+            let action = match a.action {
+                ElicitAction::Accept => "accept",
+                ElicitAction::Decline => "decline",
+                ElicitAction::Cancel => "cancel",
+            };
+            let content = a.content.map_or("null".to_string(), |c| c.to_string());
+            Output::text(format!("{prefix}action={action}, content={content}"))
+        }
+        Err(e) => Output::error(format!("Elicitation failed: {e}")),
+    }
+}
+
+fn elicitation(_: &Context, a: ElicitArgs) -> Output {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"}
+        },
+        "required": ["username", "email"]
+    });
+    ask(&a.message, schema, "User response: ")
+}
+
+/// SEP-1034: a default for every primitive type.
+fn elicitation_defaults(_: &Context, _: NoArgs) -> Output {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+            "age": {"type": "integer", "description": "User age", "default": 30},
+            "score": {"type": "number", "description": "User score", "default": 95.5},
+            "status": {
+                "type": "string",
+                "description": "User status",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active"
+            },
+            "verified": {"type": "boolean", "description": "Verification status", "default": true}
+        },
+        "required": []
+    });
+    ask("Test client default value handling - please accept with defaults", schema, "Elicitation completed: ")
+}
+
+/// SEP-1330: the five enum forms.
+fn elicitation_enums(_: &Context, _: NoArgs) -> Output {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {
+                "type": "string",
+                "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"}
+                ]
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"]
+            },
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"}
+                    ]
+                }
+            }
+        },
+        "required": []
+    });
+    ask("Choose from the enum fields", schema, "Elicitation completed: ")
+}
+
+/// `test_sampling`: the prompt for the client's model.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct SamplingArgs {
+    /// The prompt to send to the LLM.
+    prompt: String,
+}
+
+fn sampling(_: &Context, a: SamplingArgs) -> Output {
+    match toolhost_sdk::create_message(&[(Role::User, &a.prompt)], None, 100) {
+        Ok(answer) => Output::text(format!("LLM response: {}", answer.text)),
+        Err(e) => Output::error(format!("Sampling failed: {e}")),
+    }
 }
 
 /// 0/100, 50/100, 100/100, about 50 ms apart, through `host.progress`.
@@ -172,7 +294,12 @@ toolhost_sdk::export_tools!(
     tool("test_simple_text", "Returns one text block.", simple_text),
     tool("test_image_content", "Returns a 1x1 red PNG image.", image_content),
     tool("test_audio_content", "Returns a short silent WAV clip.", audio_content),
-    tool("test_multiple_content_types", "Returns a text block and an image.", multiple_content_types),
+    tool("test_multiple_content_types", "Returns text, an image and an embedded resource.", multiple_content_types),
+    tool("test_embedded_resource", "Returns an embedded text resource.", embedded_resource),
+    tool("test_elicitation", "Asks the client's user for a username and an email.", elicitation),
+    tool("test_elicitation_sep1034_defaults", "Asks with a default for every primitive type.", elicitation_defaults),
+    tool("test_elicitation_sep1330_enums", "Asks with the five enum forms.", elicitation_enums),
+    tool("test_sampling", "Asks the client's model to answer the prompt.", sampling),
     tool("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100, 50 ms apart.", tool_with_progress),
     tool("test_tool_with_logging", "Writes three log lines, 50 ms apart.", tool_with_logging),
     tool("test_error_handling", "Always fails with an error result.", error_handling),

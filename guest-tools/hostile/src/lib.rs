@@ -328,6 +328,11 @@ fn blocks(_: &Context, a: BlocksArg) -> Output {
                 mime_type: b.mime_type.clone(),
                 description: b.description.clone(),
             }),
+            // An embedded resource: `text` when given, else `bytes`/`size` as a blob.
+            "resource" => match &b.text {
+                Some(t) => Block::resource_text(b.uri.clone().unwrap_or_default(), b.mime_type.as_deref(), t.clone()),
+                None => Block::resource_blob(b.uri.clone().unwrap_or_default(), b.mime_type.as_deref(), media()),
+            },
             _ => Block::text(b.text.clone().unwrap_or_else(|| "x".repeat(b.size.unwrap_or(0) as usize))),
         };
         for _ in 0..b.repeat.unwrap_or(1) {
@@ -427,7 +432,40 @@ fn log(_: &Context, a: LogArg) -> Output {
     Output::text(format!("wrote {} lines", a.lines.len() as u64 + a.flood))
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct AskArg {
+    /// "elicit" or "sample".
+    kind: String,
+    /// Ask this many times (each answer or error is one line of the result).
+    times: u32,
+    /// The elicitation message or the sampling prompt.
+    message: String,
+    /// The requested schema (elicitation), sent as given.
+    #[serde(default)]
+    schema: toolhost_sdk::serde_json::Value,
+}
+
+fn ask_client(_: &Context, a: AskArg) -> Output {
+    let mut lines = Vec::new();
+    for _ in 0..a.times {
+        let line = if a.kind == "sample" {
+            match toolhost_sdk::create_message(&[(toolhost_sdk::Role::User, &a.message)], Some("be brief"), 50) {
+                Ok(r) => format!("sampled {:?} from {}: {}", r.role, r.model, r.text),
+                Err(e) => format!("error: {e}"),
+            }
+        } else {
+            match toolhost_sdk::elicit(&a.message, &a.schema) {
+                Ok(r) => format!("{:?} {}", r.action, r.content.map_or("null".to_string(), |c| c.to_string())),
+                Err(e) => format!("error: {e}"),
+            }
+        };
+        lines.push(line);
+    }
+    Output::text(lines.join("\n"))
+}
+
 toolhost_sdk::export_tools!(
+    tool("ask_client", "Ask the MCP client (elicit or sample) any number of times.", ask_client),
     tool("spin", "Loop forever.", spin),
     tool("alloc", "Allocate until something stops it.", alloc),
     tool("read", "Read a file.", read),

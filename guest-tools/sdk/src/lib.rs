@@ -18,9 +18,11 @@
 //! toolhost_sdk::export_tools!(tool("hello", "Greet someone by name.", hello));
 //! ```
 //!
-//! A result is a list of blocks (`toolhost:tool@0.2.0`): text, images, audio and resource links
-//! (`Output::text("chart:").with_block(Block::image(png, "image/png"))`). A long call may report
-//! its progress with [`progress`]; the sandbox settings arrive typed as [`Context::sandbox`].
+//! A result is a list of blocks (`toolhost:tool@0.3.0`): text, images, audio, resource links and
+//! embedded resources (`Output::text("chart:").with_block(Block::image(png, "image/png"))`). A
+//! long call may report its progress with [`progress`]; the sandbox settings arrive typed as
+//! [`Context::sandbox`]. A tool granted `capabilities.client` may ask the MCP client's user
+//! ([`elicit`]) or model ([`create_message`]) during a call.
 
 #[cfg(feature = "http")]
 pub mod http;
@@ -158,6 +160,16 @@ pub enum Block {
     Audio { bytes: Vec<u8>, mime_type: String },
     /// A link to a resource.
     ResourceLink(ResourceLink),
+    /// A resource's contents, embedded (MCP's `resource` block): any absolute URI but `file:`,
+    /// `toolhost:` and script schemes.
+    Resource { uri: String, mime_type: Option<String>, contents: ResourceContents },
+}
+
+/// What an embedded resource holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResourceContents {
+    Text(String),
+    Blob(Vec<u8>),
 }
 
 impl Block {
@@ -169,6 +181,22 @@ impl Block {
     }
     pub fn audio(bytes: impl Into<Vec<u8>>, mime_type: impl Into<String>) -> Self {
         Self::Audio { bytes: bytes.into(), mime_type: mime_type.into() }
+    }
+    /// An embedded text resource.
+    pub fn resource_text(uri: impl Into<String>, mime_type: Option<&str>, text: impl Into<String>) -> Self {
+        Self::Resource {
+            uri: uri.into(),
+            mime_type: mime_type.map(str::to_string),
+            contents: ResourceContents::Text(text.into()),
+        }
+    }
+    /// An embedded binary resource.
+    pub fn resource_blob(uri: impl Into<String>, mime_type: Option<&str>, bytes: impl Into<Vec<u8>>) -> Self {
+        Self::Resource {
+            uri: uri.into(),
+            mime_type: mime_type.map(str::to_string),
+            contents: ResourceContents::Blob(bytes.into()),
+        }
     }
 }
 
@@ -388,6 +416,55 @@ pub fn log_warn(message: &str) {
     host::log(host::Level::Warn, message);
 }
 
+/// What the user did with an elicitation.
+pub use bindings::toolhost::tool::client::ElicitAction;
+/// Who said a message of a sampling conversation.
+pub use bindings::toolhost::tool::client::Role;
+
+/// The user's answer to [`elicit`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Elicited {
+    pub action: ElicitAction,
+    /// On `Accept`: the answer, an object matching the requested schema.
+    pub content: Option<Value>,
+}
+
+/// Ask the MCP client's user (MCP `elicitation/create`, form mode): show `message` and ask for
+/// an object matching `requested_schema` (an object schema of flat string, number, integer,
+/// boolean and enum properties). The tool's config must grant `capabilities.client:
+/// [elicitation]`, the call must come through a client that offers elicitation, and a call may
+/// ask at most 16 times (elicitation and sampling together); otherwise the error says which.
+/// The call's deadline keeps running while the user answers.
+pub fn elicit(message: &str, requested_schema: &Value) -> Result<Elicited, String> {
+    let a = bindings::toolhost::tool::client::elicit(message, &requested_schema.to_string())?;
+    let content = match a.content {
+        Some(text) => Some(serde_json::from_str(&text).map_err(|e| format!("the answer is not JSON: {e}"))?),
+        None => None,
+    };
+    Ok(Elicited { action: a.action, content })
+}
+
+/// The answer of [`create_message`].
+pub use bindings::toolhost::tool::client::SamplingAnswer;
+
+/// Ask the MCP client's model for a completion (MCP `sampling/createMessage`, text only):
+/// `messages` as (role, text), at most `max_tokens` tokens. Needs `capabilities.client:
+/// [sampling]` and a client that offers sampling, like [`elicit`].
+pub fn create_message(
+    messages: &[(Role, &str)],
+    system_prompt: Option<&str>,
+    max_tokens: u32,
+) -> Result<SamplingAnswer, String> {
+    use bindings::toolhost::tool::client as c;
+    let request = c::SamplingRequest {
+        messages: messages.iter().map(|(role, text)| c::SamplingMessage { role: *role, text: text.to_string() }).collect(),
+        system_prompt: system_prompt.map(str::to_string),
+        max_tokens,
+        temperature: None,
+    };
+    c::create_message(&request)
+}
+
 #[doc(hidden)]
 pub fn __list(defs: &[ToolDef]) -> Vec<types::ToolSpec> {
     defs.iter()
@@ -458,6 +535,16 @@ fn block_to_wit(b: Block) -> types::ContentBlock {
             mime_type: l.mime_type,
             description: l.description,
         }),
+        Block::Resource { uri, mime_type, contents } => {
+            types::ContentBlock::EmbeddedResource(types::EmbeddedResource {
+                uri,
+                mime_type,
+                contents: match contents {
+                    ResourceContents::Text(t) => types::ResourceContents::Text(t),
+                    ResourceContents::Blob(b) => types::ResourceContents::Blob(b),
+                },
+            })
+        }
     }
 }
 

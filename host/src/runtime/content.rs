@@ -1,6 +1,7 @@
 //! What a component may return as content, and how it becomes the host's `ContentPart`s: at most
 //! [`MAX_CONTENT_BLOCKS`] blocks, all of them together within the tool's `output_bytes`, images and
-//! audio under a MIME type of their kind, resource links to web URIs only. A result outside these
+//! audio under a MIME type of their kind, resource links to web URIs only, embedded resources
+//! under a URI that is not the host's own nor a local file. A result outside these
 //! bounds is refused with an error naming the block and the rule; media is base64-encoded, as MCP
 //! carries it.
 
@@ -8,7 +9,7 @@ use base64::Engine;
 use toolhost_core::ContentPart;
 
 use super::call_error::ComponentCallError;
-use super::wit::v0_2::toolhost::tool::types::{self, ContentBlock};
+use super::wit::v0_3::toolhost::tool::types::{self, ContentBlock};
 
 /// Blocks one result may have. A result is read by a model: past this many blocks it is a
 /// component trying to make the host allocate (each block costs the host more than the guest).
@@ -24,6 +25,11 @@ pub const MAX_URI_BYTES: usize = 4096;
 /// Web links are what a tool has to offer; the thread resources `toolhost serve` exposes will
 /// add their own scheme here.
 pub const LINK_SCHEMES: [&str; 2] = ["https", "http"];
+
+/// Schemes an embedded resource's URI may not have: `toolhost:` names the thread's own files
+/// (`toolhost serve`'s resources), which a component must not pass off as its own contents;
+/// `file:` a user's local file; the others are run or rendered by clients.
+pub const REFUSED_RESOURCE_SCHEMES: [&str; 5] = ["toolhost", "file", "javascript", "data", "vbscript"];
 
 /// A result the host accepted.
 pub struct Accepted {
@@ -67,6 +73,14 @@ fn block_size(b: &ContentBlock) -> u64 {
                 + l.mime_type.as_ref().map_or(0, String::len)
                 + l.description.as_ref().map_or(0, String::len)
         }
+        ContentBlock::EmbeddedResource(r) => {
+            r.uri.len()
+                + r.mime_type.as_ref().map_or(0, String::len)
+                + match &r.contents {
+                    types::ResourceContents::Text(t) => t.len(),
+                    types::ResourceContents::Blob(b) => b.len(),
+                }
+        }
     };
     n as u64
 }
@@ -109,6 +123,30 @@ fn convert(n: usize, block: ContentBlock) -> Result<ContentPart, String> {
             };
             ContentPart::ResourceLink { uri: l.uri, name: l.name, mime_type, description: l.description }
         }
+        ContentBlock::EmbeddedResource(r) => {
+            check_resource_uri(&r.uri).map_err(|why| {
+                format!("content block {n}, an embedded resource named {:?}: {why}", shorten(&r.uri))
+            })?;
+            let mut resource = serde_json::Map::new();
+            resource.insert("uri".into(), r.uri.into());
+            if let Some(m) = r.mime_type {
+                let Some((_, full)) = mime_type(&m) else {
+                    return Err(format!(
+                        "content block {n}, an embedded resource, with MIME type {:?}; it must be type/subtype",
+                        shorten(&m)
+                    ));
+                };
+                resource.insert("mimeType".into(), full.into());
+            }
+            match r.contents {
+                types::ResourceContents::Text(t) => resource.insert("text".into(), t.into()),
+                types::ResourceContents::Blob(b) => {
+                    resource.insert("blob".into(), base64::engine::general_purpose::STANDARD.encode(&b).into())
+                }
+            };
+            // MCP's embedded resource content: `{"type": "resource", "resource": {…}}`.
+            ContentPart::Resource { resource: serde_json::Value::Object(resource) }
+        }
     })
 }
 
@@ -135,10 +173,29 @@ fn mime_type(m: &str) -> Option<(String, String)> {
     (restricted(top) && restricted(sub)).then(|| (top.to_ascii_lowercase(), m.to_ascii_lowercase()))
 }
 
-/// Whether `uri` may be a resource link: an absolute URI of RFC 3986 (ASCII; anything else
-/// percent-encoded) with a scheme of [`LINK_SCHEMES`], a host, no user info, and at most
-/// [`MAX_URI_BYTES`]. The error says which rule it breaks.
-pub fn check_link_uri(uri: &str) -> Result<(), String> {
+/// Whether `uri` may name an embedded resource: an absolute URI of RFC 3986 (ASCII; anything
+/// else percent-encoded) of at most [`MAX_URI_BYTES`], whose scheme is not one of
+/// [`REFUSED_RESOURCE_SCHEMES`] and whose authority, if any, carries no user info.
+pub fn check_resource_uri(uri: &str) -> Result<(), String> {
+    let (scheme, rest) = uri_scheme(uri, "an embedded resource's URI must be absolute (scheme:…)")?;
+    if REFUSED_RESOURCE_SCHEMES.contains(&scheme.as_str()) {
+        return Err(format!(
+            "scheme '{scheme}:' is refused for an embedded resource ({} are)",
+            REFUSED_RESOURCE_SCHEMES.map(|s| format!("{s}:")).join(", ")
+        ));
+    }
+    if let Some(after) = rest.strip_prefix("//") {
+        let end = after.find(['/', '?', '#']).unwrap_or(after.len());
+        if after[..end].contains('@') {
+            return Err("it carries user info (user@host), which can disguise the real host".into());
+        }
+    }
+    Ok(())
+}
+
+/// The scheme of `uri` (lowercase) and what follows its ':', when `uri` is an absolute URI of
+/// RFC 3986 characters of at most [`MAX_URI_BYTES`]; `no_scheme` is the error when it has none.
+fn uri_scheme<'a>(uri: &'a str, no_scheme: &str) -> Result<(String, &'a str), String> {
     if uri.is_empty() {
         return Err("it is empty".into());
     }
@@ -159,14 +216,22 @@ pub fn check_link_uri(uri: &str) -> Result<(), String> {
         }
     }
     let Some((scheme, rest)) = uri.split_once(':') else {
-        return Err(format!("it has no scheme; a link must be an absolute {} URI", LINK_SCHEMES.join(" or ")));
+        return Err(format!("it has no scheme; {no_scheme}"));
     };
     let well_formed = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
         && scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
     if !well_formed {
-        return Err(format!("it has no scheme; a link must be an absolute {} URI", LINK_SCHEMES.join(" or ")));
+        return Err(format!("it has no scheme; {no_scheme}"));
     }
-    let scheme = scheme.to_ascii_lowercase();
+    Ok((scheme.to_ascii_lowercase(), rest))
+}
+
+/// Whether `uri` may be a resource link: an absolute URI of RFC 3986 (ASCII; anything else
+/// percent-encoded) with a scheme of [`LINK_SCHEMES`], a host, no user info, and at most
+/// [`MAX_URI_BYTES`]. The error says which rule it breaks.
+pub fn check_link_uri(uri: &str) -> Result<(), String> {
+    let (scheme, rest) =
+        uri_scheme(uri, &format!("a link must be an absolute {} URI", LINK_SCHEMES.join(" or ")))?;
     if scheme == "file" {
         return Err("file: URIs are refused: a link must not point a client at local files".into());
     }
@@ -343,6 +408,53 @@ mod tests {
         assert!(check_link_uri(&format!("https://a/{}", "x".repeat(MAX_URI_BYTES))).unwrap_err().contains("longer"));
         let e = refusal(vec![link("file:///etc/passwd")], 1000);
         assert!(e.starts_with("returned content block 1, a resource link to \"file:///etc/passwd\": file:"), "{e}");
+    }
+
+    #[test]
+    fn embedded_resources_carry_text_or_base64_under_an_allowed_uri() {
+        let embedded = |uri: &str, mime: Option<&str>, contents: types::ResourceContents| {
+            ContentBlock::EmbeddedResource(types::EmbeddedResource {
+                uri: uri.into(),
+                mime_type: mime.map(str::to_string),
+                contents,
+            })
+        };
+        let a = accept(
+            result(vec![
+                embedded("test://embedded-resource", Some("text/plain"), types::ResourceContents::Text("hi".into())),
+                embedded("urn:x:1", None, types::ResourceContents::Blob(b"\x89PNG".to_vec())),
+            ]),
+            1000,
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(
+            a.content,
+            vec![
+                ContentPart::Resource {
+                    resource: serde_json::json!({"uri": "test://embedded-resource", "mimeType": "text/plain", "text": "hi"})
+                },
+                ContentPart::Resource { resource: serde_json::json!({"uri": "urn:x:1", "blob": "iVBORw=="}) },
+            ]
+        );
+        // uri (24) + mime (10) + text (2) = 36 bytes.
+        let one = || vec![embedded("test://embedded-resource", Some("text/plain"), types::ResourceContents::Text("hi".into()))];
+        assert!(accept(result(one()), 36).is_ok());
+        assert!(refusal(one(), 35).contains("36 bytes"));
+        for (uri, why) in [
+            ("toolhost:///mnt/user-data/outputs/a.txt", "scheme 'toolhost:' is refused"),
+            ("TOOLHOST:///mnt/user-data/outputs/a.txt", "scheme 'toolhost:' is refused"),
+            ("file:///etc/passwd", "scheme 'file:' is refused"),
+            ("javascript:alert(1)", "scheme 'javascript:' is refused"),
+            ("/mnt/user-data/outputs/a.txt", "no scheme"),
+            ("https://user@example.com/", "user info"),
+            ("test://a b", "contains ' '"),
+        ] {
+            let e = refusal(vec![embedded(uri, None, types::ResourceContents::Text("x".into()))], 1000);
+            assert!(e.starts_with("returned content block 1, an embedded resource named") && e.contains(why), "{uri}: {e}");
+        }
+        let e = refusal(vec![embedded("test://a", Some("text"), types::ResourceContents::Text("x".into()))], 1000);
+        assert!(e.contains("with MIME type \"text\"; it must be type/subtype"), "{e}");
     }
 
     #[test]

@@ -12,9 +12,10 @@ use toolhost_core::{CancelSignal, ContentPart, LogSink, ProgressSink};
 
 use super::call_error::ComponentCallError;
 use super::capabilities::{CapabilitySet, Preopen};
+use super::client::ClientRelay;
 use super::progress::ProgressRelay;
 use super::store::{new_store, Caller, Cancelled, HostState, LogRelay};
-use super::wit::v0_2::toolhost::tool::types;
+use super::wit::v0_3::toolhost::tool::types;
 use super::wit::{CallInput, Failure, SandboxSettings, ToolPre};
 use super::{ListedTool, Runtime, EPOCH_TICK};
 
@@ -41,6 +42,9 @@ pub struct CallRequest {
     /// Raised when the caller gives the call up: the guest is stopped within one epoch tick
     /// (a system call it is blocked in is interrupted). `None`: the call runs to its end.
     pub cancel: Option<CancelSignal>,
+    /// Whoever the guest may ask during the call (WIT `client`, when its grant allows);
+    /// `None`: nobody, and the guest's requests fail saying so.
+    pub client: Option<toolhost_core::Client>,
 }
 
 impl CallRequest {
@@ -57,6 +61,7 @@ impl CallRequest {
             progress: None,
             log: None,
             cancel: None,
+            client: None,
         }
     }
 }
@@ -174,7 +179,8 @@ pub fn call(
     let stderr = MemoryOutputPipe::new(16 * 1024);
     let relay = ProgressRelay::new(req.progress.clone(), &req.tool_call_id);
     let log = LogRelay::new(req.log.clone(), &req.tool_call_id, &req.tool);
-    let caller = Caller { progress: relay, log, cancel: req.cancel.clone() };
+    let client = ClientRelay::new(req.client.clone(), caps.client);
+    let caller = Caller { progress: relay, log, cancel: req.cancel.clone(), client };
     let mut store = new_store(rt, caps, preopens, label, stderr.clone(), deadline, caller)?;
     // This thread runs the guest's file I/O: past the deadline (or once cancelled), a blocked
     // system call is interrupted so the epoch can end the call (see `watchdog`).
@@ -252,7 +258,12 @@ pub fn list_tools(rt: &Runtime, pre: &ToolPre) -> Result<Vec<ListedTool>, Compon
         "list-tools",
         stderr.clone(),
         deadline,
-        Caller { progress: ProgressRelay::new(None, ""), log: LogRelay::new(None, "", ""), cancel: None },
+        Caller {
+            progress: ProgressRelay::new(None, ""),
+            log: LogRelay::new(None, "", ""),
+            cancel: None,
+            client: ClientRelay::new(None, Default::default()),
+        },
     )?;
     let run = async {
         match pre.list_tools(&mut store).await {

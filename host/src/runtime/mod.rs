@@ -6,6 +6,7 @@ mod admission;
 mod cache;
 mod call_error;
 pub mod capabilities;
+mod client;
 pub(crate) mod content;
 mod exec;
 mod net;

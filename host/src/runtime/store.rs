@@ -14,6 +14,7 @@ use toolhost_core::{CancelSignal, LogLevel, LogLine, LogSink};
 use super::call_error::ComponentCallError;
 use super::capabilities::{CapabilitySet, Preopen};
 use super::net::NetHooks;
+use super::client::ClientRelay;
 use super::progress::ProgressRelay;
 use super::{Runtime, EPOCH_TICK};
 
@@ -28,6 +29,7 @@ pub struct HostState {
     pub(super) net: NetHooks,
     pub(super) progress: ProgressRelay,
     log: LogRelay,
+    pub(super) client: ClientRelay,
 }
 
 /// Where a call's log lines go besides the host's log (`CallRequest::log`), at most
@@ -122,6 +124,7 @@ pub(super) struct Caller {
     pub progress: ProgressRelay,
     pub log: LogRelay,
     pub cancel: Option<CancelSignal>,
+    pub client: ClientRelay,
 }
 
 /// A fresh store for one call of a tool with `caps`, ending at `deadline`.
@@ -134,7 +137,7 @@ pub(super) fn new_store(
     deadline: Instant,
     caller: Caller,
 ) -> Result<Store<HostState>, ComponentCallError> {
-    let Caller { progress, log, cancel } = caller;
+    let Caller { progress, log, cancel, client } = caller;
     let ctx = caps.wasi_ctx(preopens, stderr).map_err(|e| ComponentCallError::Instantiate(format!("{e:#}")))?;
     let mut table = ResourceTable::new();
     table.set_max_capacity(caps.limits.handles);
@@ -147,6 +150,7 @@ pub(super) fn new_store(
         net: NetHooks::new(caps.network.clone(), rt.net().clone(), deadline),
         progress,
         log,
+        client,
     };
     let mut store = Store::new(rt.engine(), state);
     store.limiter(|s| &mut s.limiter);

@@ -1,7 +1,8 @@
-//! The WIT contract, every version the host loads: `toolhost:tool@0.2.0` (`wit/`) and
-//! `toolhost:tool@0.1.0` (`wit/v0.1.0/`). Which one a component exports is read from its exports
-//! at load; a call then goes through that version's bindings, and what a 0.1.0 component returns
-//! is upgraded to 0.2.0's types, so the rest of the runtime handles one shape.
+//! The WIT contract, every version the host loads: `toolhost:tool@0.3.0` (`wit/`),
+//! `toolhost:tool@0.2.0` (`wit/v0.2.0/`) and `toolhost:tool@0.1.0` (`wit/v0.1.0/`). Which one a
+//! component exports is read from its exports at load; a call then goes through that version's
+//! bindings, and what an older component returns is upgraded to 0.3.0's types, so the rest of the
+//! runtime handles one shape.
 
 use serde::Serialize;
 use wasmtime::component::{HasSelf, InstancePre, Linker};
@@ -26,28 +27,43 @@ pub mod v0_1 {
 pub mod v0_2 {
     wasmtime::component::bindgen!({
         world: "tool-component",
-        path: "../wit",
+        path: "../wit/v0.2.0",
         exports: { default: async },
     });
 }
 
-use v0_2::toolhost::tool::types;
+/// Bindings of `toolhost:tool@0.3.0`: embedded resources, and the `client` interface (whose
+/// calls wait for the MCP client's answer, so they are async on the host).
+#[allow(missing_docs)]
+pub mod v0_3 {
+    wasmtime::component::bindgen!({
+        world: "tool-component",
+        path: "../wit",
+        imports: { "toolhost:tool/client": async },
+        exports: { default: async },
+    });
+}
+
+use v0_3::toolhost::tool::types;
 
 /// The version of `toolhost:tool` a component was built against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum InterfaceVersion {
     /// `toolhost:tool@0.1.0`.
     V0_1,
-    /// `toolhost:tool@0.2.0`, the current one.
+    /// `toolhost:tool@0.2.0`.
     V0_2,
+    /// `toolhost:tool@0.3.0`, the current one.
+    V0_3,
 }
 
 impl InterfaceVersion {
-    /// The WIT package, `toolhost:tool@0.2.0`.
+    /// The WIT package, `toolhost:tool@0.3.0`.
     pub fn package(self) -> &'static str {
         match self {
             Self::V0_1 => "toolhost:tool@0.1.0",
             Self::V0_2 => "toolhost:tool@0.2.0",
+            Self::V0_3 => "toolhost:tool@0.3.0",
         }
     }
 }
@@ -58,8 +74,8 @@ impl std::fmt::Display for InterfaceVersion {
     }
 }
 
-/// The `tool` interface a component exports, from its export names: 0.2.x is preferred over
-/// 0.1.x when a component has both. The error says what it exports instead.
+/// The `tool` interface a component exports, from its export names: the newest version wins
+/// when a component has several. The error says what it exports instead.
 pub fn detect<'a>(export_names: impl IntoIterator<Item = &'a str>) -> Result<InterfaceVersion, String> {
     const PREFIX: &str = "toolhost:tool/tool@";
     let mut found = None;
@@ -74,6 +90,7 @@ pub fn detect<'a>(export_names: impl IntoIterator<Item = &'a str>) -> Result<Int
         let known = match (parts.next(), parts.next()) {
             (Some("0"), Some("1")) => Some(InterfaceVersion::V0_1),
             (Some("0"), Some("2")) => Some(InterfaceVersion::V0_2),
+            (Some("0"), Some("3")) => Some(InterfaceVersion::V0_3),
             _ => None,
         };
         match known {
@@ -87,11 +104,11 @@ pub fn detect<'a>(export_names: impl IntoIterator<Item = &'a str>) -> Result<Int
     let unknown: Vec<&String> = others.iter().filter(|n| n.starts_with(PREFIX)).collect();
     if let Some(name) = unknown.first() {
         return Err(format!(
-            "it exports {name}, a version this host does not load (it loads toolhost:tool@0.1 and @0.2)"
+            "it exports {name}, a version this host does not load (it loads toolhost:tool@0.1, @0.2 and @0.3)"
         ));
     }
     Err(format!(
-        "it exports no toolhost:tool/tool interface (its exports: {}); build it against wit/ (toolhost:tool@0.2.0)",
+        "it exports no toolhost:tool/tool interface (its exports: {}); build it against wit/ (toolhost:tool@0.3.0)",
         if others.is_empty() { "none".to_string() } else { others.join(", ") }
     ))
 }
@@ -100,6 +117,7 @@ pub fn detect<'a>(export_names: impl IntoIterator<Item = &'a str>) -> Result<Int
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     v0_1::ToolComponent::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
     v0_2::ToolComponent::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+    v0_3::ToolComponent::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
     Ok(())
 }
 
@@ -109,6 +127,8 @@ pub enum ToolPre {
     V0_1(v0_1::ToolComponentPre<HostState>),
     /// A `toolhost:tool@0.2.0` component.
     V0_2(v0_2::ToolComponentPre<HostState>),
+    /// A `toolhost:tool@0.3.0` component.
+    V0_3(v0_3::ToolComponentPre<HostState>),
 }
 
 /// Why a call into a component did not return.
@@ -135,6 +155,7 @@ impl ToolPre {
         Ok(match version {
             InterfaceVersion::V0_1 => Self::V0_1(v0_1::ToolComponentPre::new(pre)?),
             InterfaceVersion::V0_2 => Self::V0_2(v0_2::ToolComponentPre::new(pre)?),
+            InterfaceVersion::V0_3 => Self::V0_3(v0_3::ToolComponentPre::new(pre)?),
         })
     }
 
@@ -143,33 +164,32 @@ impl ToolPre {
         match self {
             Self::V0_1(_) => InterfaceVersion::V0_1,
             Self::V0_2(_) => InterfaceVersion::V0_2,
+            Self::V0_3(_) => InterfaceVersion::V0_3,
         }
     }
 
     /// Instantiate and list the tools.
     pub async fn list_tools(&self, store: &mut Store<HostState>) -> Result<Vec<Spec>, Failure> {
+        // The same code for every version: only the bindings' types differ.
+        macro_rules! list {
+            ($pre:expr) => {{
+                let instance = $pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
+                let specs = instance.toolhost_tool_tool().call_list_tools(&mut *store).await.map_err(Failure::Trap)?;
+                Ok(specs
+                    .into_iter()
+                    .map(|s| Spec { name: s.name, description: s.description, parameters: s.parameters })
+                    .collect())
+            }};
+        }
         match self {
-            Self::V0_1(pre) => {
-                let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
-                let specs = instance.toolhost_tool_tool().call_list_tools(&mut *store).await.map_err(Failure::Trap)?;
-                Ok(specs
-                    .into_iter()
-                    .map(|s| Spec { name: s.name, description: s.description, parameters: s.parameters })
-                    .collect())
-            }
-            Self::V0_2(pre) => {
-                let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
-                let specs = instance.toolhost_tool_tool().call_list_tools(&mut *store).await.map_err(Failure::Trap)?;
-                Ok(specs
-                    .into_iter()
-                    .map(|s| Spec { name: s.name, description: s.description, parameters: s.parameters })
-                    .collect())
-            }
+            Self::V0_1(pre) => list!(pre),
+            Self::V0_2(pre) => list!(pre),
+            Self::V0_3(pre) => list!(pre),
         }
     }
 
-    /// Instantiate and call; a 0.1.0 component gets its sandbox settings as JSON, and what it
-    /// returns comes back as 0.2.0's types.
+    /// Instantiate and call; a 0.1.0 component gets its sandbox settings as JSON, and what an
+    /// older component returns comes back as 0.3.0's types.
     pub async fn call(
         &self,
         store: &mut Store<HostState>,
@@ -192,6 +212,21 @@ impl ToolPre {
                 Ok(upgrade_result(r))
             }
             Self::V0_2(pre) => {
+                let wit_ctx = v0_2::toolhost::tool::types::CallContext {
+                    thread_id: ctx.thread_id.to_string(),
+                    tool_call_id: ctx.tool_call_id.to_string(),
+                    config: ctx.config.to_string(),
+                    sandbox: sandbox_settings!(v0_2, ctx.sandbox),
+                };
+                let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
+                let r = instance
+                    .toolhost_tool_tool()
+                    .call_call(&mut *store, &wit_ctx, ctx.tool, ctx.args)
+                    .await
+                    .map_err(Failure::Trap)?;
+                Ok(upgrade_v0_2_result(r))
+            }
+            Self::V0_3(pre) => {
                 let wit_ctx = types::CallContext {
                     thread_id: ctx.thread_id.to_string(),
                     tool_call_id: ctx.tool_call_id.to_string(),
@@ -274,22 +309,95 @@ impl SandboxSettings {
     }
 
     fn to_wit(&self) -> types::SandboxSettings {
-        types::SandboxSettings {
-            read_file_output_max_chars: self.read_file_output_max_chars as u64,
-            ls_output_max_chars: self.ls_output_max_chars as u64,
-            mounts: self
-                .mounts
-                .iter()
-                .map(|m| types::Mount { container_path: m.container_path.clone(), read_only: m.read_only })
-                .collect(),
-            skills_container_path: self.skills_container_path.clone(),
-            write_file_max_bytes: self.write_file_max_bytes.clone(),
-            disabled_skills: self.disabled_skills.clone(),
-        }
+        sandbox_settings!(v0_3, self)
     }
 }
 
-/// A 0.1.0 result as 0.2.0's: its one string becomes one text block.
+/// `settings` (a [`SandboxSettings`]) as the `sandbox-settings` record of WIT version `$v`
+/// (0.2.0 and 0.3.0 share the record; each has its own Rust type).
+macro_rules! sandbox_settings {
+    ($v:ident, $settings:expr) => {{
+        use $v::toolhost::tool::types as t;
+        let s: &SandboxSettings = $settings;
+        t::SandboxSettings {
+            read_file_output_max_chars: s.read_file_output_max_chars as u64,
+            ls_output_max_chars: s.ls_output_max_chars as u64,
+            mounts: s
+                .mounts
+                .iter()
+                .map(|m| t::Mount { container_path: m.container_path.clone(), read_only: m.read_only })
+                .collect(),
+            skills_container_path: s.skills_container_path.clone(),
+            write_file_max_bytes: s.write_file_max_bytes.clone(),
+            disabled_skills: s.disabled_skills.clone(),
+        }
+    }};
+}
+use sandbox_settings;
+
+/// A state update of WIT version `$v` (every version has the same record) as 0.3.0's.
+macro_rules! upgrade_update {
+    ($update:expr) => {
+        $update.map(|u| types::StateUpdate {
+            artifacts: u.artifacts,
+            viewed_images: u.viewed_images.map(|images| {
+                images
+                    .into_iter()
+                    .map(|i| types::ViewedImage {
+                        path: i.path,
+                        mime_type: i.mime_type,
+                        size: i.size,
+                        actual_path: i.actual_path,
+                    })
+                    .collect()
+            }),
+            todos: u.todos,
+        })
+    };
+}
+
+/// A call error of an older version as 0.3.0's (the variant has not changed).
+macro_rules! upgrade_error {
+    ($old:ident, $e:expr) => {
+        match $e {
+            $old::CallError::UnknownTool(t) => types::CallError::UnknownTool(t),
+            $old::CallError::InvalidArguments(m) => types::CallError::InvalidArguments(m),
+            $old::CallError::Failed(m) => types::CallError::Failed(m),
+        }
+    };
+}
+
+/// A 0.2.0 result as 0.3.0's: the same blocks (0.3.0 only adds embedded resources).
+fn upgrade_v0_2_result(
+    r: Result<v0_2::toolhost::tool::types::ToolResult, v0_2::toolhost::tool::types::CallError>,
+) -> Result<types::ToolResult, types::CallError> {
+    use v0_2::toolhost::tool::types as old;
+    let media = |m: old::Media| types::Media { bytes: m.bytes, mime_type: m.mime_type };
+    match r {
+        Ok(r) => Ok(types::ToolResult {
+            content: r
+                .content
+                .into_iter()
+                .map(|b| match b {
+                    old::ContentBlock::Text(t) => types::ContentBlock::Text(t),
+                    old::ContentBlock::Image(m) => types::ContentBlock::Image(media(m)),
+                    old::ContentBlock::Audio(m) => types::ContentBlock::Audio(media(m)),
+                    old::ContentBlock::ResourceLink(l) => types::ContentBlock::ResourceLink(types::ResourceLink {
+                        uri: l.uri,
+                        name: l.name,
+                        mime_type: l.mime_type,
+                        description: l.description,
+                    }),
+                })
+                .collect(),
+            is_error: r.is_error,
+            update: upgrade_update!(r.update),
+        }),
+        Err(e) => Err(upgrade_error!(old, e)),
+    }
+}
+
+/// A 0.1.0 result as 0.3.0's: its one string becomes one text block.
 fn upgrade_result(
     r: Result<v0_1::toolhost::tool::types::ToolResult, v0_1::toolhost::tool::types::CallError>,
 ) -> Result<types::ToolResult, types::CallError> {
@@ -298,31 +406,16 @@ fn upgrade_result(
         Ok(r) => Ok(types::ToolResult {
             content: vec![types::ContentBlock::Text(r.content)],
             is_error: r.is_error,
-            update: r.update.map(|u| types::StateUpdate {
-                artifacts: u.artifacts,
-                viewed_images: u.viewed_images.map(|images| {
-                    images
-                        .into_iter()
-                        .map(|i| types::ViewedImage {
-                            path: i.path,
-                            mime_type: i.mime_type,
-                            size: i.size,
-                            actual_path: i.actual_path,
-                        })
-                        .collect()
-                }),
-                todos: u.todos,
-            }),
+            update: upgrade_update!(r.update),
         }),
-        Err(old::CallError::UnknownTool(t)) => Err(types::CallError::UnknownTool(t)),
-        Err(old::CallError::InvalidArguments(m)) => Err(types::CallError::InvalidArguments(m)),
-        Err(old::CallError::Failed(m)) => Err(types::CallError::Failed(m)),
+        Err(e) => Err(upgrade_error!(old, e)),
     }
 }
 
 // The `host` interface, once per version; both share the same implementation on `HostState`.
 
 impl v0_1::toolhost::tool::types::Host for HostState {}
+impl v0_2::toolhost::tool::types::Host for HostState {}
 impl types::Host for HostState {}
 
 /// The `host` interface of one version, bound to `HostState`'s shared implementation: `log`
@@ -359,6 +452,63 @@ host_interface!(v0_2 {
         self.report_progress(progress, total, message);
     }
 });
+host_interface!(v0_3 {
+    fn progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
+        self.report_progress(progress, total, message);
+    }
+});
+
+// The `client` interface (0.3.0): the guest waits while the host asks the caller's client.
+impl v0_3::toolhost::tool::client::Host for HostState {
+    async fn elicit(
+        &mut self,
+        message: String,
+        requested_schema: String,
+    ) -> Result<v0_3::toolhost::tool::client::ElicitAnswer, String> {
+        use v0_3::toolhost::tool::client as c;
+        let answer = self.client.elicit(message, &requested_schema).await?;
+        Ok(c::ElicitAnswer {
+            action: match answer.action {
+                toolhost_core::ElicitAction::Accept => c::ElicitAction::Accept,
+                toolhost_core::ElicitAction::Decline => c::ElicitAction::Decline,
+                toolhost_core::ElicitAction::Cancel => c::ElicitAction::Cancel,
+            },
+            content: answer.content.map(|v| v.to_string()),
+        })
+    }
+
+    async fn create_message(
+        &mut self,
+        request: v0_3::toolhost::tool::client::SamplingRequest,
+    ) -> Result<v0_3::toolhost::tool::client::SamplingAnswer, String> {
+        use toolhost_core::Role;
+        use v0_3::toolhost::tool::client as c;
+        let role = |r: c::Role| match r {
+            c::Role::User => Role::User,
+            c::Role::Assistant => Role::Assistant,
+        };
+        let request = toolhost_core::SamplingRequest {
+            messages: request
+                .messages
+                .into_iter()
+                .map(|m| toolhost_core::SamplingMessage { role: role(m.role), text: m.text })
+                .collect(),
+            system_prompt: request.system_prompt,
+            max_tokens: request.max_tokens,
+            temperature: request.temperature,
+        };
+        let answer = self.client.create_message(request).await?;
+        Ok(c::SamplingAnswer {
+            role: match answer.role {
+                Role::User => c::Role::User,
+                Role::Assistant => c::Role::Assistant,
+            },
+            text: answer.text,
+            model: answer.model,
+            stop_reason: answer.stop_reason,
+        })
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -368,11 +518,12 @@ mod tests {
     fn versions_are_read_from_export_names() {
         assert_eq!(detect(["toolhost:tool/tool@0.1.0"]), Ok(InterfaceVersion::V0_1));
         assert_eq!(detect(["toolhost:tool/tool@0.2.0"]), Ok(InterfaceVersion::V0_2));
+        assert_eq!(detect(["toolhost:tool/tool@0.3.0"]), Ok(InterfaceVersion::V0_3));
         // A patch release of 0.2 is 0.2; a component exporting both versions is served as 0.2.
         assert_eq!(detect(["toolhost:tool/tool@0.2.3"]), Ok(InterfaceVersion::V0_2));
         assert_eq!(detect(["toolhost:tool/tool@0.1.0", "toolhost:tool/tool@0.2.0"]), Ok(InterfaceVersion::V0_2));
-        let e = detect(["toolhost:tool/tool@0.3.0"]).unwrap_err();
-        assert!(e.contains("toolhost:tool/tool@0.3.0") && e.contains("does not load"), "{e}");
+        let e = detect(["toolhost:tool/tool@0.4.0"]).unwrap_err();
+        assert!(e.contains("toolhost:tool/tool@0.4.0") && e.contains("does not load"), "{e}");
         let e = detect(["wasi:http/incoming-handler@0.2.0"]).unwrap_err();
         assert!(e.contains("no toolhost:tool/tool") && e.contains("wasi:http/incoming-handler@0.2.0"), "{e}");
         assert!(detect([]).unwrap_err().contains("(its exports: none)"));

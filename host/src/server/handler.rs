@@ -166,7 +166,8 @@ impl McpSessionHandler {
         // The tool's progress reports (when the request asked for them) and log lines (when
         // the client set a log level) arrive on the thread that runs it; one task per kind
         // sends them in order, and all of them are sent before the result.
-        let mut opts = CallOptions { cancel: Some(cancel), ..CallOptions::default() };
+        let client = toolhost_core::Client::new(super::client::PeerClient { peer: cx.peer.clone() });
+        let mut opts = CallOptions { cancel: Some(cancel), client: Some(client), ..CallOptions::default() };
         let mut forwards = Vec::new();
         if let Some(token) = token {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
@@ -426,9 +427,17 @@ pub fn outcome_to_result(outcome: &ToolOutcome) -> CallToolResult {
                 link.description = description.clone();
                 ContentBlock::resource_link(link)
             }
-            // The MCP layer keeps the whole block it received; anything else is shown as JSON text.
-            ContentPart::Resource { resource } => serde_json::from_value::<ContentBlock>(resource.clone())
-                .unwrap_or_else(|_| ContentBlock::text(resource.to_string())),
+            // A whole MCP block (what an MCP server sent), or an embedded resource's contents
+            // (`uri` with `text` or `blob`: a component's, or an MCP server's blob); anything
+            // else is shown as JSON text.
+            ContentPart::Resource { resource } => {
+                let block = if resource.get("type").is_none() && resource.get("uri").is_some() {
+                    serde_json::json!({"type": "resource", "resource": resource})
+                } else {
+                    resource.clone()
+                };
+                serde_json::from_value::<ContentBlock>(block).unwrap_or_else(|_| ContentBlock::text(resource.to_string()))
+            }
         })
         .collect();
     let mut result = if outcome.is_error() { CallToolResult::error(content) } else { CallToolResult::success(content) };
@@ -808,6 +817,16 @@ mod tests {
         assert_eq!(r.content[0].as_text().map(|t| t.text.as_str()), Some("Error: nope"));
         assert!(matches!(&r.content[1], ContentBlock::Image(i) if i.mime_type == "image/png"));
         assert_eq!(r.structured_content, Some(serde_json::json!({"k": 1})));
+        // An embedded resource's contents become a `resource` block; a whole block stays one.
+        let mut o = ToolOutcome::text("x");
+        o.content.push(ContentPart::Resource { resource: serde_json::json!({"uri": "test://r", "text": "hi"}) });
+        o.content.push(ContentPart::Resource {
+            resource: serde_json::json!({"type": "resource_link", "uri": "https://e.com/", "name": "e"}),
+        });
+        let r = outcome_to_result(&o);
+        let json = serde_json::to_value(&r.content).unwrap();
+        assert_eq!(json[1], serde_json::json!({"type": "resource", "resource": {"uri": "test://r", "text": "hi"}}));
+        assert_eq!(json[2]["type"], "resource_link");
         let ok = outcome_to_result(&ToolOutcome::text("fine"));
         assert_eq!(ok.is_error, Some(false));
         assert!(ok.structured_content.is_none());

@@ -89,7 +89,7 @@ fn exception_of(message: &str) -> Option<(&str, &str)> {
 /// component's claim).
 fn convert_update(
     ctx: &CallContext,
-    u: crate::runtime::wit::v0_2::toolhost::tool::types::StateUpdate,
+    u: crate::runtime::wit::v0_3::toolhost::tool::types::StateUpdate,
 ) -> Result<StateUpdate, String> {
     let mut out = StateUpdate::default();
     if let Some(artifacts) = u.artifacts {
@@ -157,6 +157,7 @@ impl Tool for ComponentTool {
             progress: ctx.progress.clone(),
             log: ctx.log.clone(),
             cancel: ctx.cancel.clone(),
+            client: ctx.client.clone(),
         };
         // Wait in line (this thread's calls, then the host's) within the call's own timeout.
         let permit = match self.runtime.admit(&ctx.thread_id, self.caps.limits.timeout).await {

@@ -1,9 +1,10 @@
 //! Capabilities as values, one module per capability — Spin's factors in miniature: [`files`],
-//! [`network`], [`env`] and [`limits`]. Each reads its keys of a tool's `capabilities:` block
+//! [`network`], [`env`], [`client`] and [`limits`]. Each reads its keys of a tool's `capabilities:` block
 //! ([`CapabilitiesConfig`]), merges field by field over a bundled component's defaults, checks its
 //! values (config errors with their location), describes itself for `--explain`, and takes its
 //! part in one call's WASI context. Deny by default: no env, no network, no sockets, no files.
 
+pub mod client;
 pub mod env;
 pub mod files;
 pub mod limits;
@@ -16,6 +17,7 @@ use serde::Deserialize;
 use toolhost_net::NetGrant;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
+pub use client::{ClientGrant, ClientRequest};
 pub use files::{thread_preopens, FilesGrant, Preopen, PreopenDir};
 pub use limits::CallLimits;
 pub use network::NetworkEntry;
@@ -52,6 +54,10 @@ pub struct CapabilitiesConfig {
     /// each open file or directory is a host file descriptor.
     #[serde(default, deserialize_with = "limits::handles")]
     pub handles: Option<u64>,
+    /// Requests the component may send back to the MCP client during a call
+    /// (`[elicitation, sampling]`); none by default.
+    #[serde(default)]
+    pub client: Option<Vec<ClientRequest>>,
 }
 
 impl CapabilitiesConfig {
@@ -67,6 +73,7 @@ impl CapabilitiesConfig {
             timeout_s: self.timeout_s.or(defaults.timeout_s),
             output_bytes: self.output_bytes.or(defaults.output_bytes),
             handles: self.handles.or(defaults.handles),
+            client: self.client.clone().or_else(|| defaults.client.clone()),
         }
     }
 }
@@ -82,6 +89,8 @@ pub struct CapabilitySet {
     pub network: Arc<NetGrant>,
     /// CPU time, memory, output size and handles of one call.
     pub limits: CallLimits,
+    /// What the component may ask the MCP client.
+    pub client: ClientGrant,
 }
 
 /// Handles a call may hold open when its `capabilities.handles` is not set: plenty for a tool
@@ -100,6 +109,7 @@ impl Default for CapabilitySet {
                 output_bytes: 4 << 20,
                 handles: DEFAULT_HANDLES,
             },
+            client: ClientGrant::default(),
         }
     }
 }
@@ -122,16 +132,22 @@ impl CapabilitySet {
                 c.allow_private_addresses.unwrap_or(false),
             ),
             limits: limits::call_limits(c, defaults.limits).map_err(|e| format!("capabilities.{e}"))?,
+            client: ClientGrant::from_list(c.client.as_deref().unwrap_or_default()),
         })
     }
 
     /// One line for `tools --explain`: each capability's own description.
     pub fn describe(&self) -> String {
         format!(
-            "[files {}, network {}, env {}, {}]",
+            "[files {}, network {}, env {}, {}{}]",
             self.fs.describe(),
             network::describe(&self.network),
             env::describe(&self.env),
+            // Only a grant is shown: most tools ask the client nothing.
+            match self.client {
+                g if g == ClientGrant::default() => String::new(),
+                g => format!("client {}, ", g.describe()),
+            },
             limits::describe(&self.limits)
         )
     }

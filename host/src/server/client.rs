@@ -1,0 +1,79 @@
+//! The MCP client of a `tools/call`, as the [`toolhost_core::ClientRequests`] a component asks
+//! through the WIT `client` import: elicitation and sampling sent back over the same session,
+//! refused with a clear error when the client did not declare the capability.
+//!
+//! Sampling is deprecated by the 2026-07-28 revision (SEP-2577, which lets a server send no
+//! requests at all); sessions of the 2025 revisions still offer it, and rmcp marks its types.
+#![allow(deprecated)]
+
+use async_trait::async_trait;
+use rmcp::model::{
+    CreateMessageRequestParams, ElicitRequestParams, ElicitationAction, Role as McpRole, SamplingMessage,
+};
+use rmcp::service::{Peer, RoleServer};
+use serde_json::Value;
+use toolhost_core::{ClientRequests, ElicitAction, Elicited, Role, SamplingAnswer, SamplingRequest};
+
+/// The client at the other end of one session.
+pub struct PeerClient {
+    pub peer: Peer<RoleServer>,
+}
+
+#[async_trait]
+impl ClientRequests for PeerClient {
+    async fn elicit(&self, message: String, requested_schema: Value) -> Result<Elicited, String> {
+        let supports = self.peer.peer_info().is_some_and(|i| i.capabilities.elicitation.is_some());
+        if !supports {
+            return Err("the MCP client does not offer elicitation (no `elicitation` capability)".into());
+        }
+        let requested_schema = serde_json::from_value(requested_schema)
+            .map_err(|e| format!("the requested schema is not one MCP's form elicitation takes: {e}"))?;
+        let params = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema };
+        let r = self.peer.create_elicitation(params).await.map_err(|e| format!("the client answered: {e}"))?;
+        Ok(Elicited {
+            action: match r.action {
+                ElicitationAction::Accept => ElicitAction::Accept,
+                ElicitationAction::Decline => ElicitAction::Decline,
+                // Cancel, and whatever a later revision adds: no answer.
+                _ => ElicitAction::Cancel,
+            },
+            content: r.content,
+        })
+    }
+
+    async fn create_message(&self, request: SamplingRequest) -> Result<SamplingAnswer, String> {
+        let supports = self.peer.peer_info().is_some_and(|i| i.capabilities.sampling.is_some());
+        if !supports {
+            return Err("the MCP client does not offer sampling (no `sampling` capability)".into());
+        }
+        let messages = request
+            .messages
+            .into_iter()
+            .map(|m| match m.role {
+                Role::User => SamplingMessage::user_text(m.text),
+                Role::Assistant => SamplingMessage::assistant_text(m.text),
+            })
+            .collect();
+        let mut params = CreateMessageRequestParams::new(messages, request.max_tokens);
+        params.system_prompt = request.system_prompt;
+        params.temperature = request.temperature.map(|t| t as f32);
+        let r = self.peer.create_message(params).await.map_err(|e| format!("the client answered: {e}"))?;
+        let text = r
+            .message
+            .content
+            .into_vec()
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+            .collect::<Vec<_>>()
+            .join("");
+        Ok(SamplingAnswer {
+            role: match r.message.role {
+                McpRole::User => Role::User,
+                McpRole::Assistant => Role::Assistant,
+            },
+            text,
+            model: r.model,
+            stop_reason: r.stop_reason,
+        })
+    }
+}
