@@ -730,20 +730,22 @@ impl toolhost::core::ClientRequests for RecordingClient {
     }
 }
 
-const ASKING: &str = r#"tools:
-  - {name: ok, group: g, use: "{hostile}:ok"}
-  - {name: ask_granted, group: g, use: "{hostile}:ask_client", capabilities: {client: [elicitation, sampling], timeout_s: 2}}
-  - {name: ask_elicit_only, group: g, use: "{hostile}:ask_client", capabilities: {client: [elicitation]}}
-  - {name: ask_ungranted, group: g, use: "{hostile}:ask_client"}
-  - {name: blocks, group: g, use: "{hostile}:blocks"}
-"#;
+/// A host serving the hostile component's `ask_client` with `capabilities` (a tool binds its
+/// own name, so each grant gets its own host), plus `ok` and `blocks`.
+fn asking(capabilities: &str) -> Env {
+    host_with(&format!(
+        "tools:\n  - {{name: ok, group: g, use: \"{{hostile}}:ok\"}}\n  - {{name: blocks, group: g, use: \"{{hostile}}:blocks\"}}\n  - {{name: ask_client, group: g, use: \"{{hostile}}:ask_client\", capabilities: {capabilities}}}\n"
+    ))
+}
 
-async fn ask(env: &Env, tool: &str, args: Value, client: Option<Arc<RecordingClient>>) -> String {
+const GRANTED: &str = "{client: [elicitation, sampling], timeout_s: 2}";
+
+async fn ask(env: &Env, args: Value, client: Option<Arc<RecordingClient>>) -> String {
     let opts = toolhost::CallOptions {
         client: client.map(toolhost::core::Client::new),
         ..toolhost::CallOptions::default()
     };
-    let r = env.host.call_with(&AssemblyRequest::default(), "t1", tool, args, None, opts).await.unwrap();
+    let r = env.host.call_with(&AssemblyRequest::default(), "t1", "ask_client", args, None, opts).await.unwrap();
     r.outcome.text_content()
 }
 
@@ -754,17 +756,17 @@ fn elicit_args(times: u32) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_granted_component_asks_the_embedders_client_and_gets_its_answers() {
-    let env = host_with(ASKING);
+    let env = asking(GRANTED);
     let client = Arc::new(RecordingClient::default());
-    let text = ask(&env, "ask_granted", elicit_args(1), Some(client.clone())).await;
-    assert_eq!(text, r#"Accept {"name":"Ada"}"#);
+    let text = ask(&env, elicit_args(1), Some(client.clone())).await;
+    assert_eq!(text, r#"accept {"name":"Ada"}"#);
     let sample = json!({"kind": "sample", "times": 1, "message": "2+2?"});
-    let text = ask(&env, "ask_granted", sample, Some(client.clone())).await;
-    assert_eq!(text, "sampled Assistant from test-model: echo 2+2?");
+    let text = ask(&env, sample, Some(client.clone())).await;
+    assert_eq!(text, "sampled assistant from test-model: echo 2+2?");
     assert_eq!(
         *client.asked.lock().unwrap(),
         [
-            r#"elicit Your name? {"properties":{"name":{"type":"string"}},"type":"object"}"#.to_string(),
+            r#"elicit Your name? {"type":"object","properties":{"name":{"type":"string"}}}"#.to_string(),
             r#"sample 2+2? system=Some("be brief") max=50"#.to_string(),
         ]
     );
@@ -773,15 +775,16 @@ async fn a_granted_component_asks_the_embedders_client_and_gets_its_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn asking_the_client_needs_the_grant_a_client_and_stays_bounded() {
-    let env = host_with(ASKING);
     let client = Arc::new(RecordingClient::default());
     // Not granted: refused before the client hears anything.
-    let text = ask(&env, "ask_ungranted", elicit_args(1), Some(client.clone())).await;
+    let text = ask(&asking("{}"), elicit_args(1), Some(client.clone())).await;
     assert!(text.starts_with("error: elicitation is not granted") && text.contains("capabilities.client"), "{text}");
-    let text = ask(&env, "ask_elicit_only", json!({"kind": "sample", "times": 1, "message": "hi"}), Some(client.clone())).await;
+    let sample = json!({"kind": "sample", "times": 1, "message": "hi"});
+    let text = ask(&asking("{client: [elicitation]}"), sample, Some(client.clone())).await;
     assert!(text.starts_with("error: sampling is not granted"), "{text}");
     // Granted, but nobody to ask (a plain library call, the CLI).
-    let text = ask(&env, "ask_granted", elicit_args(1), None).await;
+    let env = asking(GRANTED);
+    let text = ask(&env, elicit_args(1), None).await;
     assert!(text.starts_with("error: no client to ask"), "{text}");
     // Bad requests are refused by the host, naming the rule.
     for (args, why) in [
@@ -789,15 +792,15 @@ async fn asking_the_client_needs_the_grant_a_client_and_stays_bounded() {
         (json!({"kind": "elicit", "times": 1, "message": "m", "schema": {"type": "string"}}), "\"type\": \"object\""),
         (json!({"kind": "elicit", "times": 1, "message": "m", "schema": {"type": "object", "properties": {"a": {"type": "object"}}}}), "flat values"),
     ] {
-        let text = ask(&env, "ask_granted", args, Some(client.clone())).await;
+        let text = ask(&env, args, Some(client.clone())).await;
         assert!(text.starts_with("error: ") && text.contains(why), "{why}: {text}");
     }
     assert!(client.asked.lock().unwrap().is_empty(), "the client was asked: {:?}", client.asked.lock().unwrap());
     // At most 16 requests per call: the rest fail, the call still answers.
-    let text = ask(&env, "ask_granted", elicit_args(20), Some(client.clone())).await;
+    let text = ask(&env, elicit_args(20), Some(client.clone())).await;
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 20);
-    assert!(lines[..16].iter().all(|l| l.starts_with("Accept")), "{text}");
+    assert!(lines[..16].iter().all(|l| l.starts_with("accept")), "{text}");
     assert!(lines[16..].iter().all(|l| l.contains("at most 16 client requests per call")), "{text}");
     assert_eq!(client.asked.lock().unwrap().len(), 16);
     assert_ok_still_works(&env.host).await;
@@ -805,7 +808,7 @@ async fn asking_the_client_needs_the_grant_a_client_and_stays_bounded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_answers_ends_at_the_calls_deadline() {
-    let env = host_with(ASKING);
+    let env = asking(GRANTED);
     let client = Arc::new(RecordingClient { hang: true, ..Default::default() });
     let start = Instant::now();
     let opts = toolhost::CallOptions {
@@ -814,7 +817,7 @@ async fn a_client_that_never_answers_ends_at_the_calls_deadline() {
     };
     let r = env
         .host
-        .call_with(&AssemblyRequest::default(), "t1", "ask_granted", elicit_args(1), None, opts)
+        .call_with(&AssemblyRequest::default(), "t1", "ask_client", elicit_args(1), None, opts)
         .await
         .unwrap();
     let took = start.elapsed();
@@ -827,7 +830,7 @@ async fn a_client_that_never_answers_ends_at_the_calls_deadline() {
 
 #[tokio::test]
 async fn embedded_resources_reach_the_outcome_and_hostile_ones_are_refused() {
-    let env = host_with(ASKING);
+    let env = asking("{}");
     let args = json!({"blocks": [
         {"kind": "resource", "uri": "test://r", "mime_type": "text/plain", "text": "hello"},
         {"kind": "resource", "uri": "urn:x:blob", "bytes": [1, 2, 3]},

@@ -450,12 +450,22 @@ fn ask_client(_: &Context, a: AskArg) -> Output {
     for _ in 0..a.times {
         let line = if a.kind == "sample" {
             match toolhost_sdk::create_message(&[(toolhost_sdk::Role::User, &a.message)], Some("be brief"), 50) {
-                Ok(r) => format!("sampled {:?} from {}: {}", r.role, r.model, r.text),
+                Ok(r) => {
+                    let role = if r.role == toolhost_sdk::Role::User { "user" } else { "assistant" };
+                    format!("sampled {role} from {}: {}", r.model, r.text)
+                }
                 Err(e) => format!("error: {e}"),
             }
         } else {
             match toolhost_sdk::elicit(&a.message, &a.schema) {
-                Ok(r) => format!("{:?} {}", r.action, r.content.map_or("null".to_string(), |c| c.to_string())),
+                Ok(r) => {
+                    let action = match r.action {
+                        toolhost_sdk::ElicitAction::Accept => "accept",
+                        toolhost_sdk::ElicitAction::Decline => "decline",
+                        toolhost_sdk::ElicitAction::Cancel => "cancel",
+                    };
+                    format!("{action} {}", r.content.map_or("null".to_string(), |c| c.to_string()))
+                }
                 Err(e) => format!("error: {e}"),
             }
         };
