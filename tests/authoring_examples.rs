@@ -4,9 +4,10 @@
 //! grant (refused, the secret not leaked), a loop that hits `timeout_s` — each hostile call
 //! followed by a normal call that still works.
 //!
-//! The built copy of each example carries two more tools the shipped example does not: `spin` (a
-//! loop that never ends) for the limit test, and `fetch_url` (the SDK's `fetch`, over wasi:http)
-//! for the network test against a TLS server on loopback.
+//! The built copy of each example carries three more tools the shipped example does not: `spin` (a
+//! loop that never ends) for the limit test, `fetch_url` (the SDK's `fetch`, over wasi:http)
+//! for the network test against a TLS server on loopback, and `ask_user` (the SDK's `elicit` and
+//! sampling call, answered with an embedded resource) for the client test.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -18,6 +19,8 @@ use toolhost::{HostOptions, Severity, Toolhost};
 
 #[path = "support/authoring.rs"]
 mod authoring;
+#[path = "support/client.rs"]
+mod client;
 #[path = "support/paths.rs"]
 mod paths;
 #[path = "support/provider_server.rs"]
@@ -41,9 +44,43 @@ def fetch_url(ctx: Context, url: str, method: str = "GET", body: str = "") -> st
     """Fetch a URL and say what came back (the network test)."""
     r = fetch(url, method=method, body=body or None, headers={"x-tool": "python"})
     return f"{r.status} {r.header('content-type')} {r.text()}"
+
+
+import json
+from toolhost_sdk import elicit, create_message, ClientError, Output
+
+
+@tool
+def ask_user(ctx: Context, question: str) -> Output:
+    """Ask the client's user and its model (the client test)."""
+    try:
+        a = elicit(question, {"type": "object", "properties": {"name": {"type": "string"}}})
+        said = create_message(question, max_tokens=20)
+    except ClientError as e:
+        return Output.error(f"ClientError: {e}")
+    out = Output.text(f"{a['action']} {json.dumps(a['content'])} / {said}")
+    return out.with_resource("test://answer", text=a["action"], mime_type="text/plain")
 "#;
 
 const JS_SPIN: &str = r#"
+import { Output as JsOutput, elicit, createMessage } from "./toolhost-sdk.js";
+
+const askUser = defineTool({
+  name: "ask_user",
+  description: "Ask the client's user and its model (the client test).",
+  parameters: { type: "object", properties: { question: { type: "string" } }, required: ["question"] },
+  run(ctx, { question }) {
+    let a, said;
+    try {
+      a = elicit(question, { type: "object", properties: { name: { type: "string" } } });
+      said = createMessage(question, { maxTokens: 20 });
+    } catch (e) {
+      return JsOutput.error(`ClientError: ${e.message}`);
+    }
+    return JsOutput.text(`${a.action} ${JSON.stringify(a.content)} / ${said}`).withResource("test://answer", a.action, "text/plain");
+  },
+});
+
 const spin = defineTool({
   name: "spin",
   description: "Never returns (the limit test).",
@@ -100,7 +137,7 @@ fn md_table() -> &'static Path {
             assert!(text.contains(export));
             let text = text.replace(
                 export,
-                &format!("{JS_SPIN}\nexport const tool = exportTools([markdownTable, spin, fetchUrl]);"),
+                &format!("{JS_SPIN}\nexport const tool = exportTools([markdownTable, spin, fetchUrl, askUser]);"),
             );
             std::fs::write(&app, text).unwrap();
         })
@@ -332,6 +369,52 @@ impl Reader {
         let (text, err, _) = call(&env, self.tool, self.args("/mnt/user-data/uploads/sales.csv")).await;
         assert!(!err && text.contains(self.good), "after the loop: {text}");
     }
+}
+
+// ---- both languages: asking the client (toolhost:tool@0.3.0) ----
+
+/// `ask_user` of component `wasm`: granted, the embedder's client gets the question and the
+/// prompt and its answers come back, with an embedded resource; without the grant the SDK call
+/// fails naming it and the client hears nothing; a normal call works afterwards.
+async fn ask_user_through_the_client(wasm: &Path, accepted: &str) {
+    use toolhost::core::{Client, ContentPart};
+    let client = std::sync::Arc::new(client::RecordingClient::default());
+    let opts = || toolhost::CallOptions { client: Some(Client::new(client.clone())), ..Default::default() };
+    let args = json!({"question": "Who?"});
+    let env = open(wasm, &[("ask_user", "{client: [elicitation, sampling], memory_mb: 256, timeout_s: 20}")]);
+    let r =
+        env.host.call_with(&AssemblyRequest::default(), "t1", "ask_user", args.clone(), None, opts()).await.unwrap();
+    assert!(!r.outcome.is_error(), "{}", r.outcome.text_content());
+    assert_eq!(r.outcome.text_content(), format!("accept {accepted} / echo Who?"));
+    assert!(
+        r.outcome.content.contains(&ContentPart::Resource {
+            resource: json!({"uri": "test://answer", "mimeType": "text/plain", "text": "accept"})
+        }),
+        "{:?}",
+        r.outcome.content
+    );
+    assert_eq!(client.asked.lock().unwrap().len(), 2, "{:?}", client.asked.lock().unwrap());
+    let ungranted = open(wasm, &[("ask_user", "{memory_mb: 256, timeout_s: 20}")]);
+    let r = ungranted
+        .host
+        .call_with(&AssemblyRequest::default(), "t1", "ask_user", args.clone(), None, opts())
+        .await
+        .unwrap();
+    let text = r.outcome.text_content();
+    assert!(r.outcome.is_error() && text.contains("ClientError: elicitation is not granted"), "{text}");
+    assert_eq!(client.asked.lock().unwrap().len(), 2, "the client heard an ungranted tool");
+    let r = env.host.call_with(&AssemblyRequest::default(), "t1", "ask_user", args, None, opts()).await.unwrap();
+    assert!(!r.outcome.is_error(), "afterwards: {}", r.outcome.text_content());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_asks_the_client_under_the_grant() {
+    ask_user_through_the_client(csv_summary(), r#"{"name": "Ada"}"#).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_asks_the_client_under_the_grant() {
+    ask_user_through_the_client(md_table(), r#"{"name":"Ada"}"#).await;
 }
 
 // ---- both languages: outbound HTTPS through wasi:http, under the grant's rules ----

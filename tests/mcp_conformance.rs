@@ -87,6 +87,16 @@ fn setup() -> tempfile::TempDir {
     }
     config.push_str("  - {name: read_file, group: file:read, use: 'deerflow.sandbox.tools:read_file_tool'}\n");
     config.push_str("  - {name: write_file, group: file:write, use: 'deerflow.sandbox.tools:write_file_tool'}\n");
+    // One skill, for the skills extension's scenarios (SEP-2640).
+    config.push_str("skills:\n  path: skills\n  container_path: /mnt/skills\n");
+    let skill = dir.path().join("skills/public/conformance-skill");
+    std::fs::create_dir_all(skill.join("references")).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: conformance-skill\ndescription: A skill for the conformance suite.\n---\n# Conformance\nRead references/guide.md.\n",
+    )
+    .unwrap();
+    std::fs::write(skill.join("references/guide.md"), "# Guide\n").unwrap();
     std::fs::write(dir.path().join("config.yaml"), config).unwrap();
     std::fs::write(dir.path().join("extensions_config.json"), r#"{"mcpServers": {}}"#).unwrap();
     dir

@@ -2,8 +2,10 @@
 //! a thread's outputs and artifacts as resources (text and blobs, subscriptions told when a tool
 //! rewrites a file), links, FIFOs, traversal and oversized files refused with nothing read from
 //! outside the outputs; the enabled skills as prompts, whose reading activates the skill's
-//! `allowed-tools` policy as reading SKILL.md does; `logging/setLevel` and the messages a failed
-//! call sends. Every hostile step ends with a normal call that still works.
+//! `allowed-tools` policy as reading SKILL.md does; the skills extension (SEP-2640: skills/list,
+//! skills/get, skill:// resources, directory reads) with no link in a skill followed;
+//! `logging/setLevel` and the messages a failed call sends. Every hostile step ends with a
+//! normal call that still works.
 
 #![allow(deprecated)] // resources/subscribe and logging: legacy in 2026-07-28, current in 2025-11-25.
 
@@ -101,7 +103,9 @@ async fn outputs_and_artifacts_are_resources_and_subscribers_hear_of_changes() {
     let s = setup();
     let client = Recorder::default();
     let c = session(&s, client.clone()).await;
-    assert!(c.list_all_resources().await.unwrap().is_empty());
+    // Only the skill's SKILL.md (the skills extension) before any output exists.
+    let uris: Vec<String> = c.list_all_resources().await.unwrap().into_iter().map(|r| r.uri).collect();
+    assert_eq!(uris, ["skill://public/demo-skill/SKILL.md"]);
     let templates = c.list_all_resource_templates().await.unwrap();
     assert_eq!(templates[0].uri_template, "toolhost:///mnt/user-data/outputs/{path}");
 
@@ -116,7 +120,9 @@ async fn outputs_and_artifacts_are_resources_and_subscribers_hear_of_changes() {
     std::fs::create_dir_all(outputs.join("img")).unwrap();
     std::fs::write(outputs.join("img/logo.png"), PNG).unwrap();
 
-    let listed = c.list_all_resources().await.unwrap();
+    // The thread's files (the skill's SKILL.md is listed after them).
+    let mut listed = c.list_all_resources().await.unwrap();
+    assert_eq!(listed.pop().map(|r| r.uri).as_deref(), Some("skill://public/demo-skill/SKILL.md"));
     let uris: Vec<&str> = listed.iter().map(|r| r.uri.as_str()).collect();
     assert_eq!(uris, ["toolhost:///mnt/user-data/outputs/img/logo.png", "toolhost:///mnt/user-data/outputs/report.md"]);
     assert_eq!(listed[1].mime_type.as_deref(), Some("text/markdown"));
@@ -200,7 +206,11 @@ async fn reads_never_leave_the_outputs() {
     big.set_len(17 << 20).unwrap();
 
     let listed: Vec<String> = c.list_all_resources().await.unwrap().into_iter().map(|r| r.uri).collect();
-    assert_eq!(listed, ["toolhost:///mnt/user-data/outputs/big.txt"], "links and FIFOs are not resources");
+    assert_eq!(
+        listed,
+        ["toolhost:///mnt/user-data/outputs/big.txt", "skill://public/demo-skill/SKILL.md"],
+        "links and FIFOs are not resources"
+    );
 
     for (uri, why) in [
         ("toolhost:///mnt/user-data/outputs/host.txt", ""),
@@ -251,6 +261,132 @@ async fn skills_are_prompts_and_a_prompt_activates_its_skill() {
 
     let e = c.get_prompt(GetPromptRequestParams::new("../../etc/passwd")).await.unwrap_err().to_string();
     assert!(e.contains("Prompt not found"), "{e}");
+    let r = call(&c, "write_file", json!({"description": "w", "path": "/mnt/user-data/outputs/a.txt", "content": "a"}))
+        .await;
+    assert_eq!(text(&r), "OK");
+    c.cancel().await.unwrap();
+}
+
+/// A request of the skills extension: its result as JSON, or the error's text.
+async fn skills_request(c: &Session, method: &str, params: Value) -> Result<Value, String> {
+    use rmcp::model::{ClientRequest, GetSkillRequest, ListSkillsRequest, ReadResourceDirectoryRequest};
+    let uri = || params["uri"].as_str().unwrap_or_default().to_string();
+    let req = match method {
+        "skills/list" => ClientRequest::ListSkillsRequest(ListSkillsRequest::default()),
+        "skills/get" => {
+            ClientRequest::GetSkillRequest(GetSkillRequest::new(rmcp::model::GetSkillRequestParams::new(uri())))
+        }
+        "resources/directory/read" => ClientRequest::ReadResourceDirectoryRequest(ReadResourceDirectoryRequest::new(
+            rmcp::model::ReadResourceDirectoryRequestParams::new(uri()),
+        )),
+        other => ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(other, Some(params.clone()))),
+    };
+    match c.send_request(req).await {
+        Ok(r) => Ok(serde_json::to_value(r).unwrap()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_skills_extension_serves_skill_files_and_never_follows_a_link() {
+    use sha2::Digest as _;
+    let s = setup();
+    let skill = s.dir.path().join("skills/public/demo-skill");
+    std::fs::create_dir_all(skill.join("references")).unwrap();
+    std::fs::write(
+        skill.join("references/notes.md"),
+        "# Notes
+",
+    )
+    .unwrap();
+    std::fs::write(skill.join("logo.bin"), [0u8, 159, 146, 150]).unwrap();
+    // A skill installed from a package may carry links: to a host secret, to a directory.
+    let secret = s.dir.path().join("secret.txt");
+    std::fs::write(&secret, "TOP-SECRET-SENTINEL").unwrap();
+    std::os::unix::fs::symlink(&secret, skill.join("leak.md")).unwrap();
+    std::os::unix::fs::symlink(s.dir.path(), skill.join("outside")).unwrap();
+    let c = session(&s, Recorder::default()).await;
+    let sha = |b: &[u8]| format!("sha256:{:x}", sha2::Sha256::digest(b));
+
+    let listed = skills_request(&c, "skills/list", json!({})).await.unwrap();
+    let entries = listed["skills"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{listed}");
+    let e = &entries[0];
+    assert_eq!(e["uri"], "skill://public/demo-skill/SKILL.md");
+    assert_eq!(
+        e["frontmatter"],
+        json!({"name": "demo-skill", "description": "A demo skill.", "allowed-tools": ["write_file"]})
+    );
+    let md = std::fs::read(skill.join("SKILL.md")).unwrap();
+    assert_eq!(
+        e["resources"],
+        json!([
+            {"uri": "skill://public/demo-skill/SKILL.md", "digest": sha(&md), "size": md.len()},
+            {"uri": "skill://public/demo-skill/logo.bin", "digest": sha(&[0, 159, 146, 150]), "size": 4},
+            {"uri": "skill://public/demo-skill/references/notes.md", "digest": sha(b"# Notes\n"), "size": 8},
+        ])
+    );
+    assert!(listed["ttlMs"].is_u64() && listed["cacheScope"] == "private", "{listed}");
+    let got = skills_request(&c, "skills/get", json!({"uri": "skill://public/demo-skill/SKILL.md"})).await.unwrap();
+    assert_eq!(got["skill"], *e);
+    assert!(got.get("nextCursor").is_none());
+
+    // Files read back as listed; the binary one as a blob.
+    let r = read(&c, "skill://public/demo-skill/references/notes.md").await.unwrap();
+    assert!(
+        matches!(&r, ResourceContents::TextResourceContents { text, mime_type, .. }
+        if text == "# Notes\n" && mime_type.as_deref() == Some("text/markdown")),
+        "{r:?}"
+    );
+    let r = read(&c, "skill://public/demo-skill/logo.bin").await.unwrap();
+    assert!(matches!(&r, ResourceContents::BlobResourceContents { blob, .. } if blob == "AJ+Slg=="), "{r:?}");
+    let dir =
+        skills_request(&c, "resources/directory/read", json!({"uri": "skill://public/demo-skill"})).await.unwrap();
+    let names: Vec<(&str, Option<&str>)> = dir["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["mimeType"].as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [("SKILL.md", Some("text/markdown")), ("logo.bin", None), ("references", Some("inode/directory"))]
+    );
+
+    // Links, traversal, other skills' names and non-directories are refused, and nothing of the
+    // secret comes back.
+    for uri in [
+        "skill://public/demo-skill/leak.md",
+        "skill://public/demo-skill/outside/secret.txt",
+        "skill://public/demo-skill/../../secret.txt",
+        "skill://public/demo-skill/references/../../../secret.txt",
+        "skill://custom/demo-skill/SKILL.md",
+        "skill://public/nope/SKILL.md",
+    ] {
+        let e = read(&c, uri).await.unwrap_err();
+        assert!(e.contains("not a served skill file") && !e.contains("TOP-SECRET"), "{uri}: {e}");
+    }
+    for (method, uri) in [
+        ("skills/get", "skill://public/demo-skill/references/notes.md"),
+        ("skills/get", "skill://public/unknown/SKILL.md"),
+        ("resources/directory/read", "skill://public/demo-skill/SKILL.md"),
+        ("resources/directory/read", "skill://public/demo-skill/outside"),
+    ] {
+        let e = skills_request(&c, method, json!({"uri": uri})).await.unwrap_err();
+        assert!(e.contains("-32602") || e.contains("Invalid params") || e.contains("invalid"), "{method} {uri}: {e}");
+    }
+    let e = skills_request(&c, "skills/nope", json!({})).await.unwrap_err();
+    assert!(e.contains("-32601"), "{e}");
+
+    // Reading the SKILL.md activates the skill, as reading it with read_file does.
+    let before = harness_names(&c).await;
+    assert!(before.contains(&"hello".to_string()), "{before:?}");
+    let r = read(&c, "skill://public/demo-skill/SKILL.md").await.unwrap();
+    assert!(
+        matches!(&r, ResourceContents::TextResourceContents { mime_type, .. } if mime_type.as_deref() == Some("text/markdown"))
+    );
+    let after = harness_names(&c).await;
+    assert!(!after.contains(&"hello".to_string()) && after.contains(&"write_file".to_string()), "{after:?}");
     let r = call(&c, "write_file", json!({"description": "w", "path": "/mnt/user-data/outputs/a.txt", "content": "a"}))
         .await;
     assert_eq!(text(&r), "OK");

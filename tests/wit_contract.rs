@@ -19,8 +19,11 @@ use toolhost::core::{ContentPart, Progress, ProgressSink};
 use toolhost::runtime::{ComponentRef, InterfaceVersion};
 use toolhost::{HostOptions, Severity, Toolhost};
 
+#[path = "support/client.rs"]
+mod client;
 #[path = "support/hostile.rs"]
 mod hostile;
+use client::RecordingClient;
 use hostile::{assert_ok_still_works, call, hostile_wasm};
 
 fn legacy_wasm() -> PathBuf {
@@ -690,46 +693,6 @@ fn serve_forwards_a_components_log_lines_at_the_level_the_client_set() {
 
 // ---- toolhost:tool@0.3.0: the client interface and embedded resources ----
 
-/// An embedder's client: records what it was asked and answers as told.
-#[derive(Default)]
-struct RecordingClient {
-    asked: Mutex<Vec<String>>,
-    /// Never answer (a user who walked away).
-    hang: bool,
-}
-
-#[async_trait::async_trait]
-impl toolhost::core::ClientRequests for RecordingClient {
-    async fn elicit(&self, message: String, schema: Value) -> Result<toolhost::core::Elicited, String> {
-        self.asked.lock().unwrap().push(format!("elicit {message} {schema}"));
-        if self.hang {
-            std::future::pending::<()>().await;
-        }
-        let name = schema["properties"].as_object().and_then(|p| p.keys().next().cloned()).unwrap_or_default();
-        Ok(toolhost::core::Elicited {
-            action: toolhost::core::ElicitAction::Accept,
-            content: Some(json!({ name: "Ada" })),
-        })
-    }
-
-    async fn create_message(
-        &self,
-        request: toolhost::core::SamplingRequest,
-    ) -> Result<toolhost::core::SamplingAnswer, String> {
-        let prompt = request.messages.iter().map(|m| m.text.as_str()).collect::<Vec<_>>().join("|");
-        self.asked.lock().unwrap().push(format!(
-            "sample {prompt} system={:?} max={}",
-            request.system_prompt, request.max_tokens
-        ));
-        Ok(toolhost::core::SamplingAnswer {
-            role: toolhost::core::Role::Assistant,
-            text: format!("echo {prompt}"),
-            model: "test-model".into(),
-            stop_reason: Some("endTurn".into()),
-        })
-    }
-}
-
 /// A host serving the hostile component's `ask_client` with `capabilities` (a tool binds its
 /// own name, so each grant gets its own host), plus `ok` and `blocks`.
 fn asking(capabilities: &str) -> Env {
@@ -741,10 +704,8 @@ fn asking(capabilities: &str) -> Env {
 const GRANTED: &str = "{client: [elicitation, sampling], timeout_s: 2}";
 
 async fn ask(env: &Env, args: Value, client: Option<Arc<RecordingClient>>) -> String {
-    let opts = toolhost::CallOptions {
-        client: client.map(toolhost::core::Client::new),
-        ..toolhost::CallOptions::default()
-    };
+    let opts =
+        toolhost::CallOptions { client: client.map(toolhost::core::Client::new), ..toolhost::CallOptions::default() };
     let r = env.host.call_with(&AssemblyRequest::default(), "t1", "ask_client", args, None, opts).await.unwrap();
     r.outcome.text_content()
 }
@@ -788,9 +749,15 @@ async fn asking_the_client_needs_the_grant_a_client_and_stays_bounded() {
     assert!(text.starts_with("error: no client to ask"), "{text}");
     // Bad requests are refused by the host, naming the rule.
     for (args, why) in [
-        (json!({"kind": "elicit", "times": 1, "message": "x".repeat(5000), "schema": {"type": "object", "properties": {}}}), "over the limit of 4096"),
+        (
+            json!({"kind": "elicit", "times": 1, "message": "x".repeat(5000), "schema": {"type": "object", "properties": {}}}),
+            "over the limit of 4096",
+        ),
         (json!({"kind": "elicit", "times": 1, "message": "m", "schema": {"type": "string"}}), "\"type\": \"object\""),
-        (json!({"kind": "elicit", "times": 1, "message": "m", "schema": {"type": "object", "properties": {"a": {"type": "object"}}}}), "flat values"),
+        (
+            json!({"kind": "elicit", "times": 1, "message": "m", "schema": {"type": "object", "properties": {"a": {"type": "object"}}}}),
+            "flat values",
+        ),
     ] {
         let text = ask(&env, args, Some(client.clone())).await;
         assert!(text.starts_with("error: ") && text.contains(why), "{why}: {text}");
@@ -815,11 +782,8 @@ async fn a_client_that_never_answers_ends_at_the_calls_deadline() {
         client: Some(toolhost::core::Client::new(client.clone())),
         ..toolhost::CallOptions::default()
     };
-    let r = env
-        .host
-        .call_with(&AssemblyRequest::default(), "t1", "ask_client", elicit_args(1), None, opts)
-        .await
-        .unwrap();
+    let r =
+        env.host.call_with(&AssemblyRequest::default(), "t1", "ask_client", elicit_args(1), None, opts).await.unwrap();
     let took = start.elapsed();
     assert!(r.outcome.is_error(), "{}", r.outcome.text_content());
     assert!(r.outcome.text_content().contains("2"), "names the limit: {}", r.outcome.text_content());

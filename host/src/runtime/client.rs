@@ -91,8 +91,7 @@ fn check_elicitation(message: &str, schema: &str) -> Result<Value, String> {
     if schema.len() > MAX_SCHEMA_BYTES {
         return Err(format!("the requested schema is {} bytes, over the limit of {MAX_SCHEMA_BYTES}", schema.len()));
     }
-    let value: Value =
-        serde_json::from_str(schema).map_err(|e| format!("the requested schema is not JSON: {e}"))?;
+    let value: Value = serde_json::from_str(schema).map_err(|e| format!("the requested schema is not JSON: {e}"))?;
     let Some(object) = value.as_object() else {
         return Err("the requested schema must be a JSON object".into());
     };

@@ -124,9 +124,8 @@ fn convert(n: usize, block: ContentBlock) -> Result<ContentPart, String> {
             ContentPart::ResourceLink { uri: l.uri, name: l.name, mime_type, description: l.description }
         }
         ContentBlock::EmbeddedResource(r) => {
-            check_resource_uri(&r.uri).map_err(|why| {
-                format!("content block {n}, an embedded resource named {:?}: {why}", shorten(&r.uri))
-            })?;
+            check_resource_uri(&r.uri)
+                .map_err(|why| format!("content block {n}, an embedded resource named {:?}: {why}", shorten(&r.uri)))?;
             let mut resource = serde_json::Map::new();
             resource.insert("uri".into(), r.uri.into());
             if let Some(m) = r.mime_type {
@@ -230,8 +229,7 @@ fn uri_scheme<'a>(uri: &'a str, no_scheme: &str) -> Result<(String, &'a str), St
 /// percent-encoded) with a scheme of [`LINK_SCHEMES`], a host, no user info, and at most
 /// [`MAX_URI_BYTES`]. The error says which rule it breaks.
 pub fn check_link_uri(uri: &str) -> Result<(), String> {
-    let (scheme, rest) =
-        uri_scheme(uri, &format!("a link must be an absolute {} URI", LINK_SCHEMES.join(" or ")))?;
+    let (scheme, rest) = uri_scheme(uri, &format!("a link must be an absolute {} URI", LINK_SCHEMES.join(" or ")))?;
     if scheme == "file" {
         return Err("file: URIs are refused: a link must not point a client at local files".into());
     }
@@ -438,7 +436,9 @@ mod tests {
             ]
         );
         // uri (24) + mime (10) + text (2) = 36 bytes.
-        let one = || vec![embedded("test://embedded-resource", Some("text/plain"), types::ResourceContents::Text("hi".into()))];
+        let one = || {
+            vec![embedded("test://embedded-resource", Some("text/plain"), types::ResourceContents::Text("hi".into()))]
+        };
         assert!(accept(result(one()), 36).is_ok());
         assert!(refusal(one(), 35).contains("36 bytes"));
         for (uri, why) in [
@@ -451,7 +451,10 @@ mod tests {
             ("test://a b", "contains ' '"),
         ] {
             let e = refusal(vec![embedded(uri, None, types::ResourceContents::Text("x".into()))], 1000);
-            assert!(e.starts_with("returned content block 1, an embedded resource named") && e.contains(why), "{uri}: {e}");
+            assert!(
+                e.starts_with("returned content block 1, an embedded resource named") && e.contains(why),
+                "{uri}: {e}"
+            );
         }
         let e = refusal(vec![embedded("test://a", Some("text"), types::ResourceContents::Text("x".into()))], 1000);
         assert!(e.contains("with MIME type \"text\"; it must be type/subtype"), "{e}");

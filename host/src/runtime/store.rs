@@ -13,8 +13,8 @@ use toolhost_core::{CancelSignal, LogLevel, LogLine, LogSink};
 
 use super::call_error::ComponentCallError;
 use super::capabilities::{CapabilitySet, Preopen};
-use super::net::NetHooks;
 use super::client::ClientRelay;
+use super::net::NetHooks;
 use super::progress::ProgressRelay;
 use super::{Runtime, EPOCH_TICK};
 

@@ -436,7 +436,8 @@ pub fn outcome_to_result(outcome: &ToolOutcome) -> CallToolResult {
                 } else {
                     resource.clone()
                 };
-                serde_json::from_value::<ContentBlock>(block).unwrap_or_else(|_| ContentBlock::text(resource.to_string()))
+                serde_json::from_value::<ContentBlock>(block)
+                    .unwrap_or_else(|_| ContentBlock::text(resource.to_string()))
             }
         })
         .collect();
@@ -481,24 +482,25 @@ fn promoted_something(outcome: &ToolOutcome) -> bool {
 
 impl ServerHandler for McpSessionHandler {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_logging()
-                .enable_completions()
-                .enable_prompts()
-                .enable_resources()
-                .enable_resources_subscribe()
-                .enable_resources_list_changed()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_tasks()
-                .build(),
-        )
-        .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
-        .with_instructions(
-            "DeerFlow's tool set, sandboxed. Files live under /mnt/user-data/{workspace,uploads,outputs}; \
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_tasks()
+            // The skills extension (SEP-2640), with `resources/directory/read` on skill directories.
+            .enable_skills_with_directory_read()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "DeerFlow's tool set, sandboxed. Files live under /mnt/user-data/{workspace,uploads,outputs}; \
                  each MCP session is its own thread with its own directories.",
-        )
+            )
     }
 
     async fn list_tools(
@@ -541,7 +543,8 @@ impl ServerHandler for McpSessionHandler {
         let thread = self.thread(&cx)?;
         let served = self.opening.ready().await?;
         let _in_use = self.keeper.enter(&thread, false);
-        let list = super::resources::list(&served.host, &thread).await.map_err(internal)?;
+        let mut list = super::resources::list(&served.host, &thread).await.map_err(internal)?;
+        list.extend(super::skills::resources(served.host.skill_registry().as_ref()));
         Ok(ListResourcesResult::with_all_items(list))
     }
 
@@ -562,6 +565,18 @@ impl ServerHandler for McpSessionHandler {
         let served = self.opening.ready().await?;
         let _in_use = self.keeper.enter(&thread, false);
         let uri = cap_text(&req.uri, ECHO_MAX_BYTES);
+        if req.uri.starts_with(super::skills::SCHEME) {
+            let registry = served.host.skill_registry();
+            let (contents, skill_md) = super::skills::read(registry.as_ref(), &req.uri).map_err(skill_error)?;
+            // Reading a SKILL.md activates the skill in this thread, as `read_file` of it does.
+            if let Some(path) = skill_md {
+                let args = serde_json::json!({"description": "Load the skill", "path": path});
+                if let Err(e) = served.host.call(&served.request, &thread, "read_file", args, None).await {
+                    tracing::warn!(thread = %thread, "activating the skill read as {uri}: {e}");
+                }
+            }
+            return Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into());
+        }
         match super::resources::read(&served.host, &thread, &req.uri).await {
             Ok(r) => Ok(r.into()),
             // -32002 is the spec's "resource not found".
@@ -572,6 +587,36 @@ impl ServerHandler for McpSessionHandler {
             )),
             Err(e) => Err(McpError::invalid_params(cap_text(&e.to_string(), ECHO_MAX_BYTES), None)),
         }
+    }
+
+    /// `skills/list` (SEP-2640): every enabled skill with a valid name, on one page.
+    async fn list_skills(
+        &self,
+        _req: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, McpError> {
+        let served = self.opening.ready().await?;
+        Ok(super::skills::list(served.host.skill_registry().as_ref()))
+    }
+
+    /// `skills/get` (SEP-2640): one skill's entry, by its SKILL.md's URI.
+    async fn get_skill(
+        &self,
+        req: rmcp::model::GetSkillRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, McpError> {
+        let served = self.opening.ready().await?;
+        super::skills::get(served.host.skill_registry().as_ref(), &req.uri).map_err(skill_error)
+    }
+
+    /// `resources/directory/read` (SEP-2640): the children of a skill directory.
+    async fn read_resource_directory(
+        &self,
+        req: rmcp::model::ReadResourceDirectoryRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceDirectoryResult, McpError> {
+        let served = self.opening.ready().await?;
+        super::skills::read_directory(served.host.skill_registry().as_ref(), &req.uri).map_err(skill_error)
     }
 
     async fn subscribe(&self, req: SubscribeRequestParams, cx: RequestContext<RoleServer>) -> Result<(), McpError> {
@@ -790,6 +835,15 @@ async fn elicit_answer(cx: &RequestContext<RoleServer>, question: &str) -> Optio
             tracing::warn!("elicitation for ask_clarification failed: {e}");
             None
         }
+    }
+}
+
+/// A skill request's error: what the client named wrong is `-32602`, the rest `-32603`.
+fn skill_error(e: super::skills::SkillError) -> McpError {
+    let text = cap_text(&e.to_string(), ECHO_MAX_BYTES);
+    match e {
+        super::skills::SkillError::Unknown(_) => McpError::invalid_params(text, None),
+        super::skills::SkillError::Unreadable(_) => McpError::internal_error(text, None),
     }
 }
 

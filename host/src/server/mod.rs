@@ -8,6 +8,7 @@ mod handler;
 mod http_server;
 pub mod jsonrpc;
 mod resources;
+mod skills;
 mod stdio;
 pub mod tasks;
 pub mod threads;
