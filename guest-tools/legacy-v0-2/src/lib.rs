@@ -22,8 +22,9 @@ impl Guest for Legacy {
         vec![ToolSpec {
             name: "legacy2_blocks".into(),
             description: "Text, an image, audio and a link (a toolhost:tool@0.2.0 component).".into(),
-            parameters: serde_json::json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
-                .to_string(),
+            parameters:
+                serde_json::json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
+                    .to_string(),
         }]
     }
 

@@ -457,7 +457,10 @@ pub fn create_message(
 ) -> Result<SamplingAnswer, String> {
     use bindings::toolhost::tool::client as c;
     let request = c::SamplingRequest {
-        messages: messages.iter().map(|(role, text)| c::SamplingMessage { role: *role, text: text.to_string() }).collect(),
+        messages: messages
+            .iter()
+            .map(|(role, text)| c::SamplingMessage { role: *role, text: text.to_string() })
+            .collect(),
         system_prompt: system_prompt.map(str::to_string),
         max_tokens,
         temperature: None,
