@@ -24,7 +24,7 @@ use paths::root;
 use serve_harness::{call, http_session, HttpServer};
 
 /// The fixture's tools, as the suite names them.
-const FIXTURE_TOOLS: [&str; 16] = [
+const FIXTURE_TOOLS: [&str; 17] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -41,6 +41,7 @@ const FIXTURE_TOOLS: [&str; 16] = [
     "slow_compute",
     "failing_job",
     "protocol_error_job",
+    "test_param_header",
 ];
 
 /// A fixture tool's extra config keys: how the tasks scenarios want it to run as an MCP task

@@ -1,8 +1,8 @@
 //! `toolhost serve` under hostile and stateless clients: malformed JSON-RPC on both transports
 //! (each answered, the server serving on), the session cap, idle expiry and `DELETE`, threads a
 //! request names (`_meta`, `Toolhost-Thread`) with the official Python SDK as DeerFlow uses it,
-//! thread expiry, `--tools`/`--exclude`, host names for `--http`, and a config whose
-//! extensions list toolhost itself. Every hostile test ends with a normal call that works.
+//! thread expiry, `--tools`/`--exclude`, host names for `--http`, a config whose extensions
+//! list toolhost itself, and the `Mcp-Param-*` headers of tools with `x-mcp-header` parameters. Every hostile test ends with a normal call that works.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -478,4 +478,69 @@ fn a_cancelled_component_call_stops_computing() {
     let next = raw.next();
     assert_eq!(next["id"], 2, "no result for the cancelled call: {next}");
     assert_eq!(next["result"]["isError"], false, "{next}");
+}
+
+/// SEP-2243 (protocol 2026-07-28): a tool whose schema marks `region` with
+/// `"x-mcp-header": "Region"` gets the value in the `Mcp-Param-Region` header too, and a call
+/// whose header is missing, different from the body or not valid Base64 is refused with HTTP 400
+/// and `-32020` before the tool runs. Clients of earlier revisions send no such headers and are
+/// not asked for them.
+#[test]
+fn param_headers_must_match_the_body_for_tools_that_declare_them() {
+    let s = Setup::with_fixture(&["test_param_header"]);
+    let server = HttpServer::start(&s, &[]);
+    let version = "2026-07-28";
+    let call = |id: u64, name: &str, args: Value, param: Option<&str>| {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": args, "_meta": meta}});
+        let mut headers = vec![("MCP-Protocol-Version", version), ("Mcp-Method", "tools/call"), ("Mcp-Name", name)];
+        if let Some(v) = param {
+            headers.push(("Mcp-Param-Region", v));
+        }
+        let (status, head, body) = server.raw("POST", body.to_string().as_bytes(), &headers);
+        let reply = messages(&body).pop().unwrap_or_else(|| panic!("no message: {head}\n{body}"));
+        (status, reply)
+    };
+    let region = json!({"region": "eu-west"});
+    let listed = call(1, "test_param_header", region.clone(), Some("eu-west"));
+    assert_eq!(listed.0, 200, "{}", listed.1);
+    assert_eq!(listed.1["result"]["content"][0]["text"], "region: eu-west", "{}", listed.1);
+    // Base64-wrapped (`=?base64?...?=`, for values a header cannot carry as they are).
+    let (status, reply) = call(2, "test_param_header", region.clone(), Some("=?base64?ZXUtd2VzdA==?="));
+    assert_eq!((status, &reply["result"]["content"][0]["text"]), (200, &json!("region: eu-west")), "{reply}");
+
+    for (id, header, why) in [
+        (3, None, "missing Mcp-Param-Region header"),
+        (4, Some("us-east"), "does not match body value"),
+        (5, Some("=?base64?ZXUtd2VzdA?="), "not valid Base64"),
+        (6, Some("=?base64?ZXUt!!d2VzdA==?="), "not valid Base64"),
+    ] {
+        let (status, reply) = call(id, "test_param_header", region.clone(), header);
+        assert_eq!(status, 400, "{header:?}: {reply}");
+        assert_error(&reply, &json!(id), -32020);
+        let message = reply["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(why), "{header:?}: {message}");
+    }
+    // Without the full wrapper a value is literal: this header says "=?base64?ZXUtd2VzdA==",
+    // which is not what the body says.
+    let (status, reply) = call(7, "test_param_header", region.clone(), Some("=?base64?ZXUtd2VzdA=="));
+    assert_eq!(status, 400, "{reply}");
+    let literal = json!({"region": "=?base64?ZXUtd2VzdA=="});
+    let (status, reply) = call(8, "test_param_header", literal, Some("=?base64?ZXUtd2VzdA=="));
+    assert_eq!((status, &reply["result"]["content"][0]["text"]), (200, &json!("region: =?base64?ZXUtd2VzdA==")));
+
+    // A 2025-11-25 session sends no Mcp-Param headers and needs none.
+    let session = server.raw_session(&[]);
+    let h = [("Mcp-Session-Id", session.as_str())];
+    let (status, _, body) = server.raw("POST", &tool_call(9, "test_param_header", json!({"region": "ap"})), &h);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(messages(&body).pop().unwrap()["result"]["content"][0]["text"], "region: ap", "{body}");
+    // A tool without header parameters is called as before, in the same revision.
+    let (status, reply) = call(10, "hello", json!({"name": "after"}), None);
+    assert_eq!((status, &reply["result"]["content"][0]["text"]), (200, &json!("Hello, after.")), "{reply}");
 }

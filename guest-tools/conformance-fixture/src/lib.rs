@@ -290,6 +290,29 @@ fn json_schema_2020_12(_: &Context, args: Value) -> Output {
     Output::text(format!("JSON Schema 2020-12 tool called for {name}"))
 }
 
+/// `test_param_header`'s schema: `region` is also sent as the HTTP header `Mcp-Param-Region`
+/// (SEP-2243), which the server checks against the body.
+fn param_header_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "region": {
+                "type": "string",
+                "description": "A region name; clients send it as the Mcp-Param-Region header too.",
+                "x-mcp-header": "Region"
+            }
+        },
+        "required": ["region"]
+    })
+}
+
+fn param_header(_: &Context, args: Value) -> Output {
+    match args.get("region").and_then(Value::as_str) {
+        Some(region) => Output::text(format!("region: {region}")),
+        None => Output::error("region must be a string"),
+    }
+}
+
 toolhost_sdk::export_tools!(
     tool("test_simple_text", "Returns one text block.", simple_text),
     tool("test_image_content", "Returns a 1x1 red PNG image.", image_content),
@@ -309,6 +332,8 @@ toolhost_sdk::export_tools!(
     tool("protocol_error_job", "Crashes (the component traps).", protocol_error_job),
     tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json_schema_2020_12)
         .with_parameters(json_schema_2020_12_schema()),
+    tool("test_param_header", "Echoes region, which clients also send as Mcp-Param-Region.", param_header)
+        .with_parameters(param_header_schema()),
 );
 
 #[cfg(test)]

@@ -125,6 +125,9 @@ fn authorized(req: &Request<Incoming>, token: &str) -> bool {
 /// The front door's state, shared by every connection.
 struct Door {
     svc: Service,
+    /// The host being opened: a `tools/call` waits for it at the door, so that rmcp checks
+    /// its `Mcp-Param-*` headers against the called tool's schema (unknown until then).
+    host: Opening,
     sessions: Arc<LocalSessionManager>,
     token: Option<Arc<str>>,
     max_sessions: usize,
@@ -174,7 +177,7 @@ impl Door {
                 return json_error(status, &reply);
             }
         };
-        let is_initialize = match screen(&bytes) {
+        let (is_initialize, is_call) = match screen(&bytes) {
             // A request with params that do not fit its method was read and understood: like
             // any JSON-RPC error result, it comes back with 200.
             Screened::Reply(reply) if reply.code == INVALID_PARAMS => return json_error(StatusCode::OK, &reply),
@@ -185,10 +188,18 @@ impl Door {
                 reply.id = serde_json::Value::Null;
                 return json_error(StatusCode::BAD_REQUEST, &reply);
             }
-            Screened::Pass(msg) => {
-                matches!(&*msg, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)))
-            }
+            Screened::Pass(msg) => match &*msg {
+                JsonRpcMessage::Request(r) => (
+                    matches!(r.request, ClientRequest::InitializeRequest(_)),
+                    matches!(r.request, ClientRequest::CallToolRequest(_)),
+                ),
+                _ => (false, false),
+            },
         };
+        if is_call {
+            // A host that failed to open is the call's own error, answered by the handler.
+            let _ = self.host.ready().await;
+        }
         let req = Request::from_parts(parts, Full::new(bytes));
         if !is_initialize || Self::session_id(&req).is_some() {
             return self.svc.handle(req).await;
@@ -250,11 +261,13 @@ pub async fn serve_http(
     // rmcp calls the factory once per MCP session (and once per stateless request): each gets
     // a thread of its own.
     let tasks = Arc::new(super::tasks::TaskStore::default());
+    let host = opening.clone();
     let factory =
         move || Ok(McpSessionHandler::new(opening.clone(), keeper.clone(), fresh_thread_id("mcp-")?, tasks.clone()));
     let svc: Service = StreamableHttpService::new(factory, sessions.clone(), config);
     let door = Arc::new(Door {
         svc,
+        host,
         sessions,
         token: opts.token.map(Arc::from),
         max_sessions: opts.max_sessions,

@@ -7,6 +7,7 @@ mod client;
 mod handler;
 mod http_server;
 pub mod jsonrpc;
+mod param_headers;
 mod resources;
 mod stdio;
 pub mod tasks;
@@ -189,7 +190,9 @@ pub async fn run(data_dir: &std::path::Path, host: HostOpening, mut opts: ServeO
                 None => request,
             };
             keeper.attach(host.clone());
-            let served = Arc::new(Served { host, request, filter });
+            let served = Arc::new(Served { host, request, filter, param_headers: Default::default() });
+            // Before sessions may call: rmcp checks Mcp-Param headers against this table.
+            served.refresh_param_headers().await;
             ready.send_replace(Some(Ok(served.clone())));
             warn_unknown_tool_names(&served.host, &served.request, &served.filter).await;
             Ok(())
