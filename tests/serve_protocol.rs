@@ -2,7 +2,8 @@
 //! (each answered, the server serving on), the session cap, idle expiry and `DELETE`, threads a
 //! request names (`_meta`, `Toolhost-Thread`) with the official Python SDK as DeerFlow uses it,
 //! thread expiry, `--tools`/`--exclude`, host names for `--http`, a config whose extensions
-//! list toolhost itself, and the `Mcp-Param-*` headers of tools with `x-mcp-header` parameters. Every hostile test ends with a normal call that works.
+//! list toolhost itself, the `Mcp-Param-*` headers of tools with `x-mcp-header` parameters, and
+//! SSE polling (`--sse-poll-after`). Every hostile test ends with a normal call that works.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -543,4 +544,52 @@ fn param_headers_must_match_the_body_for_tools_that_declare_them() {
     // A tool without header parameters is called as before, in the same revision.
     let (status, reply) = call(10, "hello", json!({"name": "after"}), None);
     assert_eq!((status, &reply["result"]["content"][0]["text"]), (200, &json!("Hello, after.")), "{reply}");
+}
+
+/// `--sse-poll-after 1` (SEP-1699): a call that runs 1.5 s has its POST stream ended after the
+/// priming event and an event with a resumption id and `retry`, without the result; a GET with
+/// that id as `Last-Event-ID`, in the same session, gets the result. Another session cannot read
+/// it, and a short call is answered on its own stream as before.
+#[test]
+fn a_long_call_s_stream_is_ended_and_its_result_polled_for() {
+    let s = Setup::with_fixture(&["test_simple_text", "test_reconnection"]);
+    let server = HttpServer::start(&s, &["--sse-poll-after", "1"]);
+    let session = server.raw_session(&[]);
+    let h = [("Mcp-Session-Id", session.as_str())];
+    // The component compiled (a cold start is not what is timed).
+    let (status, _, body) = server.raw("POST", &tool_call(9, "test_simple_text", json!({})), &h);
+    assert_eq!((status, messages(&body).len()), (200, 1), "{body}");
+    let started = Instant::now();
+    let (status, head, body) = server.raw("POST", &tool_call(1, "test_reconnection", json!({})), &h);
+    let ended = started.elapsed();
+    assert_eq!(status, 200, "{head}\n{body}");
+    assert!(header(&head, "content-type").is_some_and(|t| t.starts_with("text/event-stream")), "{head}");
+    assert!(messages(&body).is_empty(), "no result on the ended stream: {body}");
+    assert!(ended >= Duration::from_millis(900) && ended < Duration::from_millis(1450), "ended after {ended:?}");
+    let ids: Vec<&str> = body.lines().filter_map(|l| l.strip_prefix("id: ")).collect();
+    assert_eq!(ids.len(), 2, "the priming event, then the polling one: {body}");
+    assert!(body.contains("retry: 1000"), "{body}");
+    let resume_at = ids[1];
+
+    let other = server.raw_session(&[]);
+    let (status, _, body) = server.raw("GET", b"", &[("Mcp-Session-Id", other.as_str()), ("Last-Event-ID", resume_at)]);
+    assert_eq!(status, 200);
+    assert!(messages(&body).is_empty(), "another session's poll gets nothing: {body}");
+
+    let (status, head, body) = server.raw("GET", b"", &[h[0], ("Last-Event-ID", resume_at)]);
+    assert_eq!(status, 200, "{head}\n{body}");
+    let reply = messages(&body).pop().unwrap_or_else(|| panic!("no result on the poll: {body}"));
+    assert_eq!(reply["id"], 1, "{reply}");
+    assert_eq!(
+        reply["result"]["content"][0]["text"],
+        "Reconnection test completed: the result came after the stream was ended.",
+        "{reply}"
+    );
+    // A poll for an id that is not there is an empty stream (as rmcp answers an unknown one).
+    let (status, _, body) = server.raw("GET", b"", &[h[0], ("Last-Event-ID", "toolhost-poll-00.0")]);
+    assert_eq!((status, body.trim()), (200, ""));
+
+    let (status, _, body) = server.raw("POST", &tool_call(2, "hello", json!({"name": "after"})), &h);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(messages(&body).pop().unwrap()["result"]["content"][0]["text"], "Hello, after.", "{body}");
 }

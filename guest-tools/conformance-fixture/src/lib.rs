@@ -8,7 +8,7 @@
 //! `client.create-message` → `sampling/createMessage`, granted by the test's config).
 //!
 //! Tools the suite names that need a host feature toolhost leaves out are left out rather than
-//! faked (`test_reconnection`, the input-required tools); the expected-failures file
+//! faked (the input-required tools); the expected-failures file
 //! `tests/mcp-expected-failures.yaml` says why.
 
 use serde_json::{json, Value};
@@ -243,6 +243,14 @@ fn slow_compute(_: &Context, a: SlowArgs) -> Output {
     Output::text(format!("slow_compute '{}' finished after {seconds} s", a.label))
 }
 
+/// `test_reconnection`: answers after 1.5 s, between one and two of the test config's
+/// `sse_poll_after_s` (1): the server ends the call's SSE stream first, and the result comes on
+/// the client's first poll (the suite polls once; a poll is itself ended after a second).
+fn reconnection(_: &Context, _: NoArgs) -> Output {
+    sleep_in_steps(std::time::Duration::from_millis(1500));
+    Output::text("Reconnection test completed: the result came after the stream was ended.")
+}
+
 /// `failing_job`: a tool execution error after about a second.
 fn failing_job(_: &Context, _: NoArgs) -> Output {
     sleep_in_steps(std::time::Duration::from_secs(1));
@@ -328,6 +336,7 @@ toolhost_sdk::export_tools!(
     tool("test_error_handling", "Always fails with an error result.", error_handling),
     tool("greet", "Says hello to name.", greet),
     tool("slow_compute", "Works for `seconds` seconds, then answers.", slow_compute),
+    tool("test_reconnection", "Answers after 1.5 s (SSE polling, SEP-1699).", reconnection),
     tool("failing_job", "Fails with a tool error after about a second.", failing_job),
     tool("protocol_error_job", "Crashes (the component traps).", protocol_error_job),
     tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json_schema_2020_12)

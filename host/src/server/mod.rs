@@ -9,6 +9,7 @@ mod http_server;
 pub mod jsonrpc;
 mod param_headers;
 mod resources;
+mod sse_poll;
 mod stdio;
 pub mod tasks;
 pub mod threads;
@@ -140,6 +141,7 @@ impl ServeOptions {
             insecure_no_auth: self.insecure_no_auth,
             max_sessions: self.limits.max_sessions,
             session_idle_timeout: self.limits.session_idle_timeout(),
+            sse_poll_after: self.limits.sse_poll_after(),
         })
     }
 }
