@@ -24,7 +24,7 @@ use paths::root;
 use serve_harness::{call, http_session, HttpServer};
 
 /// The fixture's tools, as the suite names them.
-const FIXTURE_TOOLS: [&str; 16] = [
+const FIXTURE_TOOLS: [&str; 18] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -41,6 +41,8 @@ const FIXTURE_TOOLS: [&str; 16] = [
     "slow_compute",
     "failing_job",
     "protocol_error_job",
+    "test_param_header",
+    "test_reconnection",
 ];
 
 /// A fixture tool's extra config keys: how the tasks scenarios want it to run as an MCP task
@@ -77,7 +79,9 @@ fn setup() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let wasm = Path::new(toolhost::bundled::GUEST_DIR).join("conformance_fixture.wasm");
     assert!(wasm.is_file(), "{} is missing: the host build script builds it", wasm.display());
-    let mut config = String::from("tools:\n");
+    // SSE polling (SEP-1699): a call's stream is ended after a second (test_reconnection runs
+    // 1.5 s) and the client polls for the rest.
+    let mut config = String::from("toolhost:\n  serve: {sse_poll_after_s: 1}\ntools:\n");
     for t in FIXTURE_TOOLS {
         config.push_str(&format!(
             "  - {{name: {t}, group: conformance, use: '{}:{t}'{}}}\n",

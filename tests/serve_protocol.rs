@@ -1,8 +1,9 @@
 //! `toolhost serve` under hostile and stateless clients: malformed JSON-RPC on both transports
 //! (each answered, the server serving on), the session cap, idle expiry and `DELETE`, threads a
 //! request names (`_meta`, `Toolhost-Thread`) with the official Python SDK as DeerFlow uses it,
-//! thread expiry, `--tools`/`--exclude`, host names for `--http`, and a config whose
-//! extensions list toolhost itself. Every hostile test ends with a normal call that works.
+//! thread expiry, `--tools`/`--exclude`, host names for `--http`, a config whose extensions
+//! list toolhost itself, the `Mcp-Param-*` headers of tools with `x-mcp-header` parameters, and
+//! SSE polling (`--sse-poll-after`). Every hostile test ends with a normal call that works.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -478,4 +479,117 @@ fn a_cancelled_component_call_stops_computing() {
     let next = raw.next();
     assert_eq!(next["id"], 2, "no result for the cancelled call: {next}");
     assert_eq!(next["result"]["isError"], false, "{next}");
+}
+
+/// SEP-2243 (protocol 2026-07-28): a tool whose schema marks `region` with
+/// `"x-mcp-header": "Region"` gets the value in the `Mcp-Param-Region` header too, and a call
+/// whose header is missing, different from the body or not valid Base64 is refused with HTTP 400
+/// and `-32020` before the tool runs. Clients of earlier revisions send no such headers and are
+/// not asked for them.
+#[test]
+fn param_headers_must_match_the_body_for_tools_that_declare_them() {
+    let s = Setup::with_fixture(&["test_param_header"]);
+    let server = HttpServer::start(&s, &[]);
+    let version = "2026-07-28";
+    let call = |id: u64, name: &str, args: Value, param: Option<&str>| {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        });
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": args, "_meta": meta}});
+        let mut headers = vec![("MCP-Protocol-Version", version), ("Mcp-Method", "tools/call"), ("Mcp-Name", name)];
+        if let Some(v) = param {
+            headers.push(("Mcp-Param-Region", v));
+        }
+        let (status, head, body) = server.raw("POST", body.to_string().as_bytes(), &headers);
+        let reply = messages(&body).pop().unwrap_or_else(|| panic!("no message: {head}\n{body}"));
+        (status, reply)
+    };
+    let region = json!({"region": "eu-west"});
+    let listed = call(1, "test_param_header", region.clone(), Some("eu-west"));
+    assert_eq!(listed.0, 200, "{}", listed.1);
+    assert_eq!(listed.1["result"]["content"][0]["text"], "region: eu-west", "{}", listed.1);
+    // Base64-wrapped (`=?base64?...?=`, for values a header cannot carry as they are).
+    let (status, reply) = call(2, "test_param_header", region.clone(), Some("=?base64?ZXUtd2VzdA==?="));
+    assert_eq!((status, &reply["result"]["content"][0]["text"]), (200, &json!("region: eu-west")), "{reply}");
+
+    for (id, header, why) in [
+        (3, None, "missing Mcp-Param-Region header"),
+        (4, Some("us-east"), "does not match body value"),
+        (5, Some("=?base64?ZXUtd2VzdA?="), "not valid Base64"),
+        (6, Some("=?base64?ZXUt!!d2VzdA==?="), "not valid Base64"),
+    ] {
+        let (status, reply) = call(id, "test_param_header", region.clone(), header);
+        assert_eq!(status, 400, "{header:?}: {reply}");
+        assert_error(&reply, &json!(id), -32020);
+        let message = reply["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(why), "{header:?}: {message}");
+    }
+    // Without the full wrapper a value is literal: this header says "=?base64?ZXUtd2VzdA==",
+    // which is not what the body says.
+    let (status, reply) = call(7, "test_param_header", region.clone(), Some("=?base64?ZXUtd2VzdA=="));
+    assert_eq!(status, 400, "{reply}");
+    let literal = json!({"region": "=?base64?ZXUtd2VzdA=="});
+    let (status, reply) = call(8, "test_param_header", literal, Some("=?base64?ZXUtd2VzdA=="));
+    assert_eq!((status, &reply["result"]["content"][0]["text"]), (200, &json!("region: =?base64?ZXUtd2VzdA==")));
+
+    // A 2025-11-25 session sends no Mcp-Param headers and needs none.
+    let session = server.raw_session(&[]);
+    let h = [("Mcp-Session-Id", session.as_str())];
+    let (status, _, body) = server.raw("POST", &tool_call(9, "test_param_header", json!({"region": "ap"})), &h);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(messages(&body).pop().unwrap()["result"]["content"][0]["text"], "region: ap", "{body}");
+    // A tool without header parameters is called as before, in the same revision.
+    let (status, reply) = call(10, "hello", json!({"name": "after"}), None);
+    assert_eq!((status, &reply["result"]["content"][0]["text"]), (200, &json!("Hello, after.")), "{reply}");
+}
+
+/// `--sse-poll-after 1` (SEP-1699): a call that runs 1.5 s has its POST stream ended after the
+/// priming event and an event with a resumption id and `retry`, without the result; a GET with
+/// that id as `Last-Event-ID`, in the same session, gets the result. Another session cannot read
+/// it, and a short call is answered on its own stream as before.
+#[test]
+fn a_long_call_s_stream_is_ended_and_its_result_polled_for() {
+    let s = Setup::with_fixture(&["test_simple_text", "test_reconnection"]);
+    let server = HttpServer::start(&s, &["--sse-poll-after", "1"]);
+    let session = server.raw_session(&[]);
+    let h = [("Mcp-Session-Id", session.as_str())];
+    // The component compiled (a cold start is not what is timed).
+    let (status, _, body) = server.raw("POST", &tool_call(9, "test_simple_text", json!({})), &h);
+    assert_eq!((status, messages(&body).len()), (200, 1), "{body}");
+    let started = Instant::now();
+    let (status, head, body) = server.raw("POST", &tool_call(1, "test_reconnection", json!({})), &h);
+    let ended = started.elapsed();
+    assert_eq!(status, 200, "{head}\n{body}");
+    assert!(header(&head, "content-type").is_some_and(|t| t.starts_with("text/event-stream")), "{head}");
+    assert!(messages(&body).is_empty(), "no result on the ended stream: {body}");
+    assert!(ended >= Duration::from_millis(900) && ended < Duration::from_millis(1450), "ended after {ended:?}");
+    let ids: Vec<&str> = body.lines().filter_map(|l| l.strip_prefix("id: ")).collect();
+    assert_eq!(ids.len(), 2, "the priming event, then the polling one: {body}");
+    assert!(body.contains("retry: 1000"), "{body}");
+    let resume_at = ids[1];
+
+    let other = server.raw_session(&[]);
+    let (status, _, body) = server.raw("GET", b"", &[("Mcp-Session-Id", other.as_str()), ("Last-Event-ID", resume_at)]);
+    assert_eq!(status, 200);
+    assert!(messages(&body).is_empty(), "another session's poll gets nothing: {body}");
+
+    let (status, head, body) = server.raw("GET", b"", &[h[0], ("Last-Event-ID", resume_at)]);
+    assert_eq!(status, 200, "{head}\n{body}");
+    let reply = messages(&body).pop().unwrap_or_else(|| panic!("no result on the poll: {body}"));
+    assert_eq!(reply["id"], 1, "{reply}");
+    assert_eq!(
+        reply["result"]["content"][0]["text"],
+        "Reconnection test completed: the result came after the stream was ended.",
+        "{reply}"
+    );
+    // A poll for an id that is not there is an empty stream (as rmcp answers an unknown one).
+    let (status, _, body) = server.raw("GET", b"", &[h[0], ("Last-Event-ID", "toolhost-poll-00.0")]);
+    assert_eq!((status, body.trim()), (200, ""));
+
+    let (status, _, body) = server.raw("POST", &tool_call(2, "hello", json!({"name": "after"})), &h);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(messages(&body).pop().unwrap()["result"]["content"][0]["text"], "Hello, after.", "{body}");
 }

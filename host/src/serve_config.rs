@@ -17,11 +17,16 @@ pub struct ServeConfig {
     /// 0 keeps threads for ever.
     #[serde(deserialize_with = "thread_ttl_s")]
     pub thread_ttl_s: u64,
+    /// HTTP: a `tools/call` whose SSE stream has been open this long has it ended with an event
+    /// the client resumes from (GET with `Last-Event-ID`, SEP-1699), for proxies that cut long
+    /// responses; 0 never ends one.
+    #[serde(deserialize_with = "sse_poll_after_s")]
+    pub sse_poll_after_s: u64,
 }
 
 impl Default for ServeConfig {
     fn default() -> Self {
-        Self { max_sessions: 1000, session_idle_timeout_s: 300, thread_ttl_s: 86_400 }
+        Self { max_sessions: 1000, session_idle_timeout_s: 300, thread_ttl_s: 86_400, sse_poll_after_s: 0 }
     }
 }
 
@@ -29,6 +34,11 @@ impl ServeConfig {
     /// `session_idle_timeout_s` as a duration.
     pub fn session_idle_timeout(&self) -> Duration {
         Duration::from_secs(self.session_idle_timeout_s)
+    }
+
+    /// `sse_poll_after_s` as a duration; `None`: streams are not ended.
+    pub fn sse_poll_after(&self) -> Option<Duration> {
+        (self.sse_poll_after_s > 0).then(|| Duration::from_secs(self.sse_poll_after_s))
     }
 
     /// `thread_ttl_s` as a duration; `None`: threads are kept.
@@ -51,6 +61,10 @@ fn max_sessions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Erro
 
 fn session_idle_timeout_s<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     bounded(d, "session_idle_timeout_s", 1, 7 * 86_400)
+}
+
+fn sse_poll_after_s<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    bounded(d, "sse_poll_after_s", 0, 86_400)
 }
 
 fn thread_ttl_s<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {

@@ -45,6 +45,20 @@ impl Setup {
         s
     }
 
+    /// [`Setup::new`] plus these tools of the `conformance-fixture` component.
+    pub fn with_fixture(tools: &[&str]) -> Self {
+        let s = Setup::new(false, false);
+        let fixture = std::path::Path::new(toolhost::bundled::GUEST_DIR).join("conformance_fixture.wasm");
+        let entries: String = tools
+            .iter()
+            .map(|t| format!("  - {{name: {t}, group: conformance, use: '{}:{t}'}}\n", fixture.display()))
+            .collect();
+        let config =
+            std::fs::read_to_string(s.config()).unwrap().replace("tool_search:", &format!("{entries}tool_search:"));
+        std::fs::write(s.config(), config).unwrap();
+        s
+    }
+
     pub fn new(everything: bool, tool_search: bool) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let servers = if everything {

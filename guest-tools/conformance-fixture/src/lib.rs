@@ -8,7 +8,7 @@
 //! `client.create-message` → `sampling/createMessage`, granted by the test's config).
 //!
 //! Tools the suite names that need a host feature toolhost leaves out are left out rather than
-//! faked (`test_reconnection`, the input-required tools); the expected-failures file
+//! faked (the input-required tools); the expected-failures file
 //! `tests/mcp-expected-failures.yaml` says why.
 
 use serde_json::{json, Value};
@@ -243,6 +243,14 @@ fn slow_compute(_: &Context, a: SlowArgs) -> Output {
     Output::text(format!("slow_compute '{}' finished after {seconds} s", a.label))
 }
 
+/// `test_reconnection`: answers after 1.5 s, between one and two of the test config's
+/// `sse_poll_after_s` (1): the server ends the call's SSE stream first, and the result comes on
+/// the client's first poll (the suite polls once; a poll is itself ended after a second).
+fn reconnection(_: &Context, _: NoArgs) -> Output {
+    sleep_in_steps(std::time::Duration::from_millis(1500));
+    Output::text("Reconnection test completed: the result came after the stream was ended.")
+}
+
 /// `failing_job`: a tool execution error after about a second.
 fn failing_job(_: &Context, _: NoArgs) -> Output {
     sleep_in_steps(std::time::Duration::from_secs(1));
@@ -290,6 +298,29 @@ fn json_schema_2020_12(_: &Context, args: Value) -> Output {
     Output::text(format!("JSON Schema 2020-12 tool called for {name}"))
 }
 
+/// `test_param_header`'s schema: `region` is also sent as the HTTP header `Mcp-Param-Region`
+/// (SEP-2243), which the server checks against the body.
+fn param_header_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "region": {
+                "type": "string",
+                "description": "A region name; clients send it as the Mcp-Param-Region header too.",
+                "x-mcp-header": "Region"
+            }
+        },
+        "required": ["region"]
+    })
+}
+
+fn param_header(_: &Context, args: Value) -> Output {
+    match args.get("region").and_then(Value::as_str) {
+        Some(region) => Output::text(format!("region: {region}")),
+        None => Output::error("region must be a string"),
+    }
+}
+
 toolhost_sdk::export_tools!(
     tool("test_simple_text", "Returns one text block.", simple_text),
     tool("test_image_content", "Returns a 1x1 red PNG image.", image_content),
@@ -305,10 +336,13 @@ toolhost_sdk::export_tools!(
     tool("test_error_handling", "Always fails with an error result.", error_handling),
     tool("greet", "Says hello to name.", greet),
     tool("slow_compute", "Works for `seconds` seconds, then answers.", slow_compute),
+    tool("test_reconnection", "Answers after 1.5 s (SSE polling, SEP-1699).", reconnection),
     tool("failing_job", "Fails with a tool error after about a second.", failing_job),
     tool("protocol_error_job", "Crashes (the component traps).", protocol_error_job),
     tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json_schema_2020_12)
         .with_parameters(json_schema_2020_12_schema()),
+    tool("test_param_header", "Echoes region, which clients also send as Mcp-Param-Region.", param_header)
+        .with_parameters(param_header_schema()),
 );
 
 #[cfg(test)]

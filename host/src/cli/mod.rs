@@ -182,6 +182,10 @@ enum Command {
         /// (default: toolhost.serve.thread_ttl_s, 86400).
         #[arg(long, value_name = "SECONDS")]
         thread_ttl: Option<u64>,
+        /// HTTP: end a tools/call's SSE stream after this long and let the client poll for the
+        /// rest (GET with Last-Event-ID); 0 never does (default: toolhost.serve.sse_poll_after_s, 0).
+        #[arg(long, value_name = "SECONDS")]
+        sse_poll_after: Option<u64>,
     },
 }
 
@@ -356,6 +360,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             max_sessions,
             session_idle_timeout,
             thread_ttl,
+            sse_poll_after,
         } => {
             // Read here rather than by clap: clap takes an empty variable for an unset one, and
             // an empty token must be refused, never mean "no authentication".
@@ -382,7 +387,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 filter: toolhost::server::ToolFilter { only: tools.clone(), exclude: exclude.clone() },
                 limits: Default::default(),
             };
-            serve(&cli, opts, (*max_sessions, *session_idle_timeout, *thread_ttl)).await
+            serve(&cli, opts, (*max_sessions, *session_idle_timeout, *thread_ttl, *sse_poll_after)).await
         }
         Command::Check => render(check(&cli).await?, false),
         Command::New { name, lang, dir } => {
@@ -569,7 +574,12 @@ fn audit(command: &str) -> Output {
 async fn serve(
     cli: &Cli,
     mut opts: toolhost::server::ServeOptions,
-    (max_sessions, session_idle_timeout, thread_ttl): (Option<usize>, Option<u64>, Option<u64>),
+    (max_sessions, session_idle_timeout, thread_ttl, sse_poll_after): (
+        Option<usize>,
+        Option<u64>,
+        Option<u64>,
+        Option<u64>,
+    ),
 ) -> anyhow::Result<ExitCode> {
     if let Some(addr) = &opts.http {
         toolhost::server::check_auth(&opts.http_options(addr)?)?;
@@ -588,6 +598,10 @@ async fn serve(
     }
     if let Some(s) = thread_ttl {
         limits.thread_ttl_s = s;
+    }
+    if let Some(s) = sse_poll_after {
+        anyhow::ensure!(s <= 86_400, "--sse-poll-after must be at most 86400 seconds");
+        limits.sse_poll_after_s = s;
     }
     opts.limits = limits;
     let for_open = cli.clone();

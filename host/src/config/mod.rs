@@ -543,13 +543,15 @@ mod tests {
             ToolhostConfig { concurrent_calls: 8, concurrent_calls_per_thread: 2, serve: Default::default() }
         );
         let (c, _) = parse(
-            "toolhost:\n  serve: {max_sessions: 5, session_idle_timeout_s: 9, thread_ttl_s: 0}\n",
+            "toolhost:\n  serve: {max_sessions: 5, session_idle_timeout_s: 9, thread_ttl_s: 0, sse_poll_after_s: 30}\n",
             "c",
             &Environment::default(),
         )
         .unwrap();
         assert_eq!((c.toolhost.serve.max_sessions, c.toolhost.serve.session_idle_timeout_s), (5, 9));
         assert_eq!(c.toolhost.serve.thread_ttl(), None);
+        assert_eq!(c.toolhost.serve.sse_poll_after(), Some(std::time::Duration::from_secs(30)));
+        assert_eq!(ToolhostConfig::default().serve.sse_poll_after(), None);
         assert_eq!(parse("tools: []\n", "c", &Environment::default()).unwrap().0.toolhost, ToolhostConfig::default());
         for (text, needle) in [
             (
@@ -563,6 +565,7 @@ mod tests {
             ("toolhost:\n  concurent_calls: 4\n", "unknown field `concurent_calls`"),
             ("toolhost:\n  serve: {max_sessions: 0}\n", "max_sessions must be between 1 and 1000000"),
             ("toolhost:\n  serve: {idle: 3}\n", "unknown field `idle`"),
+            ("toolhost:\n  serve: {sse_poll_after_s: 90000}\n", "sse_poll_after_s must be between 0 and 86400"),
         ] {
             let load = parse(text, "c.yaml", &Environment::default()).unwrap_err();
             assert_eq!(load.line, 2, "{load}");

@@ -41,6 +41,31 @@ pub struct Served {
     pub request: AssemblyRequest,
     /// Which tools are served.
     pub filter: ToolFilter,
+    /// The served tools with `x-mcp-header` parameters, for rmcp's header checks.
+    pub param_headers: super::param_headers::ParamHeaderTools,
+}
+
+impl Served {
+    /// A served tool as `tools/list` shows it: its schema (an empty object schema when it has
+    /// none, as MCP requires one) and how it runs as a task in `_meta`.
+    pub fn mcp_tool(&self, spec: &toolhost_core::ToolSpec) -> Tool {
+        let schema: JsonObject = match &spec.parameters {
+            Value::Object(o) => o.clone(),
+            _ => serde_json::json!({"type": "object", "properties": {}}).as_object().cloned().unwrap_or_default(),
+        };
+        let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema));
+        let support = McpSessionHandler::task_support(self, Some(spec), &spec.name);
+        let mut meta = rmcp::model::MetaObject::default();
+        meta.0.insert(META_TASK_SUPPORT.into(), Value::String(support.as_str().into()));
+        tool.meta = Some(meta);
+        tool
+    }
+
+    /// Bring [`Self::param_headers`] up to date with the assembly (a no-op when it has not changed).
+    pub async fn refresh_param_headers(&self) {
+        let assembly = self.host.get_available_tools(&self.request).await;
+        self.param_headers.refresh(&assembly, |name| self.filter.serves(name), |spec| self.mcp_tool(spec));
+    }
 }
 
 /// The host being opened. Sessions start before it is ready, so that `initialize` is answered
@@ -512,26 +537,8 @@ impl ServerHandler for McpSessionHandler {
         let served = self.opening.ready().await?;
         let _in_use = self.keeper.enter(&thread, false);
         let tools = served.host.model_tools(&served.request, &thread).await.map_err(internal)?;
-        let tools = tools
-            .iter()
-            .filter(|t| served.filter.serves(&t.name))
-            .map(|t| {
-                let s = t;
-                let schema: JsonObject = match &s.parameters {
-                    Value::Object(o) => o.clone(),
-                    // MCP requires an object schema; a tool without parameters takes an empty object.
-                    _ => {
-                        serde_json::json!({"type": "object", "properties": {}}).as_object().cloned().unwrap_or_default()
-                    }
-                };
-                let mut tool = Tool::new(s.name.clone(), s.description.clone(), Arc::new(schema));
-                let support = Self::task_support(&served, Some(s), &s.name);
-                let mut meta = rmcp::model::MetaObject::default();
-                meta.0.insert(META_TASK_SUPPORT.into(), Value::String(support.as_str().into()));
-                tool.meta = Some(meta);
-                tool
-            })
-            .collect();
+        let tools = tools.iter().filter(|t| served.filter.serves(&t.name)).map(|t| served.mcp_tool(t)).collect();
+        served.refresh_param_headers().await;
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -717,6 +724,17 @@ impl ServerHandler for McpSessionHandler {
     async fn set_level(&self, req: SetLevelRequestParams, _cx: RequestContext<RoleServer>) -> Result<(), McpError> {
         *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) = Some(req.level);
         Ok(())
+    }
+
+    /// A tool with `x-mcp-header` parameters, for rmcp's check of a `tools/call`'s `Mcp-Param-*`
+    /// headers (SEP-2243, protocol 2026-07-28 and later). Synchronous: read from the table kept
+    /// by [`Served::refresh_param_headers`]. Before the host is open there is nothing to answer,
+    /// which is why the HTTP door holds `tools/call` until it is.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        match self.opening.0.borrow().as_ref() {
+            Some(Ok(served)) => served.param_headers.get(name),
+            _ => None,
+        }
     }
 
     async fn call_tool(

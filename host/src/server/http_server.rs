@@ -21,6 +21,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::handler::{McpSessionHandler, Opening};
 use super::jsonrpc::{screen, ErrorReply, Screened, INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES};
+use super::sse_poll::SsePolls;
 use super::threads::{fresh_thread_id, ThreadKeeper};
 use super::ServeError;
 
@@ -47,6 +48,8 @@ pub struct HttpOptions {
     pub max_sessions: usize,
     /// A session without requests for this long is closed.
     pub session_idle_timeout: Duration,
+    /// End a `tools/call`'s SSE stream after this long; the client polls for the rest.
+    pub sse_poll_after: Option<Duration>,
 }
 
 impl HttpOptions {
@@ -71,25 +74,66 @@ pub fn check_auth(opts: &HttpOptions) -> Result<(), ServeError> {
 type Service = StreamableHttpService<McpSessionHandler, LocalSessionManager>;
 type Body = BoxBody<Bytes, Infallible>;
 
-/// rmcp's config: allowed Hosts and Origins from the loopback names and `allow_hosts`.
-fn service_config(allow_hosts: &[String]) -> Result<StreamableHttpServerConfig, ServeError> {
-    let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
-    let mut origin_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
-    for h in allow_hosts {
-        let authority =
-            http::uri::Authority::try_from(h.as_str()).map_err(|_| ServeError::InvalidAllowHost(h.clone()))?;
-        if h.contains('/') || h.contains('@') || authority.host().is_empty() {
-            return Err(ServeError::InvalidAllowHost(h.clone()));
+/// The `Host` values (`host` or `host:port`) and the `Origin` hosts accepted: the loopback names
+/// and `allow_hosts`.
+struct Allowed {
+    hosts: Vec<String>,
+    origin_hosts: Vec<String>,
+}
+
+impl Allowed {
+    fn new(allow_hosts: &[String]) -> Result<Self, ServeError> {
+        let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
+        let mut origin_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
+        for h in allow_hosts {
+            let authority =
+                http::uri::Authority::try_from(h.as_str()).map_err(|_| ServeError::InvalidAllowHost(h.clone()))?;
+            if h.contains('/') || h.contains('@') || authority.host().is_empty() {
+                return Err(ServeError::InvalidAllowHost(h.clone()));
+            }
+            hosts.push(h.clone());
+            origin_hosts.push(authority.host().to_string());
         }
-        hosts.push(h.clone());
-        origin_hosts.push(authority.host().to_string());
+        Ok(Self { hosts, origin_hosts })
     }
-    let origins: Vec<String> =
-        origin_hosts.iter().flat_map(|h| [format!("http://{h}:*"), format!("https://{h}:*")]).collect();
-    Ok(StreamableHttpServerConfig::default()
-        .with_allowed_hosts(hosts)
-        .with_allowed_origins(origins)
-        .enforce_origin_validation())
+
+    /// rmcp's own check, for the requests the door answers itself (a poll's `GET`): the `Host`
+    /// is allowed, and so is the `Origin` when there is one.
+    fn admits(&self, req: &Request<Incoming>) -> bool {
+        let bare = |h: &str| h.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+        let host_ok = req
+            .headers()
+            .get(http::header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| http::uri::Authority::try_from(v).ok())
+            .is_some_and(|a| {
+                self.hosts.iter().any(|allowed| match http::uri::Authority::try_from(allowed.as_str()) {
+                    Ok(e) if e.port().is_some() => e.as_str().eq_ignore_ascii_case(a.as_str()),
+                    _ => bare(allowed) == bare(a.host()),
+                })
+            });
+        let origin_ok = match req.headers().get(http::header::ORIGIN) {
+            None => true,
+            Some(v) => v
+                .to_str()
+                .ok()
+                .and_then(|o| o.parse::<http::Uri>().ok())
+                .filter(|u| matches!(u.scheme_str(), Some("http" | "https")))
+                .and_then(|u| u.host().map(bare))
+                .is_some_and(|h| self.origin_hosts.iter().any(|allowed| bare(allowed) == h)),
+        };
+        host_ok && origin_ok
+    }
+
+    /// rmcp's config: these Hosts and Origins.
+    fn service_config(&self) -> StreamableHttpServerConfig {
+        let origins: Vec<String> =
+            self.origin_hosts.iter().flat_map(|h| [format!("http://{h}:*"), format!("https://{h}:*")]).collect();
+        StreamableHttpServerConfig::default()
+            .with_allowed_hosts(self.hosts.clone())
+            .with_allowed_origins(origins)
+            .enforce_origin_validation()
+    }
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
@@ -125,11 +169,17 @@ fn authorized(req: &Request<Incoming>, token: &str) -> bool {
 /// The front door's state, shared by every connection.
 struct Door {
     svc: Service,
+    /// The host being opened: a `tools/call` waits for it at the door, so that rmcp checks
+    /// its `Mcp-Param-*` headers against the called tool's schema (unknown until then).
+    host: Opening,
     sessions: Arc<LocalSessionManager>,
     token: Option<Arc<str>>,
     max_sessions: usize,
     /// Held from the session count to the session's creation, so the cap is exact.
     opening: tokio::sync::Mutex<()>,
+    allowed: Allowed,
+    /// `sse_poll_after`: the calls whose streams were ended, for their clients' GETs.
+    polls: Option<Arc<SsePolls>>,
 }
 
 impl Door {
@@ -146,10 +196,43 @@ impl Door {
             }
         }
         match *req.method() {
+            http::Method::GET if self.polls.is_some() && Self::last_event_id(&req).is_some_and(SsePolls::owns) => {
+                self.poll(req).await
+            }
             http::Method::POST => self.post(req).await,
             http::Method::DELETE => self.delete(req).await,
             _ => self.svc.handle(req).await,
         }
+    }
+
+    fn last_event_id(req: &Request<impl Sized>) -> Option<&str> {
+        req.headers().get("last-event-id").and_then(|v| v.to_str().ok())
+    }
+
+    /// A GET resuming a call whose stream the door ended (`sse_poll_after`): the rest of it, in
+    /// the same session only. An id that is not (or no longer) there gets an empty stream, as
+    /// rmcp answers an unknown `Last-Event-ID` (an error would have the client retry for ever).
+    async fn poll(&self, req: Request<Incoming>) -> Response<Body> {
+        if !self.allowed.admits(&req) {
+            return plain(StatusCode::FORBIDDEN, "Forbidden: Host or Origin header is not allowed");
+        }
+        let Some(session) = Self::session_id(&req) else {
+            return plain(StatusCode::BAD_REQUEST, "Bad Request: Mcp-Session-Id header is required");
+        };
+        if !self.sessions.has_session(&session.clone().into()).await.unwrap_or(false) {
+            return plain(StatusCode::NOT_FOUND, "Not Found: Session not found");
+        }
+        let last = Self::last_event_id(&req).unwrap_or_default();
+        let polls = self.polls.as_ref();
+        let body = polls.and_then(|p| p.resume(&session, last)).unwrap_or_else(|| {
+            tracing::warn!("no call to resume at Last-Event-ID {last}: answering an empty stream");
+            http_body_util::Empty::new().boxed()
+        });
+        let mut r = Response::new(body);
+        let headers = r.headers_mut();
+        headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/event-stream"));
+        headers.insert(http::header::CACHE_CONTROL, http::HeaderValue::from_static("no-cache"));
+        r
     }
 
     fn session_id(req: &Request<impl Sized>) -> Option<String> {
@@ -174,7 +257,7 @@ impl Door {
                 return json_error(status, &reply);
             }
         };
-        let is_initialize = match screen(&bytes) {
+        let (is_initialize, is_call) = match screen(&bytes) {
             // A request with params that do not fit its method was read and understood: like
             // any JSON-RPC error result, it comes back with 200.
             Screened::Reply(reply) if reply.code == INVALID_PARAMS => return json_error(StatusCode::OK, &reply),
@@ -185,11 +268,31 @@ impl Door {
                 reply.id = serde_json::Value::Null;
                 return json_error(StatusCode::BAD_REQUEST, &reply);
             }
-            Screened::Pass(msg) => {
-                matches!(&*msg, JsonRpcMessage::Request(r) if matches!(r.request, ClientRequest::InitializeRequest(_)))
-            }
+            Screened::Pass(msg) => match &*msg {
+                JsonRpcMessage::Request(r) => (
+                    matches!(r.request, ClientRequest::InitializeRequest(_)),
+                    matches!(r.request, ClientRequest::CallToolRequest(_)),
+                ),
+                _ => (false, false),
+            },
         };
+        if is_call {
+            // A host that failed to open is the call's own error, answered by the handler.
+            let _ = self.host.ready().await;
+        }
         let req = Request::from_parts(parts, Full::new(bytes));
+        if let (true, Some(polls), Some(session)) = (is_call, &self.polls, Self::session_id(&req)) {
+            let r = self.svc.handle(req).await;
+            let sse = r
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+            if !sse || r.status() != StatusCode::OK {
+                return r;
+            }
+            let (parts, body) = r.into_parts();
+            return Response::from_parts(parts, polls.wrap(session, body));
+        }
         if !is_initialize || Self::session_id(&req).is_some() {
             return self.svc.handle(req).await;
         }
@@ -237,7 +340,8 @@ pub async fn serve_http(
     on_bound: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
     check_auth(&opts)?;
-    let config = service_config(&opts.allow_hosts)?;
+    let allowed = Allowed::new(&opts.allow_hosts)?;
+    let config = allowed.service_config();
     if opts.token.is_none() && !opts.loopback() {
         tracing::warn!(
             "serving on non-loopback {} without a token (--insecure-no-auth): anyone who can reach it can call tools",
@@ -250,15 +354,20 @@ pub async fn serve_http(
     // rmcp calls the factory once per MCP session (and once per stateless request): each gets
     // a thread of its own.
     let tasks = Arc::new(super::tasks::TaskStore::default());
+    let host = opening.clone();
     let factory =
         move || Ok(McpSessionHandler::new(opening.clone(), keeper.clone(), fresh_thread_id("mcp-")?, tasks.clone()));
     let svc: Service = StreamableHttpService::new(factory, sessions.clone(), config);
     let door = Arc::new(Door {
         svc,
+        host,
         sessions,
         token: opts.token.map(Arc::from),
         max_sessions: opts.max_sessions,
         opening: tokio::sync::Mutex::new(()),
+        allowed,
+        // At most one ended call per session waiting for its client, on average.
+        polls: opts.sse_poll_after.map(|after| SsePolls::new(after, opts.max_sessions)),
     });
     let addr = opts.addrs[0];
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
@@ -300,11 +409,11 @@ mod tests {
 
     #[test]
     fn allow_host_must_be_a_host_or_host_port() {
-        assert!(service_config(&["example.com".into(), "example.com:8080".into()]).is_ok());
+        assert!(Allowed::new(&["example.com".into(), "example.com:8080".into()]).is_ok());
         for bad in ["http://x/", "a b", "", "user@x"] {
-            assert!(matches!(service_config(&[bad.to_string()]), Err(ServeError::InvalidAllowHost(_))), "{bad}");
+            assert!(matches!(Allowed::new(&[bad.to_string()]), Err(ServeError::InvalidAllowHost(_))), "{bad}");
         }
-        let c = service_config(&["box.lan".into()]).unwrap();
+        let c = Allowed::new(&["box.lan".into()]).unwrap().service_config();
         assert!(c.allowed_hosts.contains(&"box.lan".to_string()) && c.allowed_hosts.contains(&"::1".to_string()));
         assert!(c.allowed_origins.contains(&"https://box.lan:*".to_string()));
     }
@@ -319,6 +428,7 @@ mod tests {
             insecure_no_auth: insecure,
             max_sessions: 1,
             session_idle_timeout: Duration::from_secs(1),
+            sse_poll_after: None,
         };
         for ok in [
             opts("127.0.0.1:80", None, false),

@@ -7,8 +7,10 @@ mod client;
 mod handler;
 mod http_server;
 pub mod jsonrpc;
+mod param_headers;
 mod resources;
 mod skills;
+mod sse_poll;
 mod stdio;
 pub mod tasks;
 pub mod threads;
@@ -140,6 +142,7 @@ impl ServeOptions {
             insecure_no_auth: self.insecure_no_auth,
             max_sessions: self.limits.max_sessions,
             session_idle_timeout: self.limits.session_idle_timeout(),
+            sse_poll_after: self.limits.sse_poll_after(),
         })
     }
 }
@@ -190,7 +193,9 @@ pub async fn run(data_dir: &std::path::Path, host: HostOpening, mut opts: ServeO
                 None => request,
             };
             keeper.attach(host.clone());
-            let served = Arc::new(Served { host, request, filter });
+            let served = Arc::new(Served { host, request, filter, param_headers: Default::default() });
+            // Before sessions may call: rmcp checks Mcp-Param headers against this table.
+            served.refresh_param_headers().await;
             ready.send_replace(Some(Ok(served.clone())));
             warn_unknown_tool_names(&served.host, &served.request, &served.filter).await;
             Ok(())
