@@ -374,7 +374,12 @@ fn the_python_sdk_sees_progress_content_resources_and_completion_over_http() {
     assert!(png.starts_with("iVBORw0KGgo") && png.len() == 92, "{out}");
     assert_eq!(out["error"], json!([true, "This tool intentionally returns an error for testing"]), "{out}");
     assert_eq!(out["write_error"], false, "{out}");
-    assert_eq!(out["resources"], json!(["toolhost:///mnt/user-data/outputs/note.txt"]), "{out}");
+    // The thread's file, then the skill's SKILL.md (the skills extension).
+    assert_eq!(
+        out["resources"],
+        json!(["toolhost:///mnt/user-data/outputs/note.txt", "skill://public/conformance-skill/SKILL.md"]),
+        "{out}"
+    );
     assert_eq!(out["read"], "hello from python", "{out}");
     assert_eq!(out["complete"], json!(["note.txt"]), "{out}");
 }
