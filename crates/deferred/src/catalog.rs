@@ -649,19 +649,36 @@ impl DeferredCatalog {
 }
 
 /// Tool positions by name, stable (catalog order among equal names), by code point (the byte
-/// order of UTF-8), like Python's `sorted(key=name)`. Most names differ in their first 16 bytes,
-/// compared as one number; the rest are compared whole.
+/// order of UTF-8), like Python's `sorted(key=name)`. Each name's first 32 bytes are sorted as
+/// two numbers held in the keys themselves (no name is read while sorting); only names whose 32
+/// bytes tie (longer names, or names that differ only by trailing NULs) are compared whole.
 fn name_order(tools: &[CatalogTool]) -> Vec<usize> {
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    let prefix = |name: &str| {
+    let prefix = |name: &[u8], at: usize| {
         let mut b = [0u8; 16];
-        let n = name.len().min(16);
-        b[..n].copy_from_slice(&name.as_bytes()[..n]);
+        let part = name.get(at..).unwrap_or_default();
+        let n = part.len().min(16);
+        b[..n].copy_from_slice(&part[..n]);
         u128::from_be_bytes(b)
     };
-    let mut keyed: Vec<(u128, usize)> = names.iter().enumerate().map(|(i, n)| (prefix(n), i)).collect();
-    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| names[a.1].cmp(names[b.1])).then(a.1.cmp(&b.1)));
-    keyed.into_iter().map(|(_, i)| i).collect()
+    let mut keyed: Vec<(u128, u128, usize)> = tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let name = t.name.as_bytes();
+            (prefix(name, 0), prefix(name, 16), i)
+        })
+        .collect();
+    keyed.sort_unstable();
+    let mut start = 0;
+    while start < keyed.len() {
+        let (a, b, _) = keyed[start];
+        let end = start + keyed[start..].iter().take_while(|k| k.0 == a && k.1 == b).count();
+        if end - start > 1 {
+            keyed[start..end].sort_by(|x, y| tools[x.2].name.cmp(&tools[y.2].name).then(x.2.cmp(&y.2)));
+        }
+        start = end;
+    }
+    keyed.into_iter().map(|(_, _, i)| i).collect()
 }
 
 /// Convert one input into its catalog entry.
@@ -1073,6 +1090,54 @@ mod tests {
         assert_eq!(catalog.hash(), hex::encode(&Sha256::digest(sequential.as_bytes())[..8]));
         assert_eq!(catalog.compute_hash(), catalog.hash());
         assert!(sequential.starts_with("[{\"name\": \"tool_00000\""), "name order");
+    }
+
+    /// The name order is a stable sort by the whole name: names that tie on their first 32
+    /// bytes, differ only by trailing NULs, repeat, or hold non-ASCII characters.
+    #[test]
+    fn name_order_is_a_stable_sort_by_name() {
+        let long = "github_create_pull_request_review_comment";
+        let names: Vec<String> = [
+            "b",
+            "a",
+            "",
+            "a\0",
+            "a",
+            "\0",
+            long,
+            "github_create_pull_request_review",
+            "é",
+            "z",
+            "Z",
+            "github_create_pull_request_review_comment_reply",
+            long,
+            "github_create_pull_request_revieW",
+            "0123456789abcdef",
+            "0123456789abcdef\0",
+            "0123456789abcdeg",
+            "ÿ",
+            "\u{10000}",
+            "\u{ffff}",
+        ]
+        .iter()
+        .map(|n| n.to_string())
+        .chain((0..200).map(|i| format!("{long}_{}", (i * 37) % 50)))
+        .collect();
+        let tools: Vec<CatalogTool> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                convert_input(DeferredToolInput {
+                    name: n.clone(),
+                    description: format!("{i}"),
+                    schema: PyValue::parse("{}").unwrap(),
+                })
+                .unwrap()
+            })
+            .collect();
+        let mut expected: Vec<usize> = (0..names.len()).collect();
+        expected.sort_by(|&a, &b| names[a].cmp(&names[b]));
+        assert_eq!(name_order(&tools), expected);
     }
 
     /// Rebuilds share the kept tools' buffers, and copy the live entries into one buffer once
