@@ -112,13 +112,35 @@ impl From<DeferredToolInput> for CatalogSource<'_> {
     }
 }
 
-/// One catalog entry with what search and hashing need, precomputed.
+/// One catalog entry: the tool's name, its own description, and its function.
+///
+/// The name and description are read where the tool already holds them (the tool itself, or
+/// the schema texts the catalog kept), not copied for each catalog built.
 #[derive(Debug, Clone)]
 pub struct CatalogTool {
-    pub name: String,
-    pub description: String,
     /// `convert_to_openai_function(tool)`: `{name, description, parameters}`.
     pub function: CatalogFunction,
+}
+
+impl CatalogTool {
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        match &self.function.0 {
+            FunctionRepr::Converted { name, .. } => name,
+            FunctionRepr::FromTool { tool, .. } => &tool.spec().name,
+            FunctionRepr::FromText { text, b, .. } => &text[b[0]..b[1]],
+        }
+    }
+
+    /// The tool's own description (what search matches; the function's description can differ,
+    /// e.g. when the tool has none and the schema's is taken).
+    pub fn description(&self) -> &str {
+        match &self.function.0 {
+            FunctionRepr::Converted { description, .. } => description,
+            FunctionRepr::FromTool { tool, .. } => &tool.spec().description,
+            FunctionRepr::FromText { text, b, .. } => &text[b[1]..b[2]],
+        }
+    }
 }
 
 /// A tool's `convert_to_openai_function` result (dereferences to [`OpenAiFunction`]): converted
@@ -129,26 +151,20 @@ pub struct CatalogFunction(FunctionRepr);
 
 #[derive(Clone)]
 enum FunctionRepr {
-    Converted(OpenAiFunction),
+    /// Converted when the catalog was built, with the tool's name and own description.
+    Converted { name: String, description: String, function: OpenAiFunction },
     /// Converted on first use from the tool's spec.
-    FromTool {
-        tool: Arc<dyn Tool>,
-        function: OnceLock<OpenAiFunction>,
-    },
+    FromTool { tool: Arc<dyn Tool>, function: OnceLock<OpenAiFunction> },
     /// `text[b[0]..b[1]]` is the name, `text[b[1]..b[2]]` the description, `text[b[2]..b[3]]` the
     /// schema as `json.dumps` writes it (insertion order), which reads back as
     /// `PyValue::from_json` of the schema.
-    FromText {
-        text: Arc<String>,
-        b: [usize; 4],
-        function: OnceLock<OpenAiFunction>,
-    },
+    FromText { text: Arc<String>, b: [usize; 4], function: OnceLock<OpenAiFunction> },
 }
 
 impl std::fmt::Debug for FunctionRepr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Converted(func) => f.debug_tuple("Converted").field(func).finish(),
+            Self::Converted { function, .. } => f.debug_tuple("Converted").field(function).finish(),
             Self::FromTool { tool, function } => {
                 f.debug_struct("FromTool").field("tool", &tool.spec().name).field("function", function).finish()
             }
@@ -164,7 +180,7 @@ impl CatalogFunction {
     /// `serde_json` schema and not needed since).
     pub fn is_converted(&self) -> bool {
         match &self.0 {
-            FunctionRepr::Converted(_) => true,
+            FunctionRepr::Converted { .. } => true,
             FunctionRepr::FromText { function, .. } | FunctionRepr::FromTool { function, .. } => {
                 function.get().is_some()
             }
@@ -177,7 +193,7 @@ impl Deref for CatalogFunction {
 
     fn deref(&self) -> &OpenAiFunction {
         match &self.0 {
-            FunctionRepr::Converted(f) => f,
+            FunctionRepr::Converted { function, .. } => function,
             FunctionRepr::FromTool { tool, function } => function.get_or_init(|| {
                 let spec = tool.spec();
                 convert_tool(&spec.name, &spec.description, PyValue::from_json(&spec.parameters))
@@ -352,11 +368,12 @@ impl SearchIndex {
         let mut searchable = Joined::default();
         let mut names_lower = Joined::default();
         for t in tools {
-            searchable.push(&t.name, Some(&t.description));
-            if t.name.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
-                names_lower.push(&t.name, None);
+            let name = t.name();
+            searchable.push(name, Some(t.description()));
+            if name.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+                names_lower.push(name, None);
             } else {
-                names_lower.push(&py_lower(&t.name), None);
+                names_lower.push(&py_lower(name), None);
             }
         }
         let word_chars_differ = word_chars_differ(&searchable.text);
@@ -479,7 +496,7 @@ impl DeferredCatalog {
     }
 
     pub fn names(&self) -> &HashSet<String> {
-        self.names.get_or_init(|| self.tools.iter().map(|t| t.name.clone()).collect())
+        self.names.get_or_init(|| self.tools.iter().map(|t| t.name().to_string()).collect())
     }
 
     pub fn tools(&self) -> &[CatalogTool] {
@@ -518,8 +535,8 @@ impl DeferredCatalog {
 
     /// Positions of the tools named `name` (catalog order among them), from the name order.
     fn named(&self, name: &str) -> &[usize] {
-        let first = self.order.partition_point(|&i| self.tools[i].name.as_str() < name);
-        let len = self.order[first..].iter().take_while(|&&i| self.tools[i].name == name).count();
+        let first = self.order.partition_point(|&i| self.tools[i].name() < name);
+        let len = self.order[first..].iter().take_while(|&&i| self.tools[i].name() == name).count();
         &self.order[first..first + len]
     }
 
@@ -568,7 +585,7 @@ impl DeferredCatalog {
         let mut rest: Vec<&CatalogTool> = Vec::new();
         let mut take = |i: usize| {
             let t = &self.tools[i];
-            if re.is_match(&t.name) {
+            if re.is_match(t.name()) {
                 best.push(t);
             } else if rest.len() < MAX_RESULTS {
                 rest.push(t);
@@ -664,7 +681,7 @@ fn name_order(tools: &[CatalogTool]) -> Vec<usize> {
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            let name = t.name.as_bytes();
+            let name = t.name().as_bytes();
             (prefix(name, 0), prefix(name, 16), i)
         })
         .collect();
@@ -674,7 +691,7 @@ fn name_order(tools: &[CatalogTool]) -> Vec<usize> {
         let (a, b, _) = keyed[start];
         let end = start + keyed[start..].iter().take_while(|k| k.0 == a && k.1 == b).count();
         if end - start > 1 {
-            keyed[start..end].sort_by(|x, y| tools[x.2].name.cmp(&tools[y.2].name).then(x.2.cmp(&y.2)));
+            keyed[start..end].sort_by(|x, y| tools[x.2].name().cmp(tools[y.2].name()).then(x.2.cmp(&y.2)));
         }
         start = end;
     }
@@ -685,9 +702,7 @@ fn name_order(tools: &[CatalogTool]) -> Vec<usize> {
 fn convert_input(t: DeferredToolInput) -> Result<CatalogTool, ConvertError> {
     let function = convert_tool(&t.name, &t.description, t.schema)?;
     Ok(CatalogTool {
-        name: t.name,
-        description: t.description,
-        function: CatalogFunction(FunctionRepr::Converted(function)),
+        function: CatalogFunction(FunctionRepr::Converted { name: t.name, description: t.description, function }),
     })
 }
 
@@ -697,8 +712,6 @@ enum Pending {
     Ready(CatalogTool),
     /// Rendered from a `serde_json` schema; bounds in the texts as in [`FunctionRepr::FromText`].
     FromText {
-        name: String,
-        description: String,
         b: [usize; 4],
     },
     /// Rendered from the tool's spec.
@@ -748,11 +761,7 @@ fn add_source(
                 let description_end = texts.len();
                 if write_json_compact(schema, texts) {
                     render_plain_entry(name, description, plain, out);
-                    return Ok(Pending::FromText {
-                        name: name.to_string(),
-                        description: description.to_string(),
-                        b: [start, name_end, description_end, texts.len()],
-                    });
+                    return Ok(Pending::FromText { b: [start, name_end, description_end, texts.len()] });
                 }
                 // A float that is not finite has no JSON text to read back: convert now.
                 texts.truncate(start);
@@ -785,14 +794,10 @@ fn finish_pending(pending: Vec<Pending>, texts: String) -> Vec<CatalogTool> {
         .into_iter()
         .map(|p| match p {
             Pending::Ready(tool) => tool,
-            Pending::FromTool(tool) => CatalogTool {
-                name: tool.spec().name.clone(),
-                description: tool.spec().description.clone(),
-                function: CatalogFunction(FunctionRepr::FromTool { tool, function: OnceLock::new() }),
-            },
-            Pending::FromText { name, description, b } => CatalogTool {
-                name,
-                description,
+            Pending::FromTool(tool) => {
+                CatalogTool { function: CatalogFunction(FunctionRepr::FromTool { tool, function: OnceLock::new() }) }
+            }
+            Pending::FromText { b } => CatalogTool {
                 function: CatalogFunction(FunctionRepr::FromText { text: texts.clone(), b, function: OnceLock::new() }),
             },
         })
@@ -802,7 +807,7 @@ fn finish_pending(pending: Vec<Pending>, texts: String) -> Vec<CatalogTool> {
 /// `{"name": …, "schema": …}` of one tool, as an element of the hash blob.
 fn render_entry(t: &CatalogTool, out: &mut String) {
     out.push_str("{\"name\": ");
-    write_py_str(&t.name, out);
+    write_py_str(t.name(), out);
     out.push_str(", \"schema\": ");
     t.function.write_sorted(out);
     out.push('}');
@@ -1076,7 +1081,7 @@ mod tests {
             .map(|i| DeferredToolInput::from_schema_text(&format!("tool_{i:05}"), "Does ✓ things.", schema).unwrap());
         let catalog = DeferredCatalog::new(tools).unwrap();
         let mut order: Vec<&CatalogTool> = catalog.tools().iter().collect();
-        order.sort_by(|a, b| a.name.cmp(&b.name));
+        order.sort_by(|a, b| a.name().cmp(b.name()));
         let mut sequential = String::from("[");
         for (i, t) in order.iter().enumerate() {
             if i > 0 {
@@ -1154,7 +1159,7 @@ mod tests {
                 .map(|i| input(&format!("t{i:04}"), &format!("round {round}"), &schema(round)))
                 .collect();
             let names: HashSet<String> = changed.iter().map(|t| t.name.clone()).collect();
-            catalog = catalog.rebuild(|t| !names.contains(&t.name), changed.clone()).unwrap();
+            catalog = catalog.rebuild(|t| !names.contains(t.name()), changed.clone()).unwrap();
             current.retain(|t| !names.contains(&t.name));
             current.extend(changed);
             let fresh = DeferredCatalog::new(current.clone()).unwrap();
@@ -1198,14 +1203,14 @@ mod tests {
             let mut expected: Vec<DeferredToolInput> = base.iter().filter(|t| keep(&t.name)).cloned().collect();
             expected.extend(added.iter().cloned());
             let fresh = DeferredCatalog::new(expected).unwrap();
-            let rebuilt = old.rebuild(|t| keep(&t.name), added).unwrap();
+            let rebuilt = old.rebuild(|t| keep(t.name()), added).unwrap();
             assert_eq!(rebuilt.hash_blob(), fresh.hash_blob(), "case {n}");
             assert_eq!(rebuilt.hash(), fresh.hash(), "case {n}");
             let entries = |c: &DeferredCatalog| (0..c.len()).map(|i| c.entry(i).to_string()).collect::<Vec<_>>();
             assert_eq!(entries(&rebuilt), entries(&fresh), "case {n}");
-            let names = |c: &DeferredCatalog| c.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+            let names = |c: &DeferredCatalog| c.tools().iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
             assert_eq!(names(&rebuilt), names(&fresh), "case {n}");
-            let found = |c: &DeferredCatalog| c.search("tool").iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+            let found = |c: &DeferredCatalog| c.search("tool").iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
             assert_eq!(found(&rebuilt), found(&fresh), "case {n}");
         }
     }
@@ -1224,9 +1229,9 @@ mod tests {
             buf.replace_range(s..e, &marked);
         }
         let changed = input("b", "desc", r#"{"type":"object","properties":{"r":{"type":"string"}}}"#);
-        let rebuilt = old.rebuild(|t| t.name != "b", [changed]).unwrap();
+        let rebuilt = old.rebuild(|t| t.name() != "b", [changed]).unwrap();
         let entry = |name: &str| {
-            let i = rebuilt.tools().iter().position(|t| t.name == name).unwrap();
+            let i = rebuilt.tools().iter().position(|t| t.name() == name).unwrap();
             rebuilt.entry(i)
         };
         assert!(entry("a").contains("DESC") && entry("c").contains("DESC"), "kept tools keep their entries");
@@ -1308,12 +1313,12 @@ mod tests {
             let mut scored: Vec<(usize, &str)> = cat
                 .tools()
                 .iter()
-                .filter(|t| re.is_match(&format!("{} {}", t.name, t.description)))
-                .map(|t| (if re.is_match(&t.name) { 2 } else { 1 }, t.name.as_str()))
+                .filter(|t| re.is_match(&format!("{} {}", t.name(), t.description())))
+                .map(|t| (if re.is_match(t.name()) { 2 } else { 1 }, t.name()))
                 .collect();
             scored.sort_by_key(|s| std::cmp::Reverse(s.0));
             let expected: Vec<&str> = scored.into_iter().map(|(_, n)| n).take(MAX_RESULTS).collect();
-            let got: Vec<&str> = cat.search(q).iter().map(|t| t.name.as_str()).collect();
+            let got: Vec<&str> = cat.search(q).iter().map(|t| t.name()).collect();
             assert_eq!(got, expected, "{q:?}");
         }
     }
@@ -1364,7 +1369,7 @@ mod tests {
         };
         let cat =
             DeferredCatalog::new([input("a_one", "first"), input("b_two", "second\nline"), input("c", "one")]).unwrap();
-        let names = |q: &str| cat.search(q).iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        let names = |q: &str| cat.search(q).iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
         assert_eq!(names("^b_"), ["b_two"]);
         assert_eq!(names("one$"), ["c"]);
         assert_eq!(names("line$"), ["b_two"]);

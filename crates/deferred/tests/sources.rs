@@ -128,8 +128,8 @@ fn assert_same(label: &str, from_json: &DeferredCatalog, parsed: &DeferredCatalo
     assert_eq!(from_json.hash(), parsed.hash(), "{label}: catalog_hash");
     assert_eq!(from_json.len(), parsed.len(), "{label}: size");
     for (a, b) in from_json.tools().iter().zip(parsed.tools()) {
-        assert_eq!((&a.name, &a.description), (&b.name, &b.description), "{label}");
-        assert_eq!(indented(&a.function.to_value()), indented(&b.function.to_value()), "{label}: {}", a.name);
+        assert_eq!((a.name(), a.description()), (b.name(), b.description()), "{label}");
+        assert_eq!(indented(&a.function.to_value()), indented(&b.function.to_value()), "{label}: {}", a.name());
     }
     // Rendered afresh from the (now converted) functions: still the same blob.
     assert_eq!(from_json.compute_hash(), parsed.hash(), "{label}: recomputed hash");
@@ -299,14 +299,14 @@ fn edge_cases_from_serde_json_equal_new() {
     let a2 = a
         .clone()
         .rebuild_from_sources(
-            |t| t.name != "t3",
+            |t| t.name() != "t3",
             added.iter().map(|(name, description, schema)| CatalogSource::Json { name, description, schema }),
         )
         .unwrap();
     let b2 = b
         .clone()
         .rebuild(
-            |t| t.name != "t3",
+            |t| t.name() != "t3",
             added.iter().map(|(n, d, s)| DeferredToolInput {
                 name: n.clone(),
                 description: d.clone(),
