@@ -335,7 +335,7 @@ fn word_chars_differ(text: &str) -> bool {
 pub struct DeferredCatalog {
     tools: Vec<CatalogTool>,
     /// The tools' names, when asked for.
-    names: OnceLock<HashSet<String>>,
+    name_set: OnceLock<HashSet<String>>,
     hash: String,
     /// The buffers holding the tools' rendered entries of the hash blob, `json.dumps([{"name",
     /// "schema"} sorted by name], sort_keys=True, ensure_ascii=False)` (shared with the catalogs
@@ -345,6 +345,9 @@ pub struct DeferredCatalog {
     order: Vec<usize>,
     /// Per tool, in catalog order: its entry's buffer in `rendered` and byte span there.
     spans: Vec<Span>,
+    /// The tools' names, in catalog order, side by side: what sorting, `select:` and the
+    /// setup's name set read, without visiting each tool again.
+    names: Names,
     index: OnceLock<SearchIndex>,
     /// Compiled queries, as Python's `re` module caches compiled patterns.
     regex_cache: Arc<Mutex<HashMap<String, Arc<CatalogRegex>>>>,
@@ -411,8 +414,8 @@ impl DeferredCatalog {
         // Each tool is rendered right after its conversion (or its `$ref` check) walked its
         // schema, while that is still in cache, in catalog order (rendering in name order was
         // tried: walking the schemas out of their order in memory cost more than it saved).
-        let Rendered { bufs, spans, tools } = render_run(tools.into_iter())?;
-        Ok(Self::assemble(tools, bufs, spans))
+        let Rendered { bufs, spans, tools, names } = render_run(tools.into_iter())?;
+        Ok(Self::assemble(tools, bufs, spans, names))
     }
 
     /// The catalog of this one's tools that `keep` accepts (in this catalog's order) followed by
@@ -434,16 +437,18 @@ impl DeferredCatalog {
         mut keep: impl FnMut(&CatalogTool) -> bool,
         added: impl IntoIterator<Item = CatalogSource<'a>>,
     ) -> Result<Self, ConvertError> {
-        let Self { tools: old_tools, rendered: mut buffers, spans: old_spans, .. } = self;
+        let Self { tools: old_tools, rendered: mut buffers, spans: old_spans, names: old_names, .. } = self;
         let mut tools: Vec<CatalogTool> = Vec::with_capacity(old_tools.len());
         let mut spans: Vec<Span> = Vec::with_capacity(old_tools.len());
-        for (tool, span) in old_tools.into_iter().zip(old_spans) {
+        let mut names = Names::default();
+        for (i, (tool, span)) in old_tools.into_iter().zip(old_spans).enumerate() {
             if keep(&tool) {
                 spans.push(span);
+                names.push(old_names.get(i));
                 tools.push(tool);
             }
         }
-        render_run(added.into_iter())?.append_to(&mut tools, &mut buffers, &mut spans);
+        render_run(added.into_iter())?.append_to(&mut tools, &mut buffers, &mut spans, &mut names);
         // Kept entries stay in the buffers they were rendered into; once those hold more bytes
         // of dropped entries than of live ones, the live ones are copied into fresh buffers.
         let live: usize = spans.iter().map(|&(_, s, e)| e - s).sum();
@@ -456,24 +461,25 @@ impl DeferredCatalog {
             }
             buffers = blocks.finish();
         }
-        Ok(Self::assemble(tools, buffers, spans))
+        Ok(Self::assemble(tools, buffers, spans, names))
     }
 
     /// The catalog of converted `tools` whose entries are at `spans` in `rendered`: their name
     /// order and the hash.
-    fn assemble(tools: Vec<CatalogTool>, rendered: Vec<Arc<Block>>, spans: Vec<Span>) -> Self {
-        let order = name_order(&tools);
+    fn assemble(tools: Vec<CatalogTool>, rendered: Vec<Arc<Block>>, spans: Vec<Span>, names: Names) -> Self {
+        let order = name_order(&names);
         let hash = hash_entries(&order, |i| {
             let (b, s, e) = spans[i];
             &rendered[b].0[s..e]
         });
         Self {
             tools,
-            names: OnceLock::new(),
+            name_set: OnceLock::new(),
             hash,
             rendered,
             order,
             spans,
+            names,
             index: OnceLock::new(),
             regex_cache: Arc::default(),
         }
@@ -496,7 +502,12 @@ impl DeferredCatalog {
     }
 
     pub fn names(&self) -> &HashSet<String> {
-        self.names.get_or_init(|| self.tools.iter().map(|t| t.name().to_string()).collect())
+        self.name_set.get_or_init(|| self.tool_names().map(str::to_string).collect())
+    }
+
+    /// The tools' names in catalog order (as `tools()[i].name()`), read side by side.
+    pub fn tool_names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        (0..self.names.len()).map(|i| self.names.get(i))
     }
 
     pub fn tools(&self) -> &[CatalogTool] {
@@ -535,8 +546,8 @@ impl DeferredCatalog {
 
     /// Positions of the tools named `name` (catalog order among them), from the name order.
     fn named(&self, name: &str) -> &[usize] {
-        let first = self.order.partition_point(|&i| self.tools[i].name() < name);
-        let len = self.order[first..].iter().take_while(|&&i| self.tools[i].name() == name).count();
+        let first = self.order.partition_point(|&i| self.names.get(i) < name);
+        let len = self.order[first..].iter().take_while(|&&i| self.names.get(i) == name).count();
         &self.order[first..first + len]
     }
 
@@ -669,7 +680,7 @@ impl DeferredCatalog {
 /// order of UTF-8), like Python's `sorted(key=name)`. Each name's first 32 bytes are sorted as
 /// two numbers held in the keys themselves (no name is read while sorting); only names whose 32
 /// bytes tie (longer names, or names that differ only by trailing NULs) are compared whole.
-fn name_order(tools: &[CatalogTool]) -> Vec<usize> {
+fn name_order(names: &Names) -> Vec<usize> {
     let prefix = |name: &[u8], at: usize| {
         let mut b = [0u8; 16];
         let part = name.get(at..).unwrap_or_default();
@@ -677,11 +688,9 @@ fn name_order(tools: &[CatalogTool]) -> Vec<usize> {
         b[..n].copy_from_slice(&part[..n]);
         u128::from_be_bytes(b)
     };
-    let mut keyed: Vec<(u128, u128, usize)> = tools
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let name = t.name().as_bytes();
+    let mut keyed: Vec<(u128, u128, usize)> = (0..names.len())
+        .map(|i| {
+            let name = names.get(i).as_bytes();
             (prefix(name, 0), prefix(name, 16), i)
         })
         .collect();
@@ -691,11 +700,38 @@ fn name_order(tools: &[CatalogTool]) -> Vec<usize> {
         let (a, b, _) = keyed[start];
         let end = start + keyed[start..].iter().take_while(|k| k.0 == a && k.1 == b).count();
         if end - start > 1 {
-            keyed[start..end].sort_by(|x, y| tools[x.2].name().cmp(tools[y.2].name()).then(x.2.cmp(&y.2)));
+            keyed[start..end].sort_by(|x, y| names.get(x.2).cmp(names.get(y.2)).then(x.2.cmp(&y.2)));
         }
         start = end;
     }
     keyed.into_iter().map(|(_, _, i)| i).collect()
+}
+
+/// Names side by side in one text: `text[ends[i - 1]..ends[i]]` is name `i`.
+#[derive(Debug, Clone, Default)]
+struct Names {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Names {
+    fn push(&mut self, name: &str) {
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+    }
+
+    fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn with_capacity(n: usize) -> Self {
+        Self { text: String::with_capacity(n * 32), ends: Vec::with_capacity(n) }
+    }
 }
 
 /// Convert one input into its catalog entry.
@@ -898,11 +934,21 @@ struct Rendered {
     bufs: Vec<Arc<Block>>,
     spans: Vec<Span>,
     tools: Vec<CatalogTool>,
+    names: Names,
 }
 
 impl Rendered {
     /// Append to a catalog's tools, buffers and spans.
-    fn append_to(self, tools: &mut Vec<CatalogTool>, buffers: &mut Vec<Arc<Block>>, spans: &mut Vec<Span>) {
+    fn append_to(
+        self,
+        tools: &mut Vec<CatalogTool>,
+        buffers: &mut Vec<Arc<Block>>,
+        spans: &mut Vec<Span>,
+        names: &mut Names,
+    ) {
+        for i in 0..self.names.len() {
+            names.push(self.names.get(i));
+        }
         let b = buffers.len();
         spans.extend(self.spans.into_iter().map(|(i, s, e)| (b + i, s, e)));
         buffers.extend(self.bufs);
@@ -1007,13 +1053,22 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
     // Buffers of entries earlier catalogs rendered for these same tools (see `CachedEntry`);
     // their spans are marked `REUSED` until they go after this run's own buffers.
     let mut reused: Vec<Arc<Block>> = Vec::new();
-    // Tools rendered here that keep what was rendered for them, with their position.
+    // Tools rendered into the current buffer that keep what was rendered for them, with their
+    // position: their slots are filled once the buffer is full (and shared), while the tools
+    // are still in cache.
     let mut to_keep: Vec<(usize, Arc<dyn Tool>)> = Vec::new();
+    let mut names = Names::with_capacity(n);
     for (k, t) in sources.into_iter().enumerate() {
         if let Some(&(text, text_len, name, name_len)) = ahead.get(k + PREFETCH_TOOLS) {
             prefetch_addr(text, text_len);
             prefetch_addr(name, name_len);
         }
+        names.push(match &t {
+            CatalogSource::Parsed(t) => &t.name,
+            CatalogSource::Json { name, .. } => name,
+            CatalogSource::Tool(tool) => &tool.spec().name,
+        });
+        let mut keep = None;
         if let CatalogSource::Tool(tool) = &t {
             if let Some(slot) = tool.catalog_slot() {
                 if let Some(entry) = slot.get().and_then(|c| c.downcast_ref::<CachedEntry>()) {
@@ -1024,7 +1079,7 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
                     pending.push(Pending::FromTool(tool.clone()));
                     continue;
                 }
-                to_keep.push((k, tool.clone()));
+                keep = Some(tool.clone());
             }
         }
         if matches!(t, CatalogSource::Json { .. }) && texts.capacity() == 0 {
@@ -1032,11 +1087,22 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
             // once (only the pages written are touched).
             texts.reserve(n * ENTRY_GUESS);
         }
+        let full = blocks.done.len();
         let (p, span) = blocks.push(|out| add_source(t, out, &mut texts, &mut tape));
-        pending.push(p?);
+        let p = p?;
+        // A tool converted here from a tree (`Ready`: a `$ref`, an exact schema) is converted
+        // again next time; one rendered straight from its schema keeps its entry.
+        if let (Some(tool), Pending::FromTool(_)) = (keep, &p) {
+            to_keep.push((k, tool));
+        }
+        pending.push(p);
         spans.push(span);
+        if let Some(block) = blocks.done.get(full) {
+            fill_slots(&mut to_keep, &spans, |_| block);
+        }
     }
     let mut bufs = blocks.finish();
+    fill_slots(&mut to_keep, &spans, |b| &bufs[b]);
     let own = bufs.len();
     if !reused.is_empty() {
         for span in spans.iter_mut().filter(|s| s.0 & REUSED != 0) {
@@ -1044,15 +1110,22 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
         }
         bufs.extend(reused);
     }
-    // A tool converted here from a tree (`Ready`: a `$ref`, an exact schema) is converted again
-    // next time; one rendered straight from its schema keeps its entry.
-    for (k, tool) in to_keep {
-        if let (Some(slot), Pending::FromTool(_)) = (tool.catalog_slot(), &pending[k]) {
+    Ok(Rendered { bufs, spans, tools: finish_pending(pending, texts), names })
+}
+
+/// Keep in each tool's slot its entry (tool `k`'s at `spans[k]`, in the buffer `block(b)` gives
+/// for the span's buffer index `b`), emptying `to_keep`.
+fn fill_slots<'b>(
+    to_keep: &mut Vec<(usize, Arc<dyn Tool>)>,
+    spans: &[Span],
+    block: impl Fn(usize) -> &'b Arc<Block>,
+) {
+    for (k, tool) in to_keep.drain(..) {
+        if let Some(slot) = tool.catalog_slot() {
             let (b, start, end) = spans[k];
-            let _ = slot.set(Arc::new(CachedEntry { block: bufs[b].clone(), start, end }));
+            let _ = slot.set(Arc::new(CachedEntry { block: block(b).clone(), start, end }));
         }
     }
-    Ok(Rendered { bufs, spans, tools: finish_pending(pending, texts) })
 }
 
 /// A tool's entry as a catalog rendered it, kept in the tool's [`Tool::catalog_slot`] for the
@@ -1128,21 +1201,13 @@ mod tests {
         .map(|n| n.to_string())
         .chain((0..200).map(|i| format!("{long}_{}", (i * 37) % 50)))
         .collect();
-        let tools: Vec<CatalogTool> = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| {
-                convert_input(DeferredToolInput {
-                    name: n.clone(),
-                    description: format!("{i}"),
-                    schema: PyValue::parse("{}").unwrap(),
-                })
-                .unwrap()
-            })
-            .collect();
+        let mut side_by_side = Names::default();
+        for n in &names {
+            side_by_side.push(n);
+        }
         let mut expected: Vec<usize> = (0..names.len()).collect();
         expected.sort_by(|&a, &b| names[a].cmp(&names[b]));
-        assert_eq!(name_order(&tools), expected);
+        assert_eq!(name_order(&side_by_side), expected);
     }
 
     /// Rebuilds share the kept tools' buffers, and copy the live entries into one buffer once
@@ -1210,6 +1275,9 @@ mod tests {
             assert_eq!(entries(&rebuilt), entries(&fresh), "case {n}");
             let names = |c: &DeferredCatalog| c.tools().iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
             assert_eq!(names(&rebuilt), names(&fresh), "case {n}");
+            assert!(rebuilt.tool_names().eq(rebuilt.tools().iter().map(CatalogTool::name)), "case {n}");
+            let selected = |c: &DeferredCatalog| c.search("select:t03,dup,t12").len();
+            assert_eq!(selected(&rebuilt), selected(&fresh), "case {n}");
             let found = |c: &DeferredCatalog| c.search("tool").iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
             assert_eq!(found(&rebuilt), found(&fresh), "case {n}");
         }
