@@ -1115,11 +1115,7 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
 
 /// Keep in each tool's slot its entry (tool `k`'s at `spans[k]`, in the buffer `block(b)` gives
 /// for the span's buffer index `b`), emptying `to_keep`.
-fn fill_slots<'b>(
-    to_keep: &mut Vec<(usize, Arc<dyn Tool>)>,
-    spans: &[Span],
-    block: impl Fn(usize) -> &'b Arc<Block>,
-) {
+fn fill_slots<'b>(to_keep: &mut Vec<(usize, Arc<dyn Tool>)>, spans: &[Span], block: impl Fn(usize) -> &'b Arc<Block>) {
     for (k, tool) in to_keep.drain(..) {
         if let Some(slot) = tool.catalog_slot() {
             let (b, start, end) = spans[k];

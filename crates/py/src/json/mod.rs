@@ -530,6 +530,34 @@ fn push_quoted(out: &mut String, s: &str) {
     }
 }
 
+/// `, "key": ` (without the `, ` for an object's first entry): a key needing no escape, with one
+/// capacity check.
+#[inline(always)]
+fn push_key(out: &mut String, first: bool, key: &str) {
+    let n = key.len();
+    // SAFETY: ASCII punctuation around a `str` keeps the `String` valid UTF-8.
+    let v = unsafe { out.as_mut_vec() };
+    v.reserve(n + 6);
+    // SAFETY: `reserve` made room for the `n + 6` bytes at most written after `len`; `key` is
+    // borrowed apart from `out`, so the copy's regions do not overlap.
+    unsafe {
+        let mut dst = v.as_mut_ptr().add(v.len());
+        let written = if first { n + 4 } else { n + 6 };
+        if !first {
+            std::ptr::copy_nonoverlapping(b", ".as_ptr(), dst, 2);
+            dst = dst.add(2);
+        }
+        *dst = b'"';
+        if n > 32 {
+            std::ptr::copy_nonoverlapping(key.as_ptr(), dst.add(1), n);
+        } else {
+            copy_small(key.as_ptr(), dst.add(1), n);
+        }
+        std::ptr::copy_nonoverlapping(b"\": ".as_ptr(), dst.add(n + 1), 3);
+        v.set_len(v.len() + written);
+    }
+}
+
 /// Copy `n` bytes, at most 32, from `src` to `dst` as two overlapping loads and stores of the
 /// widest size that fits in `n` (one from each end).
 ///
@@ -885,6 +913,12 @@ mod tests {
                     let mut quoted = String::from(prefix);
                     push_quoted(&mut quoted, s);
                     assert_eq!(quoted, format!("{prefix}\"{s}\""));
+                    for first in [true, false] {
+                        let mut keyed = String::from(prefix);
+                        push_key(&mut keyed, first, s);
+                        let sep = if first { "" } else { ", " };
+                        assert_eq!(keyed, format!("{prefix}{sep}\"{s}\": "));
+                    }
                 }
             }
         }

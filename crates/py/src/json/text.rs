@@ -10,7 +10,7 @@
 //! finite, a lone surrogate, nesting deeper than [`MAX_DEPTH`], text that is not JSON) makes a
 //! writer return `false`: the caller then takes its tree path, which decides those cases.
 
-use super::{push_quoted, push_text, write_py_float, write_py_str};
+use super::{push_key, push_quoted, push_text, write_py_float, write_py_str};
 
 /// Nesting deeper than this is not read (the tree path decides it).
 pub const MAX_DEPTH: usize = 400;
@@ -338,11 +338,7 @@ impl Tape {
                     // Between two ASCII quotes: on character boundaries.
                     let key = &text[ks as usize..ke as usize];
                     let v = v as usize;
-                    if j > base {
-                        push_text(out, ", ");
-                    }
-                    write_plain_str(key, out);
-                    push_text(out, ": ");
+                    push_key(out, j == base, key);
                     // Scalars are written here, without a call for each.
                     ok = match self.nodes[v].kind {
                         Kind::Object if rm.is_some() => self.write_rm_titles(text, v, Some((key, &[])), out),
