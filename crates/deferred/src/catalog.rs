@@ -775,7 +775,7 @@ fn add_source(
                 out.push_str(", \"schema\": ");
                 if write_text_function_sorted(&spec.name, &spec.description, text, tape, out) {
                     out.push('}');
-                    return Ok(Pending::FromTool(tool.clone()));
+                    return Ok(Pending::FromTool(tool));
                 }
                 out.truncate(mark);
             }
@@ -783,7 +783,7 @@ fn add_source(
                 DeferredToolInput::from_spec_with_schema(spec, exact.clone())
             } else if let Some(plain) = json_plain_schema(&spec.description, &spec.parameters) {
                 render_plain_entry(&spec.name, &spec.description, plain, out);
-                return Ok(Pending::FromTool(tool.clone()));
+                return Ok(Pending::FromTool(tool));
             } else {
                 DeferredToolInput::from_spec(spec)
             }
@@ -1034,15 +1034,20 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
     // Where each tool's schema text and name are, gathered first in one loop whose loads do not
     // wait on each other: the main loop then asks for a tool's text a few tools ahead, so that
     // it has arrived when the tool is rendered. (Addresses only: a prefetch never faults.)
-    let ahead: Vec<(usize, usize, usize, usize)> = sources
+    let ahead: Vec<[(usize, usize); 3]> = sources
         .iter()
         .map(|s| match s {
             CatalogSource::Tool(t) => {
                 let text = t.parameters_text().unwrap_or("");
                 let name = &t.spec().name;
-                (text.as_ptr() as usize, text.len(), name.as_ptr() as usize, name.len())
+                [
+                    (text.as_ptr() as usize, text.len()),
+                    (name.as_ptr() as usize, name.len()),
+                    // The tool itself, whose slot, spec and text fields the render reads.
+                    (Arc::as_ptr(t) as *const u8 as usize, std::mem::size_of_val(&**t)),
+                ]
             }
-            _ => (0, 0, 0, 0),
+            _ => [(0, 0); 3],
         })
         .collect();
     let mut blocks = Blocks::default();
@@ -1059,9 +1064,10 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
     let mut to_keep: Vec<(usize, Arc<dyn Tool>)> = Vec::new();
     let mut names = Names::with_capacity(n);
     for (k, t) in sources.into_iter().enumerate() {
-        if let Some(&(text, text_len, name, name_len)) = ahead.get(k + PREFETCH_TOOLS) {
-            prefetch_addr(text, text_len);
-            prefetch_addr(name, name_len);
+        if let Some(parts) = ahead.get(k + PREFETCH_TOOLS) {
+            for &(addr, len) in parts {
+                prefetch_addr(addr, len);
+            }
         }
         names.push(match &t {
             CatalogSource::Parsed(t) => &t.name,
