@@ -1061,7 +1061,7 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
     // Tools rendered into the current buffer that keep what was rendered for them, with their
     // position: their slots are filled once the buffer is full (and shared), while the tools
     // are still in cache.
-    let mut to_keep: Vec<(usize, Arc<dyn Tool>)> = Vec::new();
+    let mut to_keep: Vec<usize> = Vec::new();
     let mut names = Names::with_capacity(n);
     for (k, t) in sources.into_iter().enumerate() {
         if let Some(parts) = ahead.get(k + PREFETCH_TOOLS) {
@@ -1074,7 +1074,7 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
             CatalogSource::Json { name, .. } => name,
             CatalogSource::Tool(tool) => &tool.spec().name,
         });
-        let mut keep = None;
+        let mut keep = false;
         if let CatalogSource::Tool(tool) = &t {
             if let Some(slot) = tool.catalog_slot() {
                 if let Some(entry) = slot.get().and_then(|c| c.downcast_ref::<CachedEntry>()) {
@@ -1085,7 +1085,7 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
                     pending.push(Pending::FromTool(tool.clone()));
                     continue;
                 }
-                keep = Some(tool.clone());
+                keep = true;
             }
         }
         if matches!(t, CatalogSource::Json { .. }) && texts.capacity() == 0 {
@@ -1098,17 +1098,17 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
         let p = p?;
         // A tool converted here from a tree (`Ready`: a `$ref`, an exact schema) is converted
         // again next time; one rendered straight from its schema keeps its entry.
-        if let (Some(tool), Pending::FromTool(_)) = (keep, &p) {
-            to_keep.push((k, tool));
+        if keep && matches!(p, Pending::FromTool(_)) {
+            to_keep.push(k);
         }
         pending.push(p);
         spans.push(span);
         if let Some(block) = blocks.done.get(full) {
-            fill_slots(&mut to_keep, &spans, |_| block);
+            fill_slots(&mut to_keep, &pending, &spans, |_| block);
         }
     }
     let mut bufs = blocks.finish();
-    fill_slots(&mut to_keep, &spans, |b| &bufs[b]);
+    fill_slots(&mut to_keep, &pending, &spans, |b| &bufs[b]);
     let own = bufs.len();
     if !reused.is_empty() {
         for span in spans.iter_mut().filter(|s| s.0 & REUSED != 0) {
@@ -1119,13 +1119,21 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
     Ok(Rendered { bufs, spans, tools: finish_pending(pending, texts), names })
 }
 
-/// Keep in each tool's slot its entry (tool `k`'s at `spans[k]`, in the buffer `block(b)` gives
-/// for the span's buffer index `b`), emptying `to_keep`.
-fn fill_slots<'b>(to_keep: &mut Vec<(usize, Arc<dyn Tool>)>, spans: &[Span], block: impl Fn(usize) -> &'b Arc<Block>) {
-    for (k, tool) in to_keep.drain(..) {
-        if let Some(slot) = tool.catalog_slot() {
-            let (b, start, end) = spans[k];
-            let _ = slot.set(Arc::new(CachedEntry { block: block(b).clone(), start, end }));
+/// Keep in the slot of each tool `k` of `to_keep` (`pending[k]`, rendered from the tool) its
+/// entry at `spans[k]`, in the buffer `block(b)` gives for the span's buffer index `b`; empties
+/// `to_keep`.
+fn fill_slots<'b>(
+    to_keep: &mut Vec<usize>,
+    pending: &[Pending],
+    spans: &[Span],
+    block: impl Fn(usize) -> &'b Arc<Block>,
+) {
+    for k in to_keep.drain(..) {
+        if let Pending::FromTool(tool) = &pending[k] {
+            if let Some(slot) = tool.catalog_slot() {
+                let (b, start, end) = spans[k];
+                let _ = slot.set(Arc::new(CachedEntry { block: block(b).clone(), start, end }));
+            }
         }
     }
 }
