@@ -125,7 +125,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("catalog_rebuild_10k (one tool changed)", |b| {
         b.iter_batched(
             || (catalog.clone(), one_changed(&inputs)),
-            |(c, t)| c.rebuild(|k| k.name != t.name, [t.clone()]),
+            |(c, t)| c.rebuild(|k| k.name() != t.name, [t.clone()]),
             BatchSize::LargeInput,
         )
     });
@@ -214,7 +214,7 @@ fn medians() {
             median_ms(
                 runs,
                 || (catalog.clone(), one_changed(&inputs)),
-                |(c, t)| c.rebuild(|k| k.name != t.name, [t.clone()]),
+                |(c, t)| c.rebuild(|k| k.name() != t.name, [t.clone()]),
             ),
         ),
         ("render + sha256 of converted tools", median_ms(runs, || (), |()| catalog.compute_hash())),
@@ -280,7 +280,7 @@ fn main() {
                 ("new", _) => Box::new(DeferredCatalog::new(i)),
                 ("rebuild", Some(c)) => {
                     let t = one_changed(&inputs);
-                    Box::new(c.rebuild(|k| k.name != t.name, [t.clone()]))
+                    Box::new(c.rebuild(|k| k.name() != t.name, [t.clone()]))
                 }
                 ("search", Some(c)) => Box::new(c.search("select:slack_send_0").len()),
                 ("setup", _) => Box::new(build_deferred_tool_setup(&tools, true)),

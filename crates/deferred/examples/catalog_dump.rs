@@ -36,7 +36,7 @@ fn main() {
             let catalog = Arc::new(catalog);
             let tool = ToolSearchTool::new(catalog.clone());
             let contents: Vec<String> =
-                catalog.tools().iter().map(|t| tool.search(&format!("select:{}", t.name)).content).collect();
+                catalog.tools().iter().map(|t| tool.search(&format!("select:{}", t.name())).content).collect();
             let results: Vec<Vec<String>> =
                 queries.iter().map(|q| tool.search(q.as_str().unwrap_or_default()).names).collect();
             json!({"hash": catalog.hash(), "blob": catalog.hash_blob(), "contents": contents, "results": results})

@@ -112,13 +112,35 @@ impl From<DeferredToolInput> for CatalogSource<'_> {
     }
 }
 
-/// One catalog entry with what search and hashing need, precomputed.
+/// One catalog entry: the tool's name, its own description, and its function.
+///
+/// The name and description are read where the tool already holds them (the tool itself, or
+/// the schema texts the catalog kept), not copied for each catalog built.
 #[derive(Debug, Clone)]
 pub struct CatalogTool {
-    pub name: String,
-    pub description: String,
     /// `convert_to_openai_function(tool)`: `{name, description, parameters}`.
     pub function: CatalogFunction,
+}
+
+impl CatalogTool {
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        match &self.function.0 {
+            FunctionRepr::Converted { name, .. } => name,
+            FunctionRepr::FromTool { tool, .. } => &tool.spec().name,
+            FunctionRepr::FromText { text, b, .. } => &text[b[0]..b[1]],
+        }
+    }
+
+    /// The tool's own description (what search matches; the function's description can differ,
+    /// e.g. when the tool has none and the schema's is taken).
+    pub fn description(&self) -> &str {
+        match &self.function.0 {
+            FunctionRepr::Converted { description, .. } => description,
+            FunctionRepr::FromTool { tool, .. } => &tool.spec().description,
+            FunctionRepr::FromText { text, b, .. } => &text[b[1]..b[2]],
+        }
+    }
 }
 
 /// A tool's `convert_to_openai_function` result (dereferences to [`OpenAiFunction`]): converted
@@ -129,26 +151,20 @@ pub struct CatalogFunction(FunctionRepr);
 
 #[derive(Clone)]
 enum FunctionRepr {
-    Converted(OpenAiFunction),
+    /// Converted when the catalog was built, with the tool's name and own description.
+    Converted { name: String, description: String, function: OpenAiFunction },
     /// Converted on first use from the tool's spec.
-    FromTool {
-        tool: Arc<dyn Tool>,
-        function: OnceLock<OpenAiFunction>,
-    },
+    FromTool { tool: Arc<dyn Tool>, function: OnceLock<OpenAiFunction> },
     /// `text[b[0]..b[1]]` is the name, `text[b[1]..b[2]]` the description, `text[b[2]..b[3]]` the
     /// schema as `json.dumps` writes it (insertion order), which reads back as
     /// `PyValue::from_json` of the schema.
-    FromText {
-        text: Arc<String>,
-        b: [usize; 4],
-        function: OnceLock<OpenAiFunction>,
-    },
+    FromText { text: Arc<String>, b: [usize; 4], function: OnceLock<OpenAiFunction> },
 }
 
 impl std::fmt::Debug for FunctionRepr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Converted(func) => f.debug_tuple("Converted").field(func).finish(),
+            Self::Converted { function, .. } => f.debug_tuple("Converted").field(function).finish(),
             Self::FromTool { tool, function } => {
                 f.debug_struct("FromTool").field("tool", &tool.spec().name).field("function", function).finish()
             }
@@ -164,7 +180,7 @@ impl CatalogFunction {
     /// `serde_json` schema and not needed since).
     pub fn is_converted(&self) -> bool {
         match &self.0 {
-            FunctionRepr::Converted(_) => true,
+            FunctionRepr::Converted { .. } => true,
             FunctionRepr::FromText { function, .. } | FunctionRepr::FromTool { function, .. } => {
                 function.get().is_some()
             }
@@ -177,7 +193,7 @@ impl Deref for CatalogFunction {
 
     fn deref(&self) -> &OpenAiFunction {
         match &self.0 {
-            FunctionRepr::Converted(f) => f,
+            FunctionRepr::Converted { function, .. } => function,
             FunctionRepr::FromTool { tool, function } => function.get_or_init(|| {
                 let spec = tool.spec();
                 convert_tool(&spec.name, &spec.description, PyValue::from_json(&spec.parameters))
@@ -319,7 +335,7 @@ fn word_chars_differ(text: &str) -> bool {
 pub struct DeferredCatalog {
     tools: Vec<CatalogTool>,
     /// The tools' names, when asked for.
-    names: OnceLock<HashSet<String>>,
+    name_set: OnceLock<HashSet<String>>,
     hash: String,
     /// The buffers holding the tools' rendered entries of the hash blob, `json.dumps([{"name",
     /// "schema"} sorted by name], sort_keys=True, ensure_ascii=False)` (shared with the catalogs
@@ -329,6 +345,9 @@ pub struct DeferredCatalog {
     order: Vec<usize>,
     /// Per tool, in catalog order: its entry's buffer in `rendered` and byte span there.
     spans: Vec<Span>,
+    /// The tools' names, in catalog order, side by side: what sorting, `select:` and the
+    /// setup's name set read, without visiting each tool again.
+    names: Names,
     index: OnceLock<SearchIndex>,
     /// Compiled queries, as Python's `re` module caches compiled patterns.
     regex_cache: Arc<Mutex<HashMap<String, Arc<CatalogRegex>>>>,
@@ -352,11 +371,12 @@ impl SearchIndex {
         let mut searchable = Joined::default();
         let mut names_lower = Joined::default();
         for t in tools {
-            searchable.push(&t.name, Some(&t.description));
-            if t.name.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
-                names_lower.push(&t.name, None);
+            let name = t.name();
+            searchable.push(name, Some(t.description()));
+            if name.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+                names_lower.push(name, None);
             } else {
-                names_lower.push(&py_lower(&t.name), None);
+                names_lower.push(&py_lower(name), None);
             }
         }
         let word_chars_differ = word_chars_differ(&searchable.text);
@@ -394,8 +414,8 @@ impl DeferredCatalog {
         // Each tool is rendered right after its conversion (or its `$ref` check) walked its
         // schema, while that is still in cache, in catalog order (rendering in name order was
         // tried: walking the schemas out of their order in memory cost more than it saved).
-        let Rendered { bufs, spans, tools } = render_run(tools.into_iter())?;
-        Ok(Self::assemble(tools, bufs, spans))
+        let Rendered { bufs, spans, tools, names } = render_run(tools.into_iter())?;
+        Ok(Self::assemble(tools, bufs, spans, names))
     }
 
     /// The catalog of this one's tools that `keep` accepts (in this catalog's order) followed by
@@ -417,16 +437,18 @@ impl DeferredCatalog {
         mut keep: impl FnMut(&CatalogTool) -> bool,
         added: impl IntoIterator<Item = CatalogSource<'a>>,
     ) -> Result<Self, ConvertError> {
-        let Self { tools: old_tools, rendered: mut buffers, spans: old_spans, .. } = self;
+        let Self { tools: old_tools, rendered: mut buffers, spans: old_spans, names: old_names, .. } = self;
         let mut tools: Vec<CatalogTool> = Vec::with_capacity(old_tools.len());
         let mut spans: Vec<Span> = Vec::with_capacity(old_tools.len());
-        for (tool, span) in old_tools.into_iter().zip(old_spans) {
+        let mut names = Names::default();
+        for (i, (tool, span)) in old_tools.into_iter().zip(old_spans).enumerate() {
             if keep(&tool) {
                 spans.push(span);
+                names.push(old_names.get(i));
                 tools.push(tool);
             }
         }
-        render_run(added.into_iter())?.append_to(&mut tools, &mut buffers, &mut spans);
+        render_run(added.into_iter())?.append_to(&mut tools, &mut buffers, &mut spans, &mut names);
         // Kept entries stay in the buffers they were rendered into; once those hold more bytes
         // of dropped entries than of live ones, the live ones are copied into fresh buffers.
         let live: usize = spans.iter().map(|&(_, s, e)| e - s).sum();
@@ -439,24 +461,25 @@ impl DeferredCatalog {
             }
             buffers = blocks.finish();
         }
-        Ok(Self::assemble(tools, buffers, spans))
+        Ok(Self::assemble(tools, buffers, spans, names))
     }
 
     /// The catalog of converted `tools` whose entries are at `spans` in `rendered`: their name
     /// order and the hash.
-    fn assemble(tools: Vec<CatalogTool>, rendered: Vec<Arc<Block>>, spans: Vec<Span>) -> Self {
-        let order = name_order(&tools);
+    fn assemble(tools: Vec<CatalogTool>, rendered: Vec<Arc<Block>>, spans: Vec<Span>, names: Names) -> Self {
+        let order = name_order(&names);
         let hash = hash_entries(&order, |i| {
             let (b, s, e) = spans[i];
             &rendered[b].0[s..e]
         });
         Self {
             tools,
-            names: OnceLock::new(),
+            name_set: OnceLock::new(),
             hash,
             rendered,
             order,
             spans,
+            names,
             index: OnceLock::new(),
             regex_cache: Arc::default(),
         }
@@ -479,7 +502,12 @@ impl DeferredCatalog {
     }
 
     pub fn names(&self) -> &HashSet<String> {
-        self.names.get_or_init(|| self.tools.iter().map(|t| t.name.clone()).collect())
+        self.name_set.get_or_init(|| self.tool_names().map(str::to_string).collect())
+    }
+
+    /// The tools' names in catalog order (as `tools()[i].name()`), read side by side.
+    pub fn tool_names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        (0..self.names.len()).map(|i| self.names.get(i))
     }
 
     pub fn tools(&self) -> &[CatalogTool] {
@@ -518,8 +546,8 @@ impl DeferredCatalog {
 
     /// Positions of the tools named `name` (catalog order among them), from the name order.
     fn named(&self, name: &str) -> &[usize] {
-        let first = self.order.partition_point(|&i| self.tools[i].name.as_str() < name);
-        let len = self.order[first..].iter().take_while(|&&i| self.tools[i].name == name).count();
+        let first = self.order.partition_point(|&i| self.names.get(i) < name);
+        let len = self.order[first..].iter().take_while(|&&i| self.names.get(i) == name).count();
         &self.order[first..first + len]
     }
 
@@ -568,7 +596,7 @@ impl DeferredCatalog {
         let mut rest: Vec<&CatalogTool> = Vec::new();
         let mut take = |i: usize| {
             let t = &self.tools[i];
-            if re.is_match(&t.name) {
+            if re.is_match(t.name()) {
                 best.push(t);
             } else if rest.len() < MAX_RESULTS {
                 rest.push(t);
@@ -649,28 +677,68 @@ impl DeferredCatalog {
 }
 
 /// Tool positions by name, stable (catalog order among equal names), by code point (the byte
-/// order of UTF-8), like Python's `sorted(key=name)`. Most names differ in their first 16 bytes,
-/// compared as one number; the rest are compared whole.
-fn name_order(tools: &[CatalogTool]) -> Vec<usize> {
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    let prefix = |name: &str| {
+/// order of UTF-8), like Python's `sorted(key=name)`. Each name's first 32 bytes are sorted as
+/// two numbers held in the keys themselves (no name is read while sorting); only names whose 32
+/// bytes tie (longer names, or names that differ only by trailing NULs) are compared whole.
+fn name_order(names: &Names) -> Vec<usize> {
+    let prefix = |name: &[u8], at: usize| {
         let mut b = [0u8; 16];
-        let n = name.len().min(16);
-        b[..n].copy_from_slice(&name.as_bytes()[..n]);
+        let part = name.get(at..).unwrap_or_default();
+        let n = part.len().min(16);
+        b[..n].copy_from_slice(&part[..n]);
         u128::from_be_bytes(b)
     };
-    let mut keyed: Vec<(u128, usize)> = names.iter().enumerate().map(|(i, n)| (prefix(n), i)).collect();
-    keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| names[a.1].cmp(names[b.1])).then(a.1.cmp(&b.1)));
-    keyed.into_iter().map(|(_, i)| i).collect()
+    let mut keyed: Vec<(u128, u128, usize)> = (0..names.len())
+        .map(|i| {
+            let name = names.get(i).as_bytes();
+            (prefix(name, 0), prefix(name, 16), i)
+        })
+        .collect();
+    keyed.sort_unstable();
+    let mut start = 0;
+    while start < keyed.len() {
+        let (a, b, _) = keyed[start];
+        let end = start + keyed[start..].iter().take_while(|k| k.0 == a && k.1 == b).count();
+        if end - start > 1 {
+            keyed[start..end].sort_by(|x, y| names.get(x.2).cmp(names.get(y.2)).then(x.2.cmp(&y.2)));
+        }
+        start = end;
+    }
+    keyed.into_iter().map(|(_, _, i)| i).collect()
+}
+
+/// Names side by side in one text: `text[ends[i - 1]..ends[i]]` is name `i`.
+#[derive(Debug, Clone, Default)]
+struct Names {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Names {
+    fn push(&mut self, name: &str) {
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+    }
+
+    fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn with_capacity(n: usize) -> Self {
+        Self { text: String::with_capacity(n * 32), ends: Vec::with_capacity(n) }
+    }
 }
 
 /// Convert one input into its catalog entry.
 fn convert_input(t: DeferredToolInput) -> Result<CatalogTool, ConvertError> {
     let function = convert_tool(&t.name, &t.description, t.schema)?;
     Ok(CatalogTool {
-        name: t.name,
-        description: t.description,
-        function: CatalogFunction(FunctionRepr::Converted(function)),
+        function: CatalogFunction(FunctionRepr::Converted { name: t.name, description: t.description, function }),
     })
 }
 
@@ -680,8 +748,6 @@ enum Pending {
     Ready(CatalogTool),
     /// Rendered from a `serde_json` schema; bounds in the texts as in [`FunctionRepr::FromText`].
     FromText {
-        name: String,
-        description: String,
         b: [usize; 4],
     },
     /// Rendered from the tool's spec.
@@ -709,7 +775,7 @@ fn add_source(
                 out.push_str(", \"schema\": ");
                 if write_text_function_sorted(&spec.name, &spec.description, text, tape, out) {
                     out.push('}');
-                    return Ok(Pending::FromTool(tool.clone()));
+                    return Ok(Pending::FromTool(tool));
                 }
                 out.truncate(mark);
             }
@@ -717,7 +783,7 @@ fn add_source(
                 DeferredToolInput::from_spec_with_schema(spec, exact.clone())
             } else if let Some(plain) = json_plain_schema(&spec.description, &spec.parameters) {
                 render_plain_entry(&spec.name, &spec.description, plain, out);
-                return Ok(Pending::FromTool(tool.clone()));
+                return Ok(Pending::FromTool(tool));
             } else {
                 DeferredToolInput::from_spec(spec)
             }
@@ -731,11 +797,7 @@ fn add_source(
                 let description_end = texts.len();
                 if write_json_compact(schema, texts) {
                     render_plain_entry(name, description, plain, out);
-                    return Ok(Pending::FromText {
-                        name: name.to_string(),
-                        description: description.to_string(),
-                        b: [start, name_end, description_end, texts.len()],
-                    });
+                    return Ok(Pending::FromText { b: [start, name_end, description_end, texts.len()] });
                 }
                 // A float that is not finite has no JSON text to read back: convert now.
                 texts.truncate(start);
@@ -768,14 +830,10 @@ fn finish_pending(pending: Vec<Pending>, texts: String) -> Vec<CatalogTool> {
         .into_iter()
         .map(|p| match p {
             Pending::Ready(tool) => tool,
-            Pending::FromTool(tool) => CatalogTool {
-                name: tool.spec().name.clone(),
-                description: tool.spec().description.clone(),
-                function: CatalogFunction(FunctionRepr::FromTool { tool, function: OnceLock::new() }),
-            },
-            Pending::FromText { name, description, b } => CatalogTool {
-                name,
-                description,
+            Pending::FromTool(tool) => {
+                CatalogTool { function: CatalogFunction(FunctionRepr::FromTool { tool, function: OnceLock::new() }) }
+            }
+            Pending::FromText { b } => CatalogTool {
                 function: CatalogFunction(FunctionRepr::FromText { text: texts.clone(), b, function: OnceLock::new() }),
             },
         })
@@ -785,7 +843,7 @@ fn finish_pending(pending: Vec<Pending>, texts: String) -> Vec<CatalogTool> {
 /// `{"name": …, "schema": …}` of one tool, as an element of the hash blob.
 fn render_entry(t: &CatalogTool, out: &mut String) {
     out.push_str("{\"name\": ");
-    write_py_str(&t.name, out);
+    write_py_str(t.name(), out);
     out.push_str(", \"schema\": ");
     t.function.write_sorted(out);
     out.push('}');
@@ -876,11 +934,21 @@ struct Rendered {
     bufs: Vec<Arc<Block>>,
     spans: Vec<Span>,
     tools: Vec<CatalogTool>,
+    names: Names,
 }
 
 impl Rendered {
     /// Append to a catalog's tools, buffers and spans.
-    fn append_to(self, tools: &mut Vec<CatalogTool>, buffers: &mut Vec<Arc<Block>>, spans: &mut Vec<Span>) {
+    fn append_to(
+        self,
+        tools: &mut Vec<CatalogTool>,
+        buffers: &mut Vec<Arc<Block>>,
+        spans: &mut Vec<Span>,
+        names: &mut Names,
+    ) {
+        for i in 0..self.names.len() {
+            names.push(self.names.get(i));
+        }
         let b = buffers.len();
         spans.extend(self.spans.into_iter().map(|(i, s, e)| (b + i, s, e)));
         buffers.extend(self.bufs);
@@ -966,15 +1034,20 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
     // Where each tool's schema text and name are, gathered first in one loop whose loads do not
     // wait on each other: the main loop then asks for a tool's text a few tools ahead, so that
     // it has arrived when the tool is rendered. (Addresses only: a prefetch never faults.)
-    let ahead: Vec<(usize, usize, usize, usize)> = sources
+    let ahead: Vec<[(usize, usize); 3]> = sources
         .iter()
         .map(|s| match s {
             CatalogSource::Tool(t) => {
                 let text = t.parameters_text().unwrap_or("");
                 let name = &t.spec().name;
-                (text.as_ptr() as usize, text.len(), name.as_ptr() as usize, name.len())
+                [
+                    (text.as_ptr() as usize, text.len()),
+                    (name.as_ptr() as usize, name.len()),
+                    // The tool itself, whose slot, spec and text fields the render reads.
+                    (Arc::as_ptr(t) as *const u8 as usize, std::mem::size_of_val(&**t)),
+                ]
             }
-            _ => (0, 0, 0, 0),
+            _ => [(0, 0); 3],
         })
         .collect();
     let mut blocks = Blocks::default();
@@ -985,13 +1058,23 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
     // Buffers of entries earlier catalogs rendered for these same tools (see `CachedEntry`);
     // their spans are marked `REUSED` until they go after this run's own buffers.
     let mut reused: Vec<Arc<Block>> = Vec::new();
-    // Tools rendered here that keep what was rendered for them, with their position.
-    let mut to_keep: Vec<(usize, Arc<dyn Tool>)> = Vec::new();
+    // Tools rendered into the current buffer that keep what was rendered for them, with their
+    // position: their slots are filled once the buffer is full (and shared), while the tools
+    // are still in cache.
+    let mut to_keep: Vec<usize> = Vec::new();
+    let mut names = Names::with_capacity(n);
     for (k, t) in sources.into_iter().enumerate() {
-        if let Some(&(text, text_len, name, name_len)) = ahead.get(k + PREFETCH_TOOLS) {
-            prefetch_addr(text, text_len);
-            prefetch_addr(name, name_len);
+        if let Some(parts) = ahead.get(k + PREFETCH_TOOLS) {
+            for &(addr, len) in parts {
+                prefetch_addr(addr, len);
+            }
         }
+        names.push(match &t {
+            CatalogSource::Parsed(t) => &t.name,
+            CatalogSource::Json { name, .. } => name,
+            CatalogSource::Tool(tool) => &tool.spec().name,
+        });
+        let mut keep = false;
         if let CatalogSource::Tool(tool) = &t {
             if let Some(slot) = tool.catalog_slot() {
                 if let Some(entry) = slot.get().and_then(|c| c.downcast_ref::<CachedEntry>()) {
@@ -1002,7 +1085,7 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
                     pending.push(Pending::FromTool(tool.clone()));
                     continue;
                 }
-                to_keep.push((k, tool.clone()));
+                keep = true;
             }
         }
         if matches!(t, CatalogSource::Json { .. }) && texts.capacity() == 0 {
@@ -1010,11 +1093,22 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
             // once (only the pages written are touched).
             texts.reserve(n * ENTRY_GUESS);
         }
+        let full = blocks.done.len();
         let (p, span) = blocks.push(|out| add_source(t, out, &mut texts, &mut tape));
-        pending.push(p?);
+        let p = p?;
+        // A tool converted here from a tree (`Ready`: a `$ref`, an exact schema) is converted
+        // again next time; one rendered straight from its schema keeps its entry.
+        if keep && matches!(p, Pending::FromTool(_)) {
+            to_keep.push(k);
+        }
+        pending.push(p);
         spans.push(span);
+        if let Some(block) = blocks.done.get(full) {
+            fill_slots(&mut to_keep, &pending, &spans, |_| block);
+        }
     }
     let mut bufs = blocks.finish();
+    fill_slots(&mut to_keep, &pending, &spans, |b| &bufs[b]);
     let own = bufs.len();
     if !reused.is_empty() {
         for span in spans.iter_mut().filter(|s| s.0 & REUSED != 0) {
@@ -1022,15 +1116,26 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
         }
         bufs.extend(reused);
     }
-    // A tool converted here from a tree (`Ready`: a `$ref`, an exact schema) is converted again
-    // next time; one rendered straight from its schema keeps its entry.
-    for (k, tool) in to_keep {
-        if let (Some(slot), Pending::FromTool(_)) = (tool.catalog_slot(), &pending[k]) {
-            let (b, start, end) = spans[k];
-            let _ = slot.set(Arc::new(CachedEntry { block: bufs[b].clone(), start, end }));
+    Ok(Rendered { bufs, spans, tools: finish_pending(pending, texts), names })
+}
+
+/// Keep in the slot of each tool `k` of `to_keep` (`pending[k]`, rendered from the tool) its
+/// entry at `spans[k]`, in the buffer `block(b)` gives for the span's buffer index `b`; empties
+/// `to_keep`.
+fn fill_slots<'b>(
+    to_keep: &mut Vec<usize>,
+    pending: &[Pending],
+    spans: &[Span],
+    block: impl Fn(usize) -> &'b Arc<Block>,
+) {
+    for k in to_keep.drain(..) {
+        if let Pending::FromTool(tool) = &pending[k] {
+            if let Some(slot) = tool.catalog_slot() {
+                let (b, start, end) = spans[k];
+                let _ = slot.set(Arc::new(CachedEntry { block: block(b).clone(), start, end }));
+            }
         }
     }
-    Ok(Rendered { bufs, spans, tools: finish_pending(pending, texts) })
 }
 
 /// A tool's entry as a catalog rendered it, kept in the tool's [`Tool::catalog_slot`] for the
@@ -1059,7 +1164,7 @@ mod tests {
             .map(|i| DeferredToolInput::from_schema_text(&format!("tool_{i:05}"), "Does ✓ things.", schema).unwrap());
         let catalog = DeferredCatalog::new(tools).unwrap();
         let mut order: Vec<&CatalogTool> = catalog.tools().iter().collect();
-        order.sort_by(|a, b| a.name.cmp(&b.name));
+        order.sort_by(|a, b| a.name().cmp(b.name()));
         let mut sequential = String::from("[");
         for (i, t) in order.iter().enumerate() {
             if i > 0 {
@@ -1073,6 +1178,46 @@ mod tests {
         assert_eq!(catalog.hash(), hex::encode(&Sha256::digest(sequential.as_bytes())[..8]));
         assert_eq!(catalog.compute_hash(), catalog.hash());
         assert!(sequential.starts_with("[{\"name\": \"tool_00000\""), "name order");
+    }
+
+    /// The name order is a stable sort by the whole name: names that tie on their first 32
+    /// bytes, differ only by trailing NULs, repeat, or hold non-ASCII characters.
+    #[test]
+    fn name_order_is_a_stable_sort_by_name() {
+        let long = "github_create_pull_request_review_comment";
+        let names: Vec<String> = [
+            "b",
+            "a",
+            "",
+            "a\0",
+            "a",
+            "\0",
+            long,
+            "github_create_pull_request_review",
+            "é",
+            "z",
+            "Z",
+            "github_create_pull_request_review_comment_reply",
+            long,
+            "github_create_pull_request_revieW",
+            "0123456789abcdef",
+            "0123456789abcdef\0",
+            "0123456789abcdeg",
+            "ÿ",
+            "\u{10000}",
+            "\u{ffff}",
+        ]
+        .iter()
+        .map(|n| n.to_string())
+        .chain((0..200).map(|i| format!("{long}_{}", (i * 37) % 50)))
+        .collect();
+        let mut side_by_side = Names::default();
+        for n in &names {
+            side_by_side.push(n);
+        }
+        let mut expected: Vec<usize> = (0..names.len()).collect();
+        expected.sort_by(|&a, &b| names[a].cmp(&names[b]));
+        assert_eq!(name_order(&side_by_side), expected);
     }
 
     /// Rebuilds share the kept tools' buffers, and copy the live entries into one buffer once
@@ -1089,7 +1234,7 @@ mod tests {
                 .map(|i| input(&format!("t{i:04}"), &format!("round {round}"), &schema(round)))
                 .collect();
             let names: HashSet<String> = changed.iter().map(|t| t.name.clone()).collect();
-            catalog = catalog.rebuild(|t| !names.contains(&t.name), changed.clone()).unwrap();
+            catalog = catalog.rebuild(|t| !names.contains(t.name()), changed.clone()).unwrap();
             current.retain(|t| !names.contains(&t.name));
             current.extend(changed);
             let fresh = DeferredCatalog::new(current.clone()).unwrap();
@@ -1133,14 +1278,17 @@ mod tests {
             let mut expected: Vec<DeferredToolInput> = base.iter().filter(|t| keep(&t.name)).cloned().collect();
             expected.extend(added.iter().cloned());
             let fresh = DeferredCatalog::new(expected).unwrap();
-            let rebuilt = old.rebuild(|t| keep(&t.name), added).unwrap();
+            let rebuilt = old.rebuild(|t| keep(t.name()), added).unwrap();
             assert_eq!(rebuilt.hash_blob(), fresh.hash_blob(), "case {n}");
             assert_eq!(rebuilt.hash(), fresh.hash(), "case {n}");
             let entries = |c: &DeferredCatalog| (0..c.len()).map(|i| c.entry(i).to_string()).collect::<Vec<_>>();
             assert_eq!(entries(&rebuilt), entries(&fresh), "case {n}");
-            let names = |c: &DeferredCatalog| c.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+            let names = |c: &DeferredCatalog| c.tools().iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
             assert_eq!(names(&rebuilt), names(&fresh), "case {n}");
-            let found = |c: &DeferredCatalog| c.search("tool").iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+            assert!(rebuilt.tool_names().eq(rebuilt.tools().iter().map(CatalogTool::name)), "case {n}");
+            let selected = |c: &DeferredCatalog| c.search("select:t03,dup,t12").len();
+            assert_eq!(selected(&rebuilt), selected(&fresh), "case {n}");
+            let found = |c: &DeferredCatalog| c.search("tool").iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
             assert_eq!(found(&rebuilt), found(&fresh), "case {n}");
         }
     }
@@ -1159,9 +1307,9 @@ mod tests {
             buf.replace_range(s..e, &marked);
         }
         let changed = input("b", "desc", r#"{"type":"object","properties":{"r":{"type":"string"}}}"#);
-        let rebuilt = old.rebuild(|t| t.name != "b", [changed]).unwrap();
+        let rebuilt = old.rebuild(|t| t.name() != "b", [changed]).unwrap();
         let entry = |name: &str| {
-            let i = rebuilt.tools().iter().position(|t| t.name == name).unwrap();
+            let i = rebuilt.tools().iter().position(|t| t.name() == name).unwrap();
             rebuilt.entry(i)
         };
         assert!(entry("a").contains("DESC") && entry("c").contains("DESC"), "kept tools keep their entries");
@@ -1243,12 +1391,12 @@ mod tests {
             let mut scored: Vec<(usize, &str)> = cat
                 .tools()
                 .iter()
-                .filter(|t| re.is_match(&format!("{} {}", t.name, t.description)))
-                .map(|t| (if re.is_match(&t.name) { 2 } else { 1 }, t.name.as_str()))
+                .filter(|t| re.is_match(&format!("{} {}", t.name(), t.description())))
+                .map(|t| (if re.is_match(t.name()) { 2 } else { 1 }, t.name()))
                 .collect();
             scored.sort_by_key(|s| std::cmp::Reverse(s.0));
             let expected: Vec<&str> = scored.into_iter().map(|(_, n)| n).take(MAX_RESULTS).collect();
-            let got: Vec<&str> = cat.search(q).iter().map(|t| t.name.as_str()).collect();
+            let got: Vec<&str> = cat.search(q).iter().map(|t| t.name()).collect();
             assert_eq!(got, expected, "{q:?}");
         }
     }
@@ -1299,7 +1447,7 @@ mod tests {
         };
         let cat =
             DeferredCatalog::new([input("a_one", "first"), input("b_two", "second\nline"), input("c", "one")]).unwrap();
-        let names = |q: &str| cat.search(q).iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        let names = |q: &str| cat.search(q).iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
         assert_eq!(names("^b_"), ["b_two"]);
         assert_eq!(names("one$"), ["c"]);
         assert_eq!(names("line$"), ["b_two"]);

@@ -239,24 +239,18 @@ pub(crate) fn write_text_function_sorted(
     let mark = out.len();
     let ok = (|| {
         out.push_str("{\"description\": ");
-        match (description.is_empty(), tape.get(text, 0, "description")) {
-            (false, _) => write_py_str(description, out),
-            (true, Some(d)) => {
-                if !tape.write_sorted(text, d, out) {
+        // The schema's own `description` / `title` is looked up only when the tool has none.
+        for (own, key, sep) in [(description, "description", ""), (name, "title", ", \"name\": ")] {
+            out.push_str(sep);
+            if !own.is_empty() {
+                write_py_str(own, out);
+            } else if let Some(at) = tape.get(text, 0, key) {
+                if !tape.write_sorted(text, at, out) {
                     return false;
                 }
+            } else {
+                out.push_str("\"\"");
             }
-            (true, None) => out.push_str("\"\""),
-        }
-        out.push_str(", \"name\": ");
-        match (name.is_empty(), tape.get(text, 0, "title")) {
-            (false, _) => write_py_str(name, out),
-            (true, Some(t)) => {
-                if !tape.write_sorted(text, t, out) {
-                    return false;
-                }
-            }
-            (true, None) => out.push_str("\"\""),
         }
         out.push_str(", \"parameters\": ");
         if !tape.write_sorted_rm_titles(text, 0, &POPPED, out) {

@@ -16,7 +16,8 @@ use crate::tool::ToolSearchTool;
 #[derive(Clone, Default)]
 pub struct DeferredToolSetup {
     pub tool_search: Option<Arc<ToolSearchTool>>,
-    pub deferred_names: HashSet<String>,
+    /// Shared with the filters made from this setup ([`DeferredToolSetup::filter`]).
+    pub deferred_names: Arc<HashSet<String>>,
     pub catalog_hash: Option<String>,
 }
 
@@ -32,7 +33,7 @@ impl std::fmt::Debug for DeferredToolSetup {
 impl DeferredToolSetup {
     /// The populated setup for a catalog (at least one tool).
     pub fn from_catalog(catalog: DeferredCatalog) -> Self {
-        let deferred_names = catalog.tools().iter().map(|t| t.name.clone()).collect();
+        let deferred_names = Arc::new(catalog.tool_names().map(str::to_string).collect());
         let catalog_hash = Some(catalog.hash().to_string());
         Self { tool_search: Some(Arc::new(ToolSearchTool::new(Arc::new(catalog)))), deferred_names, catalog_hash }
     }
@@ -41,7 +42,7 @@ impl DeferredToolSetup {
         self.tool_search.is_none()
     }
 
-    /// The filter that gates this setup's deferred tools.
+    /// The filter that gates this setup's deferred tools (sharing this setup's names).
     pub fn filter(&self) -> DeferredToolFilter {
         DeferredToolFilter::new(self.deferred_names.clone(), self.catalog_hash.clone())
     }
@@ -131,13 +132,13 @@ pub fn deferred_tools_prompt_section<'a>(names: impl IntoIterator<Item = &'a str
 /// calls to them refused, until promoted under this exact catalog hash.
 #[derive(Debug, Clone, Default)]
 pub struct DeferredToolFilter {
-    deferred: HashSet<String>,
+    deferred: Arc<HashSet<String>>,
     catalog_hash: Option<String>,
 }
 
 impl DeferredToolFilter {
-    pub fn new(deferred: HashSet<String>, catalog_hash: Option<String>) -> Self {
-        Self { deferred, catalog_hash }
+    pub fn new(deferred: impl Into<Arc<HashSet<String>>>, catalog_hash: Option<String>) -> Self {
+        Self { deferred: deferred.into(), catalog_hash }
     }
 
     pub fn is_active(&self) -> bool {
@@ -243,7 +244,8 @@ mod tests {
         let candidates = vec![tool("active_c", ToolSource::Builtin), mcp("mcp_a"), mcp("mcp_b")];
         let (tools, setup) = assemble_deferred_tools(candidates, true).unwrap();
         assert_eq!(names(&tools), ["active_c", "mcp_a", "mcp_b", "tool_search"]);
-        assert_eq!(setup.deferred_names, ["mcp_a", "mcp_b"].into_iter().map(String::from).collect());
+        assert_eq!(*setup.deferred_names, ["mcp_a", "mcp_b"].into_iter().map(String::from).collect::<HashSet<_>>());
+        assert!(Arc::ptr_eq(&setup.deferred_names, &setup.filter().deferred), "the filter shares the names");
         let hash = setup.catalog_hash.clone().unwrap();
         assert_eq!(hash.len(), 16);
         assert_eq!(setup.tool_search.as_ref().unwrap().catalog().hash(), hash);
@@ -379,7 +381,7 @@ mod tests {
 
     #[test]
     fn filter_without_hash_fails_closed() {
-        let filter = DeferredToolFilter::new(["mcp_a".to_string()].into_iter().collect(), None);
+        let filter = DeferredToolFilter::new(["mcp_a".to_string()].into_iter().collect::<HashSet<_>>(), None);
         let promoted = json!({"catalog_hash": null, "names": ["mcp_a"]});
         assert!(filter.is_active());
         assert!(filter.check_call("mcp_a", Some(&promoted)).is_some());

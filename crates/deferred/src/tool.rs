@@ -63,7 +63,10 @@ impl ToolSearchTool {
         let (content, names) = if matched.is_empty() {
             (format!("No tools found matching: {query}"), Vec::new())
         } else {
-            (DeferredCatalog::render_content(&matched), matched.iter().map(|t| t.name.clone()).collect::<Vec<_>>())
+            (
+                DeferredCatalog::render_content(&matched),
+                matched.iter().map(|t| t.name().to_string()).collect::<Vec<_>>(),
+            )
         };
         let promoted = json!({"catalog_hash": self.catalog.hash(), "names": names});
         SearchResult { content, names, promoted }
@@ -78,8 +81,8 @@ impl ToolSearchTool {
         if matched.is_empty() {
             return self.search(query);
         }
-        let kept: Vec<_> = matched.into_iter().filter(|t| allowed(&t.name)).collect();
-        let names: Vec<String> = kept.iter().map(|t| t.name.clone()).collect();
+        let kept: Vec<_> = matched.into_iter().filter(|t| allowed(t.name())).collect();
+        let names: Vec<String> = kept.iter().map(|t| t.name().to_string()).collect();
         let content = if kept.is_empty() {
             "No tools found matching the active skill policy.".to_string()
         } else {
@@ -210,7 +213,7 @@ mod tests {
         let names: Vec<String> = (b'a'..=b'h').map(|c| format!("tool_{}", c as char)).collect();
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let cat = catalog(&refs);
-        let found = |q: &str| cat.search(q).iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        let found = |q: &str| cat.search(q).iter().map(|t| t.name().to_string()).collect::<Vec<_>>();
         for q in ["", "   ", "+", " + "] {
             assert!(found(q).is_empty(), "{q:?}");
         }
@@ -225,7 +228,7 @@ mod tests {
             }))
             .unwrap(),
         );
-        let order: Vec<&str> = cat.search("beta").iter().map(|t| t.name.as_str()).collect();
+        let order: Vec<&str> = cat.search("beta").iter().map(|t| t.name()).collect();
         assert_eq!(order, ["beta_second", "x_first"]);
         // `$` anchors the whole "name description" text, so a name-only match does not count.
         assert!(cat.search("second$").is_empty());

@@ -79,7 +79,7 @@ fn check_catalog(
     // Each converted function equals DeerFlow's, key order included.
     for (tool, vector) in catalog.tools().iter().zip(py_list(catalog_py)) {
         let expected = py_get(vector, "openai_function");
-        assert_eq!(indented(&tool.function.to_value()), indented(expected), "{label}: function of {}", tool.name);
+        assert_eq!(indented(&tool.function.to_value()), indented(expected), "{label}: function of {}", tool.name());
     }
     catalog
 }
@@ -95,7 +95,7 @@ fn check_cases(label: &str, catalog: DeferredCatalog, cases: &Value) -> usize {
         assert_eq!(outcome.text_content(), case["content"].as_str().expect("content"), "{label} {id}: content");
         assert_eq!(outcome.update.promoted.as_ref(), Some(&case["promoted"]), "{label} {id}: promoted");
         assert_eq!(case["promoted"]["names"], case["result_names"], "{label} {id}: vector self-consistency");
-        let searched: Vec<&str> = tool.catalog().search(query).iter().map(|t| t.name.as_str()).collect();
+        let searched: Vec<&str> = tool.catalog().search(query).iter().map(|t| t.name()).collect();
         assert_eq!(json!(searched), case["result_names"], "{label} {id}: search");
     }
     cases.len()
@@ -114,7 +114,7 @@ fn every_catalog_hash_and_blob_matches() {
             py_str(py_get(c, "catalog_hash")),
             Some(py_str(py_get(c, "hash_blob"))),
         );
-        let order: Vec<&str> = catalog.tools().iter().map(|t| t.name.as_str()).collect();
+        let order: Vec<&str> = catalog.tools().iter().map(|t| t.name()).collect();
         let expected: Vec<&str> = py_list(py_get(c, "tool_names_in_order")).iter().map(py_str).collect();
         assert_eq!(order, expected, "{label}: catalog order");
     }

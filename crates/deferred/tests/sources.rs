@@ -95,10 +95,12 @@ fn a_later_setup_renders_only_the_changed_tool() {
         };
         Arc::new(HostTool(spec, Some(serde_json::to_string(&schema).unwrap()), CatalogSlot::new()))
     };
-    let mut tools: Vec<Arc<dyn Tool>> = (0..300).map(|i| tool(&format!("t{i:03}"), "first")).collect();
+    // 3 000 entries fill several 64 KiB buffers, so slots are filled as buffers fill up and at
+    // the end.
+    let mut tools: Vec<Arc<dyn Tool>> = (0..3000).map(|i| tool(&format!("t{i:04}"), "first")).collect();
     let first = build_deferred_tool_setup(&tools, true).unwrap();
     let kept: Vec<_> = tools.iter().map(|t| t.catalog_slot().unwrap().get().cloned().expect("entry kept")).collect();
-    tools[123] = tool("t123", "changed");
+    tools[123] = tool("t0123", "changed");
     let second = build_deferred_tool_setup(&tools, true).unwrap();
     for (i, (t, before)) in tools.iter().zip(&kept).enumerate() {
         let now = t.catalog_slot().unwrap().get().expect("entry kept");
@@ -109,7 +111,7 @@ fn a_later_setup_renders_only_the_changed_tool() {
     assert_eq!(second.catalog_hash.as_deref(), Some(scratch.hash()));
     assert_ne!(second.catalog_hash, first.catalog_hash);
     // Back to the first version: the first hash again.
-    tools[123] = tool("t123", "first");
+    tools[123] = tool("t0123", "first");
     assert_eq!(build_deferred_tool_setup(&tools, true).unwrap().catalog_hash, first.catalog_hash);
 }
 
@@ -128,8 +130,8 @@ fn assert_same(label: &str, from_json: &DeferredCatalog, parsed: &DeferredCatalo
     assert_eq!(from_json.hash(), parsed.hash(), "{label}: catalog_hash");
     assert_eq!(from_json.len(), parsed.len(), "{label}: size");
     for (a, b) in from_json.tools().iter().zip(parsed.tools()) {
-        assert_eq!((&a.name, &a.description), (&b.name, &b.description), "{label}");
-        assert_eq!(indented(&a.function.to_value()), indented(&b.function.to_value()), "{label}: {}", a.name);
+        assert_eq!((a.name(), a.description()), (b.name(), b.description()), "{label}");
+        assert_eq!(indented(&a.function.to_value()), indented(&b.function.to_value()), "{label}: {}", a.name());
     }
     // Rendered afresh from the (now converted) functions: still the same blob.
     assert_eq!(from_json.compute_hash(), parsed.hash(), "{label}: recomputed hash");
@@ -299,14 +301,14 @@ fn edge_cases_from_serde_json_equal_new() {
     let a2 = a
         .clone()
         .rebuild_from_sources(
-            |t| t.name != "t3",
+            |t| t.name() != "t3",
             added.iter().map(|(name, description, schema)| CatalogSource::Json { name, description, schema }),
         )
         .unwrap();
     let b2 = b
         .clone()
         .rebuild(
-            |t| t.name != "t3",
+            |t| t.name() != "t3",
             added.iter().map(|(n, d, s)| DeferredToolInput {
                 name: n.clone(),
                 description: d.clone(),

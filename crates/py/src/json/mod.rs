@@ -441,10 +441,7 @@ fn newline_indent(out: &mut String, level: usize) {
 /// controls are escaped; everything else, DEL and U+2028 included, is written as is.
 pub fn write_py_str(s: &str, out: &mut String) {
     if !needs_escape(s.as_bytes()) {
-        out.reserve(s.len() + 2);
-        out.push('"');
-        push_text(out, s);
-        out.push('"');
+        push_quoted(out, s);
         return;
     }
     out.push('"');
@@ -492,14 +489,102 @@ fn needs_escape(b: &[u8]) -> bool {
 }
 
 /// `out.push_str(s)` for the short texts JSON rendering writes (keys, punctuation, small
-/// values): a byte loop, where `push_str`'s copy is a call into the C library's `memcpy`.
+/// values): up to 32 bytes are copied as two overlapping loads and stores of the widest size
+/// that fits, where `push_str`'s copy is a call into the C library's `memcpy` (and a byte loop
+/// costs an instruction or more per byte).
 #[inline(always)]
 fn push_text(out: &mut String, s: &str) {
-    if s.len() <= 32 {
-        // SAFETY: the bytes of a `str` appended to a `String` keep it valid UTF-8.
-        unsafe { out.as_mut_vec() }.extend(s.bytes());
-    } else {
+    if s.len() > 32 {
         out.push_str(s);
+        return;
+    }
+    // SAFETY: the bytes of a `str` appended to a `String` keep it valid UTF-8.
+    let v = unsafe { out.as_mut_vec() };
+    v.reserve(s.len());
+    // SAFETY: `reserve` made room for `s.len()` more bytes after `len`.
+    unsafe {
+        copy_small(s.as_ptr(), v.as_mut_ptr().add(v.len()), s.len());
+        v.set_len(v.len() + s.len());
+    }
+}
+
+/// `"s"`: a string needing no escape, quoted, with one capacity check.
+#[inline(always)]
+fn push_quoted(out: &mut String, s: &str) {
+    let n = s.len();
+    // SAFETY: ASCII quotes around a `str` keep the `String` valid UTF-8.
+    let v = unsafe { out.as_mut_vec() };
+    v.reserve(n + 2);
+    // SAFETY: `reserve` made room for `n + 2` more bytes after `len`; `s` is borrowed apart
+    // from `out`, so the copy's regions do not overlap.
+    unsafe {
+        let dst = v.as_mut_ptr().add(v.len());
+        *dst = b'"';
+        if n > 32 {
+            std::ptr::copy_nonoverlapping(s.as_ptr(), dst.add(1), n);
+        } else {
+            copy_small(s.as_ptr(), dst.add(1), n);
+        }
+        *dst.add(n + 1) = b'"';
+        v.set_len(v.len() + n + 2);
+    }
+}
+
+/// `, "key": ` (without the `, ` for an object's first entry): a key needing no escape, with one
+/// capacity check.
+#[inline(always)]
+fn push_key(out: &mut String, first: bool, key: &str) {
+    let n = key.len();
+    // SAFETY: ASCII punctuation around a `str` keeps the `String` valid UTF-8.
+    let v = unsafe { out.as_mut_vec() };
+    v.reserve(n + 6);
+    // SAFETY: `reserve` made room for the `n + 6` bytes at most written after `len`; `key` is
+    // borrowed apart from `out`, so the copy's regions do not overlap.
+    unsafe {
+        let mut dst = v.as_mut_ptr().add(v.len());
+        let written = if first { n + 4 } else { n + 6 };
+        if !first {
+            std::ptr::copy_nonoverlapping(b", ".as_ptr(), dst, 2);
+            dst = dst.add(2);
+        }
+        *dst = b'"';
+        if n > 32 {
+            std::ptr::copy_nonoverlapping(key.as_ptr(), dst.add(1), n);
+        } else {
+            copy_small(key.as_ptr(), dst.add(1), n);
+        }
+        std::ptr::copy_nonoverlapping(b"\": ".as_ptr(), dst.add(n + 1), 3);
+        v.set_len(v.len() + written);
+    }
+}
+
+/// Copy `n` bytes, at most 32, from `src` to `dst` as two overlapping loads and stores of the
+/// widest size that fits in `n` (one from each end).
+///
+/// # Safety
+/// `src..src + n` must be readable, `dst..dst + n` writable, the two apart, and `n <= 32`.
+#[inline(always)]
+unsafe fn copy_small(src: *const u8, dst: *mut u8, n: usize) {
+    #[inline(always)]
+    unsafe fn two<T: Copy>(src: *const u8, dst: *mut u8, n: usize) {
+        // `n >= size_of::<T>()`: both copies lie inside the `n` bytes.
+        let size = std::mem::size_of::<T>();
+        let head = std::ptr::read_unaligned(src as *const T);
+        let tail = std::ptr::read_unaligned(src.add(n - size) as *const T);
+        std::ptr::write_unaligned(dst as *mut T, head);
+        std::ptr::write_unaligned(dst.add(n - size) as *mut T, tail);
+    }
+    debug_assert!(n <= 32);
+    if n >= 16 {
+        two::<u128>(src, dst, n);
+    } else if n >= 8 {
+        two::<u64>(src, dst, n);
+    } else if n >= 4 {
+        two::<u32>(src, dst, n);
+    } else if n > 0 {
+        *dst = *src;
+        *dst.add(n / 2) = *src.add(n / 2);
+        *dst.add(n - 1) = *src.add(n - 1);
     }
 }
 
@@ -813,6 +898,36 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The overlapping small copies append exactly the text, at every length, after any prefix.
+    #[test]
+    fn push_text_appends_exactly() {
+        let source: String = "abcdefghijklmnopqrstuvwxyzé🚀0123456789ABCDEFGHIJ".repeat(2);
+        for start in [0, 1, 3] {
+            for len in 0..=70 {
+                let Some(s) = source.get(start..start + len) else { continue };
+                for prefix in ["", "x", "[{\"name\": "] {
+                    let mut out = String::from(prefix);
+                    push_text(&mut out, s);
+                    assert_eq!(out, format!("{prefix}{s}"));
+                    let mut quoted = String::from(prefix);
+                    push_quoted(&mut quoted, s);
+                    assert_eq!(quoted, format!("{prefix}\"{s}\""));
+                    for first in [true, false] {
+                        let mut keyed = String::from(prefix);
+                        push_key(&mut keyed, first, s);
+                        let sep = if first { "" } else { ", " };
+                        assert_eq!(keyed, format!("{prefix}{sep}\"{s}\": "));
+                    }
+                }
+            }
+        }
+        let mut tight = String::with_capacity(0);
+        for piece in ["ab", "", "cdefghij", "klmnopqrstuvwxyz0123456789"] {
+            push_text(&mut tight, piece);
+        }
+        assert_eq!(tight, "abcdefghijklmnopqrstuvwxyz0123456789");
+    }
 
     fn repr(f: f64) -> String {
         let mut s = String::new();

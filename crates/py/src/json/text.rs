@@ -10,7 +10,7 @@
 //! finite, a lone surrogate, nesting deeper than [`MAX_DEPTH`], text that is not JSON) makes a
 //! writer return `false`: the caller then takes its tree path, which decides those cases.
 
-use super::{push_text, write_py_float, write_py_str};
+use super::{push_key, push_quoted, push_text, write_py_float, write_py_str};
 
 /// Nesting deeper than this is not read (the tree path decides it).
 pub const MAX_DEPTH: usize = 400;
@@ -120,7 +120,12 @@ impl Tape {
                             }
                             *i = skip_ws(b, *i + 1);
                         }
-                        if !self.value(b, i, depth + 1) {
+                        // Scalars are read here, without a call for each.
+                        let ok = match b.get(*i) {
+                            Some(b'{' | b'[') => self.value(b, i, depth + 1),
+                            _ => self.scalar(b, i),
+                        };
+                        if !ok {
                             return false;
                         }
                         *i = skip_ws(b, *i);
@@ -140,11 +145,19 @@ impl Tape {
                 node.next = next;
                 true
             }
-            b'"' => self.string(b, i),
-            b't' => self.literal(b, i, b"true", Kind::True),
-            b'f' => self.literal(b, i, b"false", Kind::False),
-            b'n' => self.literal(b, i, b"null", Kind::Null),
-            b'-' | b'0'..=b'9' => self.number(b, i),
+            _ => self.scalar(b, i),
+        }
+    }
+
+    /// A value that is not an array or object at `b[*i]`.
+    #[inline(always)]
+    fn scalar(&mut self, b: &[u8], i: &mut usize) -> bool {
+        match b.get(*i) {
+            Some(b'"') => self.string(b, i),
+            Some(b't') => self.literal(b, i, b"true", Kind::True),
+            Some(b'f') => self.literal(b, i, b"false", Kind::False),
+            Some(b'n') => self.literal(b, i, b"null", Kind::Null),
+            Some(b'-' | b'0'..=b'9') => self.number(b, i),
             _ => false,
         }
     }
@@ -203,6 +216,7 @@ impl Tape {
     }
 
     /// A string at `b[*i] == '"'`; control characters are refused (`json.loads`' strict mode).
+    #[inline]
     fn string(&mut self, b: &[u8], i: &mut usize) -> bool {
         let start = *i + 1;
         let mut j = start;
@@ -313,7 +327,7 @@ impl Tape {
                 let key = |e: &(u64, u32, u32, u32)| &b[e.1 as usize..e.2 as usize];
                 let entries = &mut self.keys[base..];
                 entries.sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| key(x).cmp(key(y))));
-                if entries.windows(2).any(|w| key(&w[0]) == key(&w[1])) {
+                if entries.windows(2).any(|w| w[0].0 == w[1].0 && key(&w[0]) == key(&w[1])) {
                     self.keys.truncate(base);
                     return false; // a duplicate key: the tree path keeps the last value
                 }
@@ -324,16 +338,12 @@ impl Tape {
                     // Between two ASCII quotes: on character boundaries.
                     let key = &text[ks as usize..ke as usize];
                     let v = v as usize;
-                    if j > base {
-                        push_text(out, ", ");
-                    }
-                    write_plain_str(key, out);
-                    push_text(out, ": ");
-                    ok = match rm {
-                        Some(_) if self.nodes[v].kind == Kind::Object => {
-                            self.write_rm_titles(text, v, Some((key, &[])), out)
-                        }
-                        _ => self.write_rm_titles(text, v, None, out),
+                    push_key(out, j == base, key);
+                    // Scalars are written here, without a call for each.
+                    ok = match self.nodes[v].kind {
+                        Kind::Object if rm.is_some() => self.write_rm_titles(text, v, Some((key, &[])), out),
+                        Kind::Object | Kind::Array => self.write_rm_titles(text, v, None, out),
+                        _ => self.write_scalar(text, v, out),
                     };
                     if !ok {
                         break;
@@ -354,7 +364,11 @@ impl Tape {
                     if x > at + 1 {
                         push_text(out, ", ");
                     }
-                    if !self.write_rm_titles(text, x, None, out) {
+                    let ok = match self.nodes[x].kind {
+                        Kind::Object | Kind::Array => self.write_rm_titles(text, x, None, out),
+                        _ => self.write_scalar(text, x, out),
+                    };
+                    if !ok {
                         return false;
                     }
                     x = self.nodes[x].next as usize;
@@ -366,6 +380,7 @@ impl Tape {
         }
     }
 
+    #[inline]
     fn write_scalar(&mut self, text: &str, at: usize, out: &mut String) -> bool {
         let n = self.nodes[at];
         let raw = &text[n.start as usize..n.end as usize];
@@ -378,6 +393,7 @@ impl Tape {
                     push_text(out, raw);
                 }
             }
+            Kind::Float if is_own_repr(raw) => push_text(out, raw),
             Kind::Float => {
                 let Ok(f) = raw.parse::<f64>() else { return false };
                 if !f.is_finite() {
@@ -413,8 +429,10 @@ fn find_special(b: &[u8], mut i: usize) -> usize {
     let equal = |x: u64, c: u8| below(x ^ (LO * u64::from(c)), 1);
     while let Some(word) = b.get(i..i + 8) {
         let x = u64::from_le_bytes([word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7]]);
-        if (below(x, 0x20) | equal(x, b'"') | equal(x, b'\\')) & !x & HI != 0 {
-            break;
+        let hits = (below(x, 0x20) | equal(x, b'"') | equal(x, b'\\')) & !x & HI;
+        if hits != 0 {
+            // A borrow can only mark bytes above a real hit: the lowest mark is the first hit.
+            return i + (hits.trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
@@ -422,6 +440,39 @@ fn find_special(b: &[u8], mut i: usize) -> usize {
         i += 1;
     }
     i
+}
+
+/// Whether a JSON float's text is already Python's `repr` of its value, as most floats in
+/// schemas are (`0.5`, `1.0`, `-2.25`): positional (`-?D+.D+`, no exponent), at most 15
+/// significant digits, no trailing zero after the point (but `X.0`), and a decimal exponent in
+/// `repr`'s positional range. Any decimal of at most 15 significant digits is the only one of
+/// that length or shorter that rounds to its double, so the shortest round-trip digits `repr`
+/// prints are its own.
+fn is_own_repr(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    let b = b.strip_prefix(b"-").unwrap_or(b);
+    let Some(point) = b.iter().position(|&c| c == b'.') else { return false };
+    let (int, frac) = (&b[..point], &b[point + 1..]);
+    if int.is_empty() || frac.is_empty() || !int.iter().chain(frac).all(u8::is_ascii_digit) {
+        return false;
+    }
+    if frac.len() > 1 && frac.ends_with(b"0") {
+        return false;
+    }
+    let significant = if int == b"0" {
+        // `0.000x`: positional down to an exponent of -4 (three zeros after the point).
+        let zeros = frac.iter().take_while(|&&c| c == b'0').count();
+        if zeros == frac.len() {
+            return true; // 0.0
+        }
+        if zeros > 3 {
+            return false;
+        }
+        frac.len() - zeros
+    } else {
+        int.len() + if frac == b"0" { 0 } else { frac.len() }
+    };
+    significant <= 15
 }
 
 /// [`super::key_prefix`] of the key of `len` bytes at `start` in `b`: one unaligned load when eight bytes are
@@ -446,12 +497,9 @@ fn text_key_prefix(b: &[u8], start: usize, len: usize) -> u64 {
 }
 
 /// A string without `"`, `\` or C0 controls as `json.dumps` writes it: quoted as it is.
-#[inline]
+#[inline(always)]
 fn write_plain_str(s: &str, out: &mut String) {
-    out.reserve(s.len() + 2);
-    out.push('"');
-    push_text(out, s);
-    out.push('"');
+    push_quoted(out, s);
 }
 
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
@@ -559,7 +607,7 @@ mod tests {
     #[test]
     fn find_special_equals_a_byte_loop() {
         let naive = |b: &[u8], i: usize| (i..b.len()).find(|&j| b[j] < 0x20 || b[j] == b'"' || b[j] == b'\\');
-        for special in ["\"", "\\", "\u{0}", "\u{1f}", "\n"] {
+        for special in ["\"", "\\", "\u{0}", "\u{1f}", "\n", "\\\"", "é\"\u{1}"] {
             for len in 0..24 {
                 for at in 0..=len {
                     let mut s: String = "aé🚀\u{7f} ~".chars().cycle().take(len).collect();
@@ -575,6 +623,66 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// A float written as its own text is exactly what `repr` of its value gives.
+    #[test]
+    fn own_repr_floats_equal_repr() {
+        let mut texts: Vec<String> = [
+            "0.5",
+            "-0.5",
+            "1.0",
+            "-0.0",
+            "0.0",
+            "0.1",
+            "0.001",
+            "0.0001",
+            "0.00001",
+            "0.00012",
+            "123.456",
+            "100.0",
+            "10.50",
+            "1.00",
+            "123456789012345.0",
+            "1234567890123456.0",
+            "0.123456789012345",
+            "0.1234567890123456",
+            "99999999999999.9",
+            "999999999999999.9",
+            "5e-324",
+            "1e5",
+            "1.5e3",
+            "0.30000000000000004",
+            "2.675",
+            "9007199254740993.0",
+            "0.000123456789012345",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let int = ["0".to_string(), (seed % 1_000_000_000).to_string(), (seed >> 40).to_string()];
+            let digits = (seed >> 20) % 19;
+            let frac: String = (0..=digits).map(|k| char::from(b'0' + ((seed >> (k * 3)) % 10) as u8)).collect();
+            texts.push(format!("{}{}.{}", if seed & 1 == 1 { "-" } else { "" }, int[(seed >> 8) as usize % 3], frac));
+        }
+        let mut taken = 0;
+        for raw in &texts {
+            if is_own_repr(raw) {
+                taken += 1;
+                let mut expected = String::new();
+                write_py_float(raw.parse().unwrap(), &mut expected);
+                assert_eq!(raw, &expected);
+            }
+        }
+        assert!(taken > 1000, "the fast path is exercised ({taken})");
+        for raw in ["1e5", "10.50", "0.00001", "1234567890123456.0", "0.1234567890123456", "1.00"] {
+            assert!(!is_own_repr(raw), "{raw}");
         }
     }
 
