@@ -293,12 +293,8 @@ async fn the_skills_extension_serves_skill_files_and_never_follows_a_link() {
     let s = setup();
     let skill = s.dir.path().join("skills/public/demo-skill");
     std::fs::create_dir_all(skill.join("references")).unwrap();
-    std::fs::write(
-        skill.join("references/notes.md"),
-        "# Notes
-",
-    )
-    .unwrap();
+    std::fs::write(skill.join("references/notes.md"), "# Notes\n").unwrap();
+    std::fs::write(skill.join("references/my notes.md"), "spaced").unwrap();
     std::fs::write(skill.join("logo.bin"), [0u8, 159, 146, 150]).unwrap();
     // A skill installed from a package may carry links: to a host secret, to a directory.
     let secret = s.dir.path().join("secret.txt");
@@ -323,6 +319,7 @@ async fn the_skills_extension_serves_skill_files_and_never_follows_a_link() {
         json!([
             {"uri": "skill://public/demo-skill/SKILL.md", "digest": sha(&md), "size": md.len()},
             {"uri": "skill://public/demo-skill/logo.bin", "digest": sha(&[0, 159, 146, 150]), "size": 4},
+            {"uri": "skill://public/demo-skill/references/my%20notes.md", "digest": sha(b"spaced"), "size": 6},
             {"uri": "skill://public/demo-skill/references/notes.md", "digest": sha(b"# Notes\n"), "size": 8},
         ])
     );
@@ -338,6 +335,8 @@ async fn the_skills_extension_serves_skill_files_and_never_follows_a_link() {
         if text == "# Notes\n" && mime_type.as_deref() == Some("text/markdown")),
         "{r:?}"
     );
+    let r = read(&c, "skill://public/demo-skill/references/my%20notes.md").await.unwrap();
+    assert!(matches!(&r, ResourceContents::TextResourceContents { text, .. } if text == "spaced"), "{r:?}");
     let r = read(&c, "skill://public/demo-skill/logo.bin").await.unwrap();
     assert!(matches!(&r, ResourceContents::BlobResourceContents { blob, .. } if blob == "AJ+Slg=="), "{r:?}");
     let dir =
@@ -360,6 +359,8 @@ async fn the_skills_extension_serves_skill_files_and_never_follows_a_link() {
         "skill://public/demo-skill/outside/secret.txt",
         "skill://public/demo-skill/../../secret.txt",
         "skill://public/demo-skill/references/../../../secret.txt",
+        "skill://public/demo-skill/%2E%2E/%2E%2E/secret.txt",
+        "skill://public/demo-skill/references%2F..%2F..%2Fsecret.txt",
         "skill://custom/demo-skill/SKILL.md",
         "skill://public/nope/SKILL.md",
     ] {

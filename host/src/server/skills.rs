@@ -13,6 +13,7 @@
 //! `read_file` (or through its prompt) does.
 
 use base64::Engine as _;
+use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, CONTROLS};
 use rmcp::model::{
     CacheScope, GetSkillResult, ListSkillsResult, ReadResourceDirectoryResult, Resource, ResourceContents,
 };
@@ -34,6 +35,29 @@ const SKILL_MD_MAX_BYTES: u64 = 1 << 20;
 /// How long a client may keep a listing (SEP-2549): skills change only when installed or
 /// toggled, but a client should see that within a minute.
 const TTL_MS: u64 = 60_000;
+
+/// What a file name cannot hold literally in a URI path segment: RFC 3986's excluded ASCII, the
+/// delimiters that would end the segment or the path (`/`, `?`, `#`), and `%` itself.
+const SEGMENT: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'<')
+    .add(b'>')
+    .add(b'\\')
+    .add(b'^')
+    .add(b'`')
+    .add(b'{')
+    .add(b'|')
+    .add(b'}')
+    .add(b'/')
+    .add(b'?')
+    .add(b'#')
+    .add(b'%');
+
+/// A skill-relative path (`a/b c.md`) as URI path segments (`a/b%20c.md`).
+fn encode_path(path: &str) -> String {
+    path.split('/').map(|seg| utf8_percent_encode(seg, SEGMENT).to_string()).collect::<Vec<_>>().join("/")
+}
 
 /// Why a skill request failed: `-32602` for what the client named wrong, the rest internal.
 #[derive(Debug)]
@@ -172,7 +196,9 @@ fn entry(skill: &Skill, registry: &SkillRegistry) -> Result<rmcp::model::Skill, 
         Some(()) => Value::Array(
             files
                 .into_iter()
-                .map(|(path, sha, size)| json!({"uri": format!("{base}/{path}"), "digest": format!("sha256:{sha}"), "size": size}))
+                .map(|(path, sha, size)| {
+                    json!({"uri": format!("{base}/{}", encode_path(&path)), "digest": format!("sha256:{sha}"), "size": size})
+                })
                 .collect(),
         ),
         None => Value::String("dynamic".into()),
@@ -186,12 +212,18 @@ fn entry(skill: &Skill, registry: &SkillRegistry) -> Result<rmcp::model::Skill, 
 pub fn list(registry: Option<&SkillRegistry>) -> ListSkillsResult {
     let skills = match registry {
         None => Vec::new(),
+        // One skill the extension's rules reject is left out, never the whole listing.
         Some(r) => served(r)
-            .filter_map(|s| match entry(s, r) {
-                Ok(e) => Some(e),
-                Err(e) => {
-                    tracing::warn!("skills/list leaves out {}: {e}", s.name());
-                    None
+            .filter_map(|s| {
+                match entry(s, r).and_then(|e| match e.validate() {
+                    Ok(()) => Ok(e),
+                    Err(v) => Err(SkillError::Unreadable(v.to_string())),
+                }) {
+                    Ok(e) => Some(e),
+                    Err(e) => {
+                        tracing::warn!("skills/list leaves out {}: {e}", s.name());
+                        None
+                    }
                 }
             })
             .collect(),
@@ -209,10 +241,12 @@ fn resolve<'r>(registry: &'r SkillRegistry, uri: &str) -> Option<(&'r Skill, Vec
     let mut parts = rest.split('/');
     let (category, name) = (parts.next()?, parts.next()?);
     let skill = served(registry).find(|s| s.category.as_str() == category && s.name() == name)?;
-    let path: Vec<String> = parts.map(str::to_string).collect();
+    // Each segment percent-decoded (a name may carry a space, `%2F` never becomes a `/`).
+    let path: Vec<String> =
+        parts.map(|p| percent_decode_str(p).decode_utf8().map(|s| s.into_owned())).collect::<Result<_, _>>().ok()?;
     // `skill://c/n/` is the directory; anything else must be plain components.
     let path = if path == [""] { Vec::new() } else { path };
-    if path.iter().any(|p| p.is_empty() || p == "." || p == "..") {
+    if path.iter().any(|p| p.is_empty() || p == "." || p == ".." || p.contains('/') || p.contains('\0')) {
         return None;
     }
     Some((skill, path))
@@ -284,7 +318,7 @@ pub fn read_directory(registry: Option<&SkillRegistry>, uri: &str) -> Result<Rea
     let resources: Vec<Resource> = entries
         .into_iter()
         .filter_map(|e| {
-            let mut r = Resource::new(format!("{base}/{}", e.name), e.name.clone());
+            let mut r = Resource::new(format!("{base}/{}", encode_path(&e.name)), e.name.clone());
             match e.kind {
                 EntryKind::Dir => r.mime_type = Some(rmcp::model::DIRECTORY_MIME_TYPE.into()),
                 EntryKind::File => {
@@ -327,6 +361,13 @@ mod tests {
         for bad in ["", "-a", "a-", "a--b", "Deep", "a_b", "a.b", &"a".repeat(65)] {
             assert!(!valid_name(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn file_names_are_percent_encoded_per_segment() {
+        assert_eq!(encode_path("references/my notes.md"), "references/my%20notes.md");
+        assert_eq!(encode_path("a?b#c%d.md"), "a%3Fb%23c%25d.md");
+        assert_eq!(encode_path("ü.md"), "%C3%BC.md");
     }
 
     #[test]
