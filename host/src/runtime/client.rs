@@ -71,13 +71,7 @@ impl ClientRelay {
         check_sampling(&request)?;
         let client = self.admit(ClientRequest::Sampling)?;
         let mut answer = client.create_message(request).await.map_err(|e| format!("sampling failed: {e}"))?;
-        if answer.text.len() > MAX_ANSWER_BYTES {
-            let mut end = MAX_ANSWER_BYTES;
-            while !answer.text.is_char_boundary(end) {
-                end -= 1;
-            }
-            answer.text.truncate(end);
-        }
+        answer.text.truncate(toolhost_core::floor_char_boundary(&answer.text, MAX_ANSWER_BYTES));
         Ok(answer)
     }
 }

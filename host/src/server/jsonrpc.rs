@@ -66,10 +66,7 @@ pub fn cap_text(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = toolhost_core::floor_char_boundary(text, max);
     format!("{}… ({} more bytes)", &text[..end], text.len() - end)
 }
 

@@ -170,11 +170,7 @@ pub fn inline_snapshot(content: &str, name_hint: Option<&str>, limits: PackageLi
     if content.len() as u64 > limits.max_file_bytes {
         snap.truncated = true;
         snap.error("file_too_large", Some("SKILL.md"), "Inline SKILL.md exceeds the per-file review limit");
-        let mut end = limits.max_file_bytes as usize;
-        while !content.is_char_boundary(end) {
-            end -= 1;
-        }
-        content = &content[..end];
+        content = &content[..toolhost_core::floor_char_boundary(content, limits.max_file_bytes as usize)];
     }
     snap.files.push(FileEntry {
         path: "SKILL.md".into(),
