@@ -24,7 +24,7 @@ use paths::root;
 use serve_harness::{call, http_session, HttpServer};
 
 /// The fixture's tools, as the suite names them.
-const FIXTURE_TOOLS: [&str; 18] = [
+const FIXTURE_TOOLS: [&str; 25] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -43,6 +43,13 @@ const FIXTURE_TOOLS: [&str; 18] = [
     "protocol_error_job",
     "test_param_header",
     "test_reconnection",
+    "test_input_required_result_elicitation",
+    "test_input_required_result_sampling",
+    "test_input_required_result_request_state",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_capabilities",
 ];
 
 /// A fixture tool's extra config keys: how the tasks scenarios want it to run as an MCP task
@@ -56,7 +63,14 @@ fn extra_keys(tool: &str) -> &'static str {
         "test_elicitation" | "test_elicitation_sep1034_defaults" | "test_elicitation_sep1330_enums" => {
             ", capabilities: {client: [elicitation]}"
         }
-        "test_sampling" => ", capabilities: {client: [sampling]}",
+        "test_sampling" | "test_input_required_result_sampling" => ", capabilities: {client: [sampling]}",
+        "test_input_required_result_elicitation"
+        | "test_input_required_result_request_state"
+        | "test_input_required_result_tampered_state"
+        | "test_input_required_result_multi_round" => ", capabilities: {client: [elicitation]}",
+        "test_input_required_result_multiple_inputs" | "test_input_required_result_capabilities" => {
+            ", capabilities: {client: [elicitation, sampling]}"
+        }
         _ => "",
     }
 }

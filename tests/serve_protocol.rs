@@ -593,3 +593,120 @@ fn a_long_call_s_stream_is_ended_and_its_result_polled_for() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(messages(&body).pop().unwrap()["result"]["content"][0]["text"], "Hello, after.", "{body}");
 }
+
+/// SEP-2322 (protocol 2026-07-28, which lets a server send no requests): a component's questions
+/// come back to the client as an `InputRequiredResult`, and the call runs again with the answers.
+/// The answers of earlier rounds ride in a sealed `requestState` bound to the thread, the tool
+/// and the arguments: altered, moved to another thread or call, it is refused and the call does
+/// not complete. Answers are used only for the question they were given for. A tool without the
+/// grant asks nobody; a 2025 session is asked with session requests as before.
+#[test]
+fn a_2026_client_is_asked_in_rounds_and_the_state_cannot_be_forged() {
+    let s = Setup::with_fixture_keys(&[
+        ("test_input_required_result_multi_round", ", capabilities: {client: [elicitation]}"),
+        ("test_input_required_result_capabilities", ", capabilities: {client: [elicitation, sampling]}"),
+        ("test_input_required_result_elicitation", ""),
+    ]);
+    let server = HttpServer::start(&s, &[]);
+    let version = "2026-07-28";
+    let call = |id: u64, name: &str, thread: &str, extra: Value, caps: Value| {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+            "io.modelcontextprotocol/clientCapabilities": caps,
+            "toolhost/thread": thread,
+        });
+        let mut params = json!({"name": name, "arguments": {}, "_meta": meta});
+        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+        let headers = [("MCP-Protocol-Version", version), ("Mcp-Method", "tools/call"), ("Mcp-Name", name)];
+        let (status, head, body) = server.raw("POST", body.to_string().as_bytes(), &headers);
+        let reply = messages(&body).pop().unwrap_or_else(|| panic!("no message: {head}\n{body}"));
+        // No request of the server's own ever goes out on the call's stream.
+        assert!(messages(&body).iter().all(|m| m.get("method").is_none()), "{body}");
+        (status, reply)
+    };
+    let both = json!({"elicitation": {}, "sampling": {}});
+    let tool = "test_input_required_result_multi_round";
+    let only_request = |reply: &Value| -> (String, Value, String) {
+        let r = &reply["result"];
+        assert_eq!(r["resultType"], "input_required", "{reply}");
+        let requests = r["inputRequests"].as_object().unwrap_or_else(|| panic!("{reply}"));
+        assert_eq!(requests.len(), 1, "{reply}");
+        let (key, request) = requests.iter().next().unwrap();
+        (key.clone(), request.clone(), r["requestState"].as_str().unwrap().to_string())
+    };
+
+    // Round 1: the first question.
+    let (status, reply) = call(1, tool, "mrtr-a", json!({}), both.clone());
+    assert_eq!(status, 200, "{reply}");
+    let (key1, request, state1) = only_request(&reply);
+    assert!(key1.starts_with("elicitation-"), "{key1}");
+    assert_eq!(request["method"], "elicitation/create");
+    assert_eq!(request["params"]["message"], "Step 1: What is your name?");
+    assert!(reply["result"].get("content").is_none(), "a round's own result is dropped: {reply}");
+    let name = json!({"action": "accept", "content": {"name": "Alice"}});
+
+    // Round 2: the answer and the state; the second question, and a new state.
+    let (_, reply) =
+        call(2, tool, "mrtr-a", json!({"inputResponses": {&key1: name}, "requestState": state1}), both.clone());
+    let (key2, request, state2) = only_request(&reply);
+    assert_eq!(request["params"]["message"], "Step 2: What is your favorite color?");
+    assert_ne!((&key1, &state1), (&key2, &state2));
+    let color = json!({"action": "accept", "content": {"color": "blue"}});
+    let done = "Hello, Alice! Your favorite color is blue.";
+
+    // The state altered, or brought to another thread or tool: refused, nothing completes.
+    let mut flipped = state2.clone().into_bytes();
+    let mid = flipped.len() / 2;
+    flipped[mid] = if flipped[mid] == b'A' { b'B' } else { b'A' };
+    let flipped = String::from_utf8(flipped).unwrap();
+    for (id, thread, state, name) in [
+        (3, "mrtr-a", flipped.as_str(), tool),
+        (4, "mrtr-a", &format!("{state2}-TAMPERED"), tool),
+        (5, "mrtr-b", state2.as_str(), tool),
+        (6, "mrtr-a", state2.as_str(), "test_input_required_result_capabilities"),
+    ] {
+        let (status, reply) =
+            call(id, name, thread, json!({"inputResponses": {&key2: color}, "requestState": state}), both.clone());
+        assert_error(&reply, &json!(id), -32602);
+        assert!(status == 200 || status == 400, "{status}");
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("requestState is refused"), "{message}");
+        assert!(!reply.to_string().contains("Alice"), "{reply}");
+    }
+    // The second answer without the state: the first question has no answer, so it is asked again.
+    let (_, reply) = call(7, tool, "mrtr-a", json!({"inputResponses": {&key2: color}}), both.clone());
+    assert_eq!(only_request(&reply).0, key1);
+    // An answer that is not an object is a protocol error naming it.
+    let (_, reply) = call(8, tool, "mrtr-a", json!({"inputResponses": {&key1: 12345}}), both.clone());
+    assert_error(&reply, &json!(8), -32602);
+    assert!(reply["error"]["message"].as_str().unwrap().contains("is a number"), "{reply}");
+
+    // Round 3: done.
+    let (_, reply) =
+        call(9, tool, "mrtr-a", json!({"inputResponses": {&key2: color}, "requestState": state2}), both.clone());
+    assert_eq!(reply["result"]["content"][0]["text"], done, "{reply}");
+    assert_ne!(reply["result"]["resultType"], "input_required");
+
+    // Only what the client declared is asked: no elicitation here, sampling goes out.
+    let (_, reply) = call(10, "test_input_required_result_capabilities", "mrtr-a", json!({}), json!({"sampling": {}}));
+    let (key, request, _) = only_request(&reply);
+    assert!(key.starts_with("sampling-") && request["method"] == "sampling/createMessage", "{reply}");
+    // Without the grant nobody is asked: the tool reads the refusal and the call completes.
+    let (_, reply) = call(11, "test_input_required_result_elicitation", "mrtr-a", json!({}), both.clone());
+    assert!(reply["result"].get("inputRequests").is_none(), "{reply}");
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("elicitation is not granted"), "{text}");
+
+    // A 2025 session is asked on the session, as before (this raw client offers no elicitation).
+    let session = server.raw_session(&[]);
+    let (_, _, body) = server.raw("POST", &tool_call(12, tool, json!({})), &[("Mcp-Session-Id", session.as_str())]);
+    let reply = messages(&body).pop().unwrap();
+    assert!(reply["result"].get("inputRequests").is_none(), "{reply}");
+    assert!(reply["result"]["content"][0]["text"].as_str().unwrap().contains("does not offer elicitation"), "{reply}");
+
+    // And an ordinary call still works.
+    let (_, reply) = call(13, "hello", "mrtr-a", json!({"arguments": {"name": "after"}}), both);
+    assert_eq!(reply["result"]["content"][0]["text"], "Hello, after.", "{reply}");
+}

@@ -47,11 +47,18 @@ impl Setup {
 
     /// [`Setup::new`] plus these tools of the `conformance-fixture` component.
     pub fn with_fixture(tools: &[&str]) -> Self {
+        Self::with_fixture_keys(&tools.iter().map(|t| (*t, "")).collect::<Vec<_>>())
+    }
+
+    /// [`Setup::with_fixture`], each tool with extra config keys (`, capabilities: {…}`).
+    pub fn with_fixture_keys(tools: &[(&str, &str)]) -> Self {
         let s = Setup::new(false, false);
         let fixture = std::path::Path::new(toolhost::bundled::GUEST_DIR).join("conformance_fixture.wasm");
         let entries: String = tools
             .iter()
-            .map(|t| format!("  - {{name: {t}, group: conformance, use: '{}:{t}'}}\n", fixture.display()))
+            .map(|(t, extra)| {
+                format!("  - {{name: {t}, group: conformance, use: '{}:{t}'{extra}}}\n", fixture.display())
+            })
             .collect();
         let config =
             std::fs::read_to_string(s.config()).unwrap().replace("tool_search:", &format!("{entries}tool_search:"));

@@ -7,9 +7,11 @@
 //! and requests back to the client (`client.elicit` → `elicitation/create`,
 //! `client.create-message` → `sampling/createMessage`, granted by the test's config).
 //!
-//! Tools the suite names that need a host feature toolhost leaves out are left out rather than
-//! faked (the input-required tools); the expected-failures file
-//! `tests/mcp-expected-failures.yaml` says why.
+//! The `test_input_required_result_*` tools ask the client the same way; over protocol
+//! 2026-07-28 the host turns their questions into an `InputRequiredResult` and runs them again
+//! with the answers (SEP-2322), so they are written as any asking component is: ask, and use
+//! the answers. Tools the suite names that need a host feature toolhost leaves out are left out
+//! rather than faked; the expected-failures file `tests/mcp-expected-failures.yaml` says why.
 
 use serde_json::{json, Value};
 use toolhost_sdk::{tool, Block, Context, ElicitAction, Output, Role};
@@ -183,6 +185,77 @@ fn sampling(_: &Context, a: SamplingArgs) -> Output {
     }
 }
 
+/// An elicitation's accepted answer, field `field` as text.
+fn answer_field(message: &str, schema: Value, field: &str) -> Result<String, String> {
+    let a = toolhost_sdk::elicit(message, &schema)?;
+    if a.action != ElicitAction::Accept {
+        return Err(format!("the user did not answer ({:?})", a.action));
+    }
+    Ok(a.content.as_ref().and_then(|c| c.get(field)).map_or("null".to_string(), |v| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }))
+}
+
+/// A form with one required property.
+fn one_field(field: &str, kind: &str) -> Value {
+    json!({"type": "object", "properties": {field: {"type": kind}}, "required": [field]})
+}
+
+/// SEP-2322: the user's name, then a greeting.
+fn input_required_elicitation(_: &Context, _: NoArgs) -> Output {
+    match answer_field("What is your name?", one_field("name", "string"), "name") {
+        Ok(name) => Output::text(format!("Hello, {name}!")),
+        Err(e) => Output::error(format!("Elicitation failed: {e}")),
+    }
+}
+
+/// SEP-2322: one question for the client's model.
+fn input_required_sampling(_: &Context, _: NoArgs) -> Output {
+    match toolhost_sdk::create_message(&[(Role::User, "What is the capital of France?")], None, 100) {
+        Ok(answer) => Output::text(format!("LLM response: {}", answer.text)),
+        Err(e) => Output::error(format!("Sampling failed: {e}")),
+    }
+}
+
+/// SEP-2322: a confirmation; the host checked the echoed state before this runs with the answer.
+fn input_required_confirm(_: &Context, _: NoArgs) -> Output {
+    match answer_field("Please confirm", one_field("ok", "boolean"), "ok") {
+        Ok(ok) => Output::text(format!("state-ok: confirmed={ok}")),
+        Err(e) => Output::error(format!("Elicitation failed: {e}")),
+    }
+}
+
+/// SEP-2322: a name and a greeting from the model, asked together in one round (both questions
+/// are asked before either answer is needed).
+fn input_required_multiple(_: &Context, _: NoArgs) -> Output {
+    let name = answer_field("What is your name?", one_field("name", "string"), "name");
+    let greeting = toolhost_sdk::create_message(&[(Role::User, "Generate a greeting")], None, 50);
+    match (name, greeting) {
+        (Ok(name), Ok(g)) => Output::text(format!("{} {name}", g.text)),
+        (Err(e), _) | (_, Err(e)) => Output::error(format!("Input failed: {e}")),
+    }
+}
+
+/// SEP-2322: two rounds, the second question asked only once the first is answered.
+fn input_required_multi_round(_: &Context, _: NoArgs) -> Output {
+    let asked = answer_field("Step 1: What is your name?", one_field("name", "string"), "name").and_then(|name| {
+        let color = answer_field("Step 2: What is your favorite color?", one_field("color", "string"), "color")?;
+        Ok((name, color))
+    });
+    match asked {
+        Ok((name, color)) => Output::text(format!("Hello, {name}! Your favorite color is {color}.")),
+        Err(e) => Output::error(format!("Elicitation failed: {e}")),
+    }
+}
+
+/// SEP-2322: asks the user and the model; the host only lets through what the client declared.
+fn input_required_capabilities(_: &Context, _: NoArgs) -> Output {
+    let name = answer_field("What is your name?", one_field("name", "string"), "name");
+    let greeting = toolhost_sdk::create_message(&[(Role::User, "Generate a greeting")], None, 50);
+    Output::text(format!("elicitation: {name:?}; sampling: {:?}", greeting.map(|g| g.text)))
+}
+
 /// 0/100, 50/100, 100/100, about 50 ms apart, through `host.progress`.
 fn tool_with_progress(_: &Context, _: NoArgs) -> Output {
     for (i, step) in [0.0, 50.0, 100.0].into_iter().enumerate() {
@@ -331,6 +404,13 @@ toolhost_sdk::export_tools!(
     tool("test_elicitation_sep1034_defaults", "Asks with a default for every primitive type.", elicitation_defaults),
     tool("test_elicitation_sep1330_enums", "Asks with the five enum forms.", elicitation_enums),
     tool("test_sampling", "Asks the client's model to answer the prompt.", sampling),
+    tool("test_input_required_result_elicitation", "Asks the user's name, then greets.", input_required_elicitation),
+    tool("test_input_required_result_sampling", "Asks the model for the capital of France.", input_required_sampling),
+    tool("test_input_required_result_request_state", "Asks for a confirmation.", input_required_confirm),
+    tool("test_input_required_result_tampered_state", "Asks for a confirmation.", input_required_confirm),
+    tool("test_input_required_result_multiple_inputs", "Asks the user and the model at once.", input_required_multiple),
+    tool("test_input_required_result_multi_round", "Asks a name, then a colour.", input_required_multi_round),
+    tool("test_input_required_result_capabilities", "Asks the user and the model.", input_required_capabilities),
     tool("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100, 50 ms apart.", tool_with_progress),
     tool("test_tool_with_logging", "Writes three log lines, 50 ms apart.", tool_with_logging),
     tool("test_error_handling", "Always fails with an error result.", error_handling),

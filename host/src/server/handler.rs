@@ -15,9 +15,9 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
     CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, CreateTaskResult, ElicitRequestParams,
     ElicitationAction, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
-    JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ReadResourceRequestParams, ReadResourceResponse, Reference, RequestParamsMeta, Resource,
+    InputRequiredResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ReadResourceRequestParams, ReadResourceResponse, Reference, RequestParamsMeta, Resource,
     ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
     Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
@@ -27,6 +27,7 @@ use serde_json::Value;
 use toolhost_core::{CancelSignal, ContentPart, LogLevel, LogLine, LogSink, Progress, ProgressSink, ToolOutcome};
 
 use super::jsonrpc::{cap_text, ECHO_MAX_BYTES};
+use super::mrtr::{call_binding, Round, RoundEnd, StateSeal};
 use super::tasks::TaskStore;
 use super::threads::{check_client_thread, Hold, ThreadKeeper, META_THREAD, THREAD_HEADER};
 use crate::assembly::AssemblyRequest;
@@ -43,6 +44,8 @@ pub struct Served {
     pub filter: ToolFilter,
     /// The served tools with `x-mcp-header` parameters, for rmcp's header checks.
     pub param_headers: super::param_headers::ParamHeaderTools,
+    /// Seals the `requestState` of calls that ask the client in rounds (protocol 2026-07-28).
+    pub state_seal: Arc<StateSeal>,
 }
 
 impl Served {
@@ -176,7 +179,8 @@ impl McpSessionHandler {
     }
 
     /// Run one call in `thread` until it ends, forwarding its progress (when `token` is set) and
-    /// log lines; `cancel` stops it.
+    /// log lines; `cancel` stops it. The tool's questions go to `client`, else (`None`) to the
+    /// session's client.
     #[allow(clippy::too_many_arguments)]
     async fn run_call(
         &self,
@@ -186,12 +190,14 @@ impl McpSessionHandler {
         args: Value,
         token: Option<ProgressToken>,
         cancel: CancelSignal,
+        client: Option<toolhost_core::Client>,
         cx: &RequestContext<RoleServer>,
     ) -> Result<CallResult, McpError> {
         // The tool's progress reports (when the request asked for them) and log lines (when
         // the client set a log level) arrive on the thread that runs it; one task per kind
         // sends them in order, and all of them are sent before the result.
-        let client = toolhost_core::Client::new(super::client::PeerClient { peer: cx.peer.clone() });
+        let client =
+            client.unwrap_or_else(|| toolhost_core::Client::new(super::client::PeerClient { peer: cx.peer.clone() }));
         let mut opts = CallOptions { cancel: Some(cancel), client: Some(client), ..CallOptions::default() };
         let mut forwards = Vec::new();
         if let Some(token) = token {
@@ -313,7 +319,7 @@ impl McpSessionHandler {
         tracing::debug!(thread = %thread, tool = %name, task = %id, "tools/call as a task");
         tokio::spawn(async move {
             let _in_use = in_use;
-            let run = session.run_call(&served, &thread, &name, args, token, cancel, &cx);
+            let run = session.run_call(&served, &thread, &name, args, token, cancel, None, &cx);
             // tasks/cancel: the call is dropped (host bash's process tree is killed, a subagent
             // stops); a component running on this task's thread stops on the signal first.
             let result = tokio::select! {
@@ -739,11 +745,12 @@ impl ServerHandler for McpSessionHandler {
 
     async fn call_tool(
         &self,
-        req: CallToolRequestParams,
+        mut req: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let thread = self.thread(&cx)?;
         let token = req.progress_token().or_else(|| cx.meta.get_progress_token());
+        let (state, responses) = (req.request_state.take(), req.input_responses.take());
         let args = Value::Object(req.arguments.unwrap_or_default());
         let name = req.name.to_string();
         tracing::debug!(thread = %thread, tool = %name, "tools/call");
@@ -779,6 +786,20 @@ impl ServerHandler for McpSessionHandler {
             }
             _ => {}
         }
+        // Protocol 2026-07-28 lets a server send no requests: the tool's questions go to the
+        // client in the result, and it sends the call again with the answers (SEP-2322).
+        let round = match cx.protocol_version().is_some_and(|v| !v.has_initialize()) {
+            true => {
+                // Bound to the thread only when the client names it: a request that does not
+                // gets a fresh thread each time, as there is no session to keep one.
+                let named = (thread != self.thread).then_some(thread.as_str());
+                let call = call_binding(named, &name, &args);
+                let capabilities = cx.client_capabilities().unwrap_or_default();
+                let round = Round::start(&served.state_seal, &call, state.as_deref(), responses, capabilities)?;
+                Some((round, call))
+            }
+            false => None,
+        };
         let _in_use = self.keeper.enter(&thread, true);
         // A client's `notifications/cancelled` cancels `cx.ct`; the signal carries that into the
         // call, which may be running a component on this very thread (the select below cannot
@@ -791,7 +812,8 @@ impl ServerHandler for McpSessionHandler {
                 cancel.cancel();
             }))
         };
-        let run = self.run_call(&served, &thread, &name, args, token, cancel.clone(), &cx);
+        let client = round.as_ref().map(|(round, _)| round.client());
+        let run = self.run_call(&served, &thread, &name, args, token, cancel.clone(), client, &cx);
         // A client's `notifications/cancelled` cancels `cx.ct`: dropping the call stops it (a
         // subagent's model request and its running tool calls with it). rmcp sends no response
         // for a cancelled request.
@@ -806,6 +828,17 @@ impl ServerHandler for McpSessionHandler {
             }
         };
         drop(raise);
+        if let Some((round, call)) = round {
+            match round.end(&served.state_seal, &call) {
+                RoundEnd::Complete => {}
+                // What this round's run returned is dropped: it ran without the answers.
+                RoundEnd::InputRequired { requests, state } => {
+                    tracing::debug!(thread = %thread, tool = %name, asks = requests.len(), "tools/call needs input");
+                    return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
+                }
+                RoundEnd::Failed(e) => return Ok(CallToolResult::error(vec![ContentBlock::text(e)]).into()),
+            }
+        }
         Ok(self.finish_call(&served, &thread, &name, result, &cx).await.into())
     }
 

@@ -7,6 +7,7 @@ mod client;
 mod handler;
 mod http_server;
 pub mod jsonrpc;
+pub mod mrtr;
 mod param_headers;
 mod resources;
 mod skills;
@@ -86,6 +87,9 @@ pub enum ServeError {
     #[error("{0}")]
     /// The host could not be opened.
     Open(String),
+    #[error("cannot seal request state: {0}")]
+    /// The `requestState` key is unusable (too short) or none could be drawn.
+    StateKey(String),
 }
 
 pub use crate::serve_config::ServeConfig;
@@ -167,6 +171,7 @@ pub async fn run(data_dir: &std::path::Path, host: HostOpening, mut opts: ServeO
         );
         opts.request.include_mcp = false;
     }
+    let state_seal = Arc::new(mrtr::StateSeal::from_env().map_err(ServeError::StateKey)?);
     let keeper = ThreadKeeper::new(data_dir, opts.limits.thread_ttl());
     let (ready, opening) = tokio::sync::watch::channel(None);
     let opening = Opening(opening);
@@ -193,7 +198,7 @@ pub async fn run(data_dir: &std::path::Path, host: HostOpening, mut opts: ServeO
                 None => request,
             };
             keeper.attach(host.clone());
-            let served = Arc::new(Served { host, request, filter, param_headers: Default::default() });
+            let served = Arc::new(Served { host, request, filter, param_headers: Default::default(), state_seal });
             // Before sessions may call: rmcp checks Mcp-Param headers against this table.
             served.refresh_param_headers().await;
             ready.send_replace(Some(Ok(served.clone())));
