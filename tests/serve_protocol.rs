@@ -710,3 +710,126 @@ fn a_2026_client_is_asked_in_rounds_and_the_state_cannot_be_forged() {
     let (_, reply) = call(13, "hello", "mrtr-a", json!({"arguments": {"name": "after"}}), both);
     assert_eq!(reply["result"]["content"][0]["text"], "Hello, after.", "{reply}");
 }
+
+/// The `_meta` of a 2026-07-28 request in `thread`, from a client declaring no capabilities.
+fn meta_2026(thread: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "toolhost/thread": thread,
+    })
+}
+
+/// A `subscriptions/listen` stream held open: the messages it carries arrive on a channel.
+struct Listen {
+    messages: std::sync::mpsc::Receiver<Value>,
+    _stream: std::net::TcpStream,
+}
+
+impl Listen {
+    fn open(server: &HttpServer, thread: &str, filter: Value) -> Self {
+        use std::io::{BufRead, Write};
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+            "params": {"notifications": filter, "_meta": meta_2026(thread)}})
+        .to_string();
+        let req = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+            server.addr,
+            body.len()
+        );
+        let mut stream = std::net::TcpStream::connect(&server.addr).unwrap();
+        stream.write_all(req.as_bytes()).unwrap();
+        let (tx, messages) = std::sync::mpsc::channel();
+        let reader = std::io::BufReader::new(stream.try_clone().unwrap());
+        std::thread::spawn(move || {
+            for line in reader.lines().map_while(Result::ok) {
+                if let Some(v) = line.strip_prefix("data:").and_then(|d| serde_json::from_str::<Value>(d.trim()).ok()) {
+                    if tx.send(v).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        Listen { messages, _stream: stream }
+    }
+
+    /// The methods and params of the next `n` messages, or of those that arrive within `wait`.
+    fn methods(&self, n: usize, wait: Duration) -> Vec<(String, Value)> {
+        let deadline = Instant::now() + wait;
+        let mut got = Vec::new();
+        while got.len() < n {
+            let Ok(m) = self.messages.recv_timeout(deadline.saturating_duration_since(Instant::now())) else { break };
+            got.push((m["method"].as_str().unwrap_or("").to_string(), m["params"].clone()));
+        }
+        got
+    }
+}
+
+/// `subscriptions/listen` (SEP-2575): a stream on the thread a 2026-07-28 client names hears
+/// what calls in that thread change, as its filter asks: a promotion's `tools/list_changed`, a
+/// new output's `resources/list_changed`, a watched file's `resources/updated`, each tagged with
+/// the subscription's id. A stream on another thread, or one that asked for something else,
+/// hears nothing of it. The methods 2026-07-28 removed (`initialize`, …) are 404 with `-32601`.
+#[test]
+fn a_listen_stream_hears_its_own_thread_and_removed_methods_are_404() {
+    let s = Setup::new(true, true);
+    let server = HttpServer::start(&s, &[]);
+    let watched = "toolhost:///mnt/user-data/outputs/watched.txt";
+    let all = json!({"toolsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": [watched]});
+    let a = Listen::open(&server, "listen-a", all.clone());
+    let b = Listen::open(&server, "listen-b", all);
+    let prompts_only = Listen::open(&server, "listen-a", json!({"promptsListChanged": true}));
+    for l in [&a, &b, &prompts_only] {
+        let first = l.methods(1, Duration::from_secs(20));
+        assert_eq!(first.first().map(|m| m.0.as_str()), Some("notifications/subscriptions/acknowledged"), "{first:?}");
+    }
+    let call = |id: u64, name: &str, thread: &str, args: Value| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": args, "_meta": meta_2026(thread)}});
+        let headers = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", name)];
+        let (status, _, body) = server.raw("POST", body.to_string().as_bytes(), &headers);
+        assert_eq!(status, 200, "{body}");
+        messages(&body).pop().unwrap()
+    };
+
+    let r = call(
+        2,
+        "write_file",
+        "listen-a",
+        json!({"description": "d", "path": "/mnt/user-data/outputs/watched.txt", "content": "v1"}),
+    );
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let heard = a.methods(2, Duration::from_secs(5));
+    let methods: Vec<&str> = heard.iter().map(|m| m.0.as_str()).collect();
+    assert_eq!(methods, ["notifications/resources/list_changed", "notifications/resources/updated"], "{heard:?}");
+    assert_eq!(heard[1].1["uri"], watched);
+    for (_, params) in &heard {
+        assert_eq!(params["_meta"]["io.modelcontextprotocol/subscriptionId"], 1, "{params}");
+    }
+
+    let r = call(3, "tool_search", "listen-a", json!({"query": "select:everything_echo"}));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let heard = a.methods(1, Duration::from_secs(5));
+    assert_eq!(heard.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(), ["notifications/tools/list_changed"]);
+    // The other thread's stream, and the stream that asked only for prompts, heard nothing.
+    assert_eq!(b.methods(1, Duration::from_millis(500)), vec![]);
+    assert_eq!(prompts_only.methods(1, Duration::from_millis(500)), vec![]);
+    assert_eq!(a.methods(1, Duration::from_millis(200)), vec![], "nothing more on the stream that heard it all");
+
+    // Methods the revision removed: 404 with -32601 and the request's id, params or not.
+    for (id, method) in [(7, "initialize"), (8, "ping"), (9, "logging/setLevel")] {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"_meta": meta_2026("listen-a")}});
+        let (status, _, body) = server.raw(
+            "POST",
+            body.to_string().as_bytes(),
+            &[("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", method)],
+        );
+        assert_eq!(status, 404, "{method}: {body}");
+        assert_error(&messages(&body)[0], &json!(id), -32601);
+    }
+    // The 2025 handshake is still there, and an ordinary call still works.
+    server.raw_session(&[]);
+    let r = call(10, "hello", "listen-b", json!({"name": "after"}));
+    assert_eq!(r["result"]["content"][0]["text"], "Hello, after.", "{r}");
+}

@@ -19,14 +19,15 @@ use rmcp::model::{
     ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
     ProgressToken, ReadResourceRequestParams, ReadResourceResponse, Reference, RequestParamsMeta, Resource,
     ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    Tool, UnsubscribeRequestParams, UpdateTaskParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use toolhost_core::{CancelSignal, ContentPart, LogLevel, LogLine, LogSink, Progress, ProgressSink, ToolOutcome};
 
 use super::jsonrpc::{cap_text, ECHO_MAX_BYTES};
+use super::listen::{Changes, Listeners};
 use super::mrtr::{call_binding, Round, RoundEnd, StateSeal};
 use super::tasks::TaskStore;
 use super::threads::{check_client_thread, Hold, ThreadKeeper, META_THREAD, THREAD_HEADER};
@@ -46,6 +47,8 @@ pub struct Served {
     pub param_headers: super::param_headers::ParamHeaderTools,
     /// Seals the `requestState` of calls that ask the client in rounds (protocol 2026-07-28).
     pub state_seal: Arc<StateSeal>,
+    /// The open `subscriptions/listen` streams (protocol 2026-07-28).
+    pub listeners: Arc<Listeners>,
 }
 
 impl Served {
@@ -262,7 +265,9 @@ impl McpSessionHandler {
         }
         let outcome = result.outcome;
         self.after_call(&served.host, thread, name, &outcome, &result.state_errors, cx).await;
-        if promoted_something(&outcome) {
+        let changes = Changes { tools: promoted_something(&outcome), resources: changes_resources(name, &outcome) };
+        served.listeners.after_call(&served.host, thread, &changes).await;
+        if changes.tools {
             if let Err(e) = cx.peer.notify_tool_list_changed().await {
                 tracing::warn!("cannot send tools/list_changed: {e}");
             }
@@ -429,12 +434,18 @@ impl McpSessionHandler {
                 tracing::debug!("cannot send resources/updated: {e}");
             }
         }
-        if outcome.update.artifacts.is_some() || tool == "write_file" || tool == "bash" {
+        if changes_resources(tool, outcome) {
             if let Err(e) = cx.peer.notify_resource_list_changed().await {
                 tracing::debug!("cannot send resources/list_changed: {e}");
             }
         }
     }
+}
+
+/// Whether a call may have changed the thread's resource list (it added artifacts, or wrote
+/// files: `write_file`, host `bash`).
+fn changes_resources(tool: &str, outcome: &ToolOutcome) -> bool {
+    outcome.update.artifacts.is_some() || tool == "write_file" || tool == "bash"
 }
 
 fn internal(e: impl std::fmt::Display) -> McpError {
@@ -630,6 +641,23 @@ impl ServerHandler for McpSessionHandler {
     ) -> Result<rmcp::model::ReadResourceDirectoryResult, McpError> {
         let served = self.opening.ready().await?;
         super::skills::read_directory(served.host.skill_registry().as_ref(), &req.uri).map_err(skill_error)
+    }
+
+    /// `subscriptions/listen`: what it asks for, with only thread files watched.
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(super::listen::accepted_filter(requested))
+    }
+
+    /// A listen stream stays open, registered on the thread its request names, until the client
+    /// ends it.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let thread = self.thread(context.request_context())?;
+        let served = self.opening.ready().await?;
+        let _hold = self.keeper.hold_session(&thread);
+        let _registered = served.listeners.add(&served.host, &thread, context.sink().clone(), context.accepted())?;
+        tracing::debug!(thread = %thread, "subscriptions/listen");
+        context.cancelled().await;
+        Ok(())
     }
 
     async fn subscribe(&self, req: SubscribeRequestParams, cx: RequestContext<RoleServer>) -> Result<(), McpError> {

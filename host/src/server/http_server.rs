@@ -257,6 +257,9 @@ impl Door {
                 return json_error(status, &reply);
             }
         };
+        if let Some(reply) = Self::removed_method(&parts.headers, &bytes) {
+            return json_error(StatusCode::NOT_FOUND, &reply);
+        }
         let (is_initialize, is_call) = match screen(&bytes) {
             // A request with params that do not fit its method was read and understood: like
             // any JSON-RPC error result, it comes back with 200.
@@ -313,6 +316,31 @@ impl Door {
             return r;
         }
         self.svc.handle(req).await
+    }
+
+    /// A request of a revision that removed its method (2026-07-28 has no `initialize`, `ping`,
+    /// `logging/setLevel` nor `resources/(un)subscribe`: SEP-2575) is `404` with `-32601` and its id,
+    /// whatever its params (they need not fit the old method). Only known revisions are checked.
+    fn removed_method(headers: &http::HeaderMap, body: &[u8]) -> Option<ErrorReply> {
+        const REMOVED: [&str; 5] =
+            ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+        let version = headers.get("mcp-protocol-version")?.to_str().ok()?;
+        let known = rmcp::model::ProtocolVersion::KNOWN_VERSIONS.iter().find(|v| v.as_str() == version)?;
+        if known.has_initialize() {
+            return None;
+        }
+        #[derive(serde::Deserialize)]
+        struct Head {
+            method: String,
+            id: Option<serde_json::Value>,
+        }
+        let head: Head = serde_json::from_slice(body).ok()?;
+        let method = REMOVED.into_iter().find(|m| *m == head.method)?;
+        Some(ErrorReply {
+            id: head.id.unwrap_or(serde_json::Value::Null),
+            code: -32601,
+            message: format!("Method not found: {method} is not part of protocol {version}"),
+        })
     }
 
     /// 200 for a session that was there (rmcp says 202, which the Python SDK logs as a failed

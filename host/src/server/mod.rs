@@ -7,6 +7,7 @@ mod client;
 mod handler;
 mod http_server;
 pub mod jsonrpc;
+pub mod listen;
 pub mod mrtr;
 mod param_headers;
 mod resources;
@@ -198,7 +199,14 @@ pub async fn run(data_dir: &std::path::Path, host: HostOpening, mut opts: ServeO
                 None => request,
             };
             keeper.attach(host.clone());
-            let served = Arc::new(Served { host, request, filter, param_headers: Default::default(), state_seal });
+            let served = Arc::new(Served {
+                host,
+                request,
+                filter,
+                param_headers: Default::default(),
+                state_seal,
+                listeners: Default::default(),
+            });
             // Before sessions may call: rmcp checks Mcp-Param headers against this table.
             served.refresh_param_headers().await;
             ready.send_replace(Some(Ok(served.clone())));
