@@ -24,7 +24,7 @@ use paths::root;
 use serve_harness::{call, http_session, HttpServer};
 
 /// The fixture's tools, as the suite names them.
-const FIXTURE_TOOLS: [&str; 25] = [
+const FIXTURE_TOOLS: [&str; 26] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -35,6 +35,7 @@ const FIXTURE_TOOLS: [&str; 25] = [
     "test_elicitation_sep1330_enums",
     "test_sampling",
     "test_tool_with_progress",
+    "test_tool_with_logging",
     "test_error_handling",
     "json_schema_2020_12_tool",
     "greet",

@@ -833,3 +833,41 @@ fn a_listen_stream_hears_its_own_thread_and_removed_methods_are_404() {
     let r = call(10, "hello", "listen-b", json!({"name": "after"}));
     assert_eq!(r["result"]["content"][0]["text"], "Hello, after.", "{r}");
 }
+
+/// Over streamable HTTP a call's log lines ride its own SSE stream, all before its result (rmcp
+/// alone would put them on the session's GET stream, which a client reading only the call never
+/// sees), and only after `logging/setLevel`; with the level set above them, none are sent.
+#[test]
+fn a_call_s_log_lines_come_on_its_own_stream_before_the_result() {
+    let s = Setup::with_fixture(&["test_tool_with_logging"]);
+    let server = HttpServer::start(&s, &[]);
+    let session = server.raw_session(&[]);
+    let h = [("Mcp-Session-Id", session.as_str())];
+    let set_level = |id: u64, level: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel", "params": {"level": level}});
+        let (status, _, body) = server.raw("POST", body.to_string().as_bytes(), &h);
+        assert_eq!(status, 200, "{body}");
+    };
+    let call = |id: u64| {
+        let (status, _, body) = server.raw("POST", &tool_call(id, "test_tool_with_logging", json!({})), &h);
+        assert_eq!(status, 200, "{body}");
+        messages(&body)
+    };
+    // No level set: no log lines.
+    let got = call(2);
+    assert_eq!(got.len(), 1, "{got:?}");
+    set_level(3, "info");
+    let got = call(4);
+    let lines: Vec<&str> = got
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .map(|m| m["params"]["data"].as_str().unwrap())
+        .collect();
+    assert_eq!(lines, ["Tool execution started", "Tool processing data", "Tool execution completed"], "{got:?}");
+    let last = got.last().unwrap();
+    assert_eq!(last["id"], 4, "the result comes last: {got:?}");
+    assert_eq!(got[got.len() - 2]["params"]["logger"], "test_tool_with_logging");
+    // Above the lines' level: none.
+    set_level(5, "error");
+    assert_eq!(call(6).len(), 1);
+}

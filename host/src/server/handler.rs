@@ -26,6 +26,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use toolhost_core::{CancelSignal, ContentPart, LogLevel, LogLine, LogSink, Progress, ProgressSink, ToolOutcome};
 
+use super::call_log::CallLog;
 use super::jsonrpc::{cap_text, ECHO_MAX_BYTES};
 use super::listen::{Changes, Listeners};
 use super::mrtr::{call_binding, Round, RoundEnd, StateSeal};
@@ -220,7 +221,7 @@ impl McpSessionHandler {
         }
         if self.log_level.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<LogLine>();
-            let (peer, wanted) = (cx.peer.clone(), self.log_level.clone());
+            let (peer, wanted, own_stream) = (cx.peer.clone(), self.log_level.clone(), CallLog::of(cx));
             forwards.push(tokio::spawn(async move {
                 while let Some(line) = rx.recv().await {
                     let level = match line.level {
@@ -235,9 +236,7 @@ impl McpSessionHandler {
                     }
                     let mut p = LoggingMessageNotificationParam::new(level, Value::String(line.message));
                     p.logger = Some(line.tool);
-                    if let Err(e) = peer.notify_logging_message(p).await {
-                        tracing::debug!("cannot send a log message: {e}");
-                    }
+                    send_log(&peer, own_stream.as_ref(), p).await;
                 }
             }));
             opts.log = Some(LogSink::new(move |l| drop(tx.send(l))));
@@ -384,9 +383,7 @@ impl McpSessionHandler {
         if wanted.is_some_and(|w| severity(level) >= severity(w)) {
             let mut p = LoggingMessageNotificationParam::new(level, data);
             p.logger = Some("toolhost".into());
-            if let Err(e) = cx.peer.notify_logging_message(p).await {
-                tracing::debug!("cannot send a log message: {e}");
-            }
+            send_log(&cx.peer, CallLog::of(cx).as_ref(), p).await;
         }
     }
 
@@ -439,6 +436,16 @@ impl McpSessionHandler {
                 tracing::debug!("cannot send resources/list_changed: {e}");
             }
         }
+    }
+}
+
+/// A log message on the call's own stream when it has one, else to the session.
+async fn send_log(peer: &rmcp::Peer<RoleServer>, own_stream: Option<&CallLog>, p: LoggingMessageNotificationParam) {
+    if own_stream.is_some_and(|s| s.send(p.clone())) {
+        return;
+    }
+    if let Err(e) = peer.notify_logging_message(p).await {
+        tracing::debug!("cannot send a log message: {e}");
     }
 }
 

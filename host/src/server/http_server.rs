@@ -283,8 +283,16 @@ impl Door {
             // A host that failed to open is the call's own error, answered by the handler.
             let _ = self.host.ready().await;
         }
+        let mut parts = parts;
+        // A call in a session gets its log messages on its own stream (rmcp would send them on
+        // the GET stream).
+        let logs = (is_call && parts.headers.contains_key(SESSION_HEADER)).then(|| {
+            let (log, rx) = super::call_log::CallLog::channel();
+            parts.extensions.insert(log);
+            rx
+        });
         let req = Request::from_parts(parts, Full::new(bytes));
-        if let (true, Some(polls), Some(session)) = (is_call, &self.polls, Self::session_id(&req)) {
+        if let (Some(logs), Some(session)) = (logs, Self::session_id(&req)) {
             let r = self.svc.handle(req).await;
             let sse = r
                 .headers()
@@ -294,7 +302,12 @@ impl Door {
                 return r;
             }
             let (parts, body) = r.into_parts();
-            return Response::from_parts(parts, polls.wrap(session, body));
+            let body = super::call_log::wrap(body, logs);
+            let body = match &self.polls {
+                Some(polls) => polls.wrap(session, body),
+                None => body,
+            };
+            return Response::from_parts(parts, body);
         }
         if !is_initialize || Self::session_id(&req).is_some() {
             return self.svc.handle(req).await;

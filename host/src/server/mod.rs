@@ -3,6 +3,7 @@
 //! and tools/call in that thread, the screening of what clients send, and the HTTP front door
 //! (Host/Origin checks, bearer token, session cap).
 
+mod call_log;
 mod client;
 mod handler;
 mod http_server;
