@@ -706,6 +706,22 @@ fn a_2026_client_is_asked_in_rounds_and_the_state_cannot_be_forged() {
     assert!(reply["result"].get("inputRequests").is_none(), "{reply}");
     assert!(reply["result"]["content"][0]["text"].as_str().unwrap().contains("does not offer elicitation"), "{reply}");
 
+    // ask_clarification is asked the same way; a client that cannot elicit gets DeerFlow's
+    // question with the pause mark, as over a session.
+    let question = json!({"arguments": {"question": "Which colour?", "clarification_type": "missing_info"}});
+    let (_, reply) = call(14, "ask_clarification", "mrtr-a", question.clone(), both.clone());
+    let (key, request, state) = only_request(&reply);
+    assert!(request["params"]["message"].as_str().unwrap().contains("Which colour?"), "{request}");
+    let mut answered = question.clone();
+    answered["inputResponses"] = json!({key: {"action": "accept", "content": {"answer": "teal"}}});
+    answered["requestState"] = json!(state);
+    let (_, reply) = call(15, "ask_clarification", "mrtr-a", answered, both.clone());
+    let texts = reply["result"]["content"].to_string();
+    assert!(texts.contains("Which colour?") && texts.contains("The user answered: teal"), "{reply}");
+    let (_, reply) = call(16, "ask_clarification", "mrtr-a", question, json!({"sampling": {}}));
+    assert!(reply["result"].get("inputRequests").is_none(), "{reply}");
+    assert_eq!(reply["result"]["_meta"]["toolhost/end_run"], true, "{reply}");
+
     // And an ordinary call still works.
     let (_, reply) = call(13, "hello", "mrtr-a", json!({"arguments": {"name": "after"}}), both);
     assert_eq!(reply["result"]["content"][0]["text"], "Hello, after.", "{reply}");

@@ -257,6 +257,7 @@ impl McpSessionHandler {
         thread: &str,
         name: &str,
         result: CallResult,
+        round: Option<&Arc<Round>>,
         cx: &RequestContext<RoleServer>,
     ) -> CallToolResult {
         for e in &result.state_errors {
@@ -286,7 +287,7 @@ impl McpSessionHandler {
             }
         }
         if name == toolhost_builtins::clarification::NAME && outcome.end_run && !outcome.is_error() {
-            match elicit_answer(cx, &outcome.text_content()).await {
+            match elicit_answer(cx, round, &outcome.text_content()).await {
                 Some(answer) => mcp.content.push(ContentBlock::text(format!("The user answered: {answer}"))),
                 // No answer from the client's user: DeerFlow ends the run here and waits for the
                 // user. `_meta["toolhost/end_run"]` tells a client to pause and ask.
@@ -335,7 +336,7 @@ impl McpSessionHandler {
                     let text = cap_text(&r.outcome.text_content(), ERROR_TEXT_MAX_CHARS);
                     Err(McpError::internal_error(text, Some(serde_json::json!({"tool": name}))))
                 }
-                Ok(r) => Ok(session.finish_call(&served, &thread, &name, r, &cx).await),
+                Ok(r) => Ok(session.finish_call(&served, &thread, &name, r, None, &cx).await),
                 Err(e) => Err(e),
             };
             if let Some(tasks) = tasks.upgrade() {
@@ -436,6 +437,17 @@ impl McpSessionHandler {
                 tracing::debug!("cannot send resources/list_changed: {e}");
             }
         }
+    }
+}
+
+/// What a round that left questions open answers instead of the call's result.
+fn input_required(served: &Served, round: &Round, call: &[u8]) -> Option<CallToolResponse> {
+    match round.end(&served.state_seal, call) {
+        RoundEnd::Complete => None,
+        RoundEnd::InputRequired { requests, state } => {
+            Some(InputRequiredResult::new(Some(requests), Some(state)).into())
+        }
+        RoundEnd::Failed(e) => Some(CallToolResult::error(vec![ContentBlock::text(e)]).into()),
     }
 }
 
@@ -863,18 +875,17 @@ impl ServerHandler for McpSessionHandler {
             }
         };
         drop(raise);
-        if let Some((round, call)) = round {
-            match round.end(&served.state_seal, &call) {
-                RoundEnd::Complete => {}
-                // What this round's run returned is dropped: it ran without the answers.
-                RoundEnd::InputRequired { requests, state } => {
-                    tracing::debug!(thread = %thread, tool = %name, asks = requests.len(), "tools/call needs input");
-                    return Ok(InputRequiredResult::new(Some(requests), Some(state)).into());
-                }
-                RoundEnd::Failed(e) => return Ok(CallToolResult::error(vec![ContentBlock::text(e)]).into()),
-            }
+        // A round's questions are checked twice: the tool's own (its result is then dropped: it
+        // ran without the answers), then ask_clarification's, which is asked as the call ends.
+        if let Some(ended) = round.as_ref().and_then(|(round, call)| input_required(&served, round, call)) {
+            tracing::debug!(thread = %thread, tool = %name, "tools/call needs input");
+            return Ok(ended);
         }
-        Ok(self.finish_call(&served, &thread, &name, result, &cx).await.into())
+        let mcp = self.finish_call(&served, &thread, &name, result, round.as_ref().map(|(r, _)| r), &cx).await;
+        if let Some(ended) = round.as_ref().and_then(|(round, call)| input_required(&served, round, call)) {
+            return Ok(ended);
+        }
+        Ok(mcp.into())
     }
 
     async fn get_task(&self, req: GetTaskParams, _cx: RequestContext<RoleServer>) -> Result<GetTaskResult, McpError> {
@@ -893,16 +904,26 @@ impl ServerHandler for McpSessionHandler {
 /// `ask_clarification` as an elicitation: ask the client's user the formatted question and
 /// return the answer. `None` when the client cannot elicit or the user declines; the tool result
 /// then ends with the question, as in DeerFlow, and the client's agent asks it.
-async fn elicit_answer(cx: &RequestContext<RoleServer>, question: &str) -> Option<String> {
-    let supports = cx.peer.peer_info().is_some_and(|i| i.capabilities.elicitation.is_some());
-    if !supports {
-        return None;
-    }
+async fn elicit_answer(cx: &RequestContext<RoleServer>, round: Option<&Arc<Round>>, question: &str) -> Option<String> {
     let schema = serde_json::json!({
         "type": "object",
         "properties": {"answer": {"type": "string", "title": "Answer", "description": "Your answer to the question"}},
         "required": ["answer"],
     });
+    // Protocol 2026-07-28: asked in the call's result like a component's question; with no
+    // answer yet, the round notes the question and the call ends with it (SEP-2322).
+    if let Some(round) = round {
+        return match round.client().elicit(question.to_string(), schema).await {
+            Ok(r) if r.action == toolhost_core::ElicitAction::Accept => {
+                r.content.as_ref().and_then(|c| c.get("answer")).and_then(Value::as_str).map(str::to_string)
+            }
+            _ => None,
+        };
+    }
+    let supports = cx.peer.peer_info().is_some_and(|i| i.capabilities.elicitation.is_some());
+    if !supports {
+        return None;
+    }
     let requested_schema = match serde_json::from_value(schema) {
         Ok(s) => s,
         Err(e) => {
