@@ -809,6 +809,27 @@ fn a_listen_stream_hears_its_own_thread_and_removed_methods_are_404() {
         messages(&body).pop().unwrap()
     };
 
+    // rmcp acknowledges a stream before the handler registers it, so a change made at once may
+    // come before the registration: write new files until the stream hears one.
+    let mut id = 100;
+    let mut write = |thread: &str| {
+        id += 1;
+        let args = json!({"description": "d", "path": format!("/mnt/user-data/outputs/new-{id}.txt"), "content": "v"});
+        let r = call(id, "write_file", thread, args);
+        assert_eq!(r["result"]["isError"], false, "{r}");
+    };
+    let mut until_heard = |l: &Listen, thread: &str| {
+        for _ in 0..40 {
+            write(thread);
+            let heard = l.methods(1, Duration::from_millis(500));
+            if !heard.is_empty() {
+                assert_eq!(heard[0].0, "notifications/resources/list_changed", "{heard:?}");
+                return;
+            }
+        }
+        panic!("the listen stream on {thread} never heard a write there");
+    };
+    until_heard(&a, "listen-a");
     let r = call(
         2,
         "write_file",
@@ -828,9 +849,13 @@ fn a_listen_stream_hears_its_own_thread_and_removed_methods_are_404() {
     assert_eq!(r["result"]["isError"], false, "{r}");
     let heard = a.methods(1, Duration::from_secs(5));
     assert_eq!(heard.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(), ["notifications/tools/list_changed"]);
-    // The other thread's stream, and the stream that asked only for prompts, heard nothing.
+    // The other thread's stream heard nothing of thread A; once it hears its own thread, a change
+    // in A still reaches only A. The stream that asked only for prompts hears none of it.
     assert_eq!(b.methods(1, Duration::from_millis(500)), vec![]);
-    assert_eq!(prompts_only.methods(1, Duration::from_millis(500)), vec![]);
+    until_heard(&b, "listen-b");
+    until_heard(&a, "listen-a");
+    assert_eq!(b.methods(1, Duration::from_millis(500)), vec![]);
+    assert_eq!(prompts_only.methods(1, Duration::from_millis(200)), vec![]);
     assert_eq!(a.methods(1, Duration::from_millis(200)), vec![], "nothing more on the stream that heard it all");
 
     // Methods the revision removed: 404 with -32601 and the request's id, params or not.
