@@ -24,7 +24,7 @@ use paths::root;
 use serve_harness::{call, http_session, HttpServer};
 
 /// The fixture's tools, as the suite names them.
-const FIXTURE_TOOLS: [&str; 26] = [
+const FIXTURE_TOOLS: [&str; 28] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -51,6 +51,8 @@ const FIXTURE_TOOLS: [&str; 26] = [
     "test_input_required_result_multiple_inputs",
     "test_input_required_result_multi_round",
     "test_input_required_result_capabilities",
+    "confirm_delete",
+    "multi_input",
 ];
 
 /// A fixture tool's extra config keys: how the tasks scenarios want it to run as an MCP task
@@ -68,7 +70,9 @@ fn extra_keys(tool: &str) -> &'static str {
         "test_input_required_result_elicitation"
         | "test_input_required_result_request_state"
         | "test_input_required_result_tampered_state"
-        | "test_input_required_result_multi_round" => ", capabilities: {client: [elicitation]}",
+        | "test_input_required_result_multi_round"
+        | "confirm_delete"
+        | "multi_input" => ", capabilities: {client: [elicitation]}",
         "test_input_required_result_multiple_inputs" | "test_input_required_result_capabilities" => {
             ", capabilities: {client: [elicitation, sampling]}"
         }

@@ -185,3 +185,117 @@ fn a_cancelled_host_bash_task_never_finishes_its_command() {
     assert_eq!(done["status"], "completed", "{done}");
     assert!(outputs.join("early").exists(), "{done}");
 }
+
+/// The `_meta` of a request from a client with the tasks extension and elicitation.
+fn with_caps(id: u64, method: &str, mut params: Value, elicitation: bool) -> Vec<u8> {
+    let mut caps = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    if elicitation {
+        caps["elicitation"] = json!({});
+    }
+    params["_meta"] = json!({CAPS: caps});
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string().into_bytes()
+}
+
+/// Poll `tasks/get` until `task` reaches `status`, within ten seconds.
+fn until(raw: &mut RawStdio, next_id: &mut u64, task: &str, status: &str) -> Value {
+    let start = Instant::now();
+    loop {
+        *next_id += 1;
+        let r = request(raw, *next_id, "tasks/get", json!({"taskId": task}));
+        if r["result"]["status"] == status {
+            return r["result"].clone();
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "task {task} never {status}: {r}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A task whose component asks the client waits in `input_required` with the questions;
+/// `tasks/update` answers them (a subset keeps it waiting on the rest, a malformed answer is
+/// `-32602` and changes nothing) and the call then runs again with the answers and completes. A
+/// waiting task can be cancelled, and never acts; a client that cannot elicit is not asked.
+#[test]
+fn a_task_that_asks_waits_for_input_and_resumes_with_the_answers() {
+    let s = Setup::with_fixture_keys(&[
+        ("confirm_delete", ", capabilities: {client: [elicitation]}"),
+        ("multi_input", ", capabilities: {client: [elicitation]}"),
+    ]);
+    let mut raw = RawStdio::start(&s, &[]);
+    let mut id = 1000;
+    let start = |raw: &mut RawStdio, id: u64, name: &str, args: Value, elicitation: bool| {
+        raw.send(&with_caps(id, "tools/call", json!({"name": name, "arguments": args}), elicitation));
+        let created = reply(raw, id);
+        created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_string()
+    };
+    let accept = |content: Value| json!({"action": "accept", "content": content});
+
+    let task = start(&mut raw, 1, "confirm_delete", json!({"filename": "a.txt"}), true);
+    let waiting = until(&mut raw, &mut id, &task, "input_required");
+    let requests = waiting["inputRequests"].as_object().unwrap_or_else(|| panic!("{waiting}"));
+    assert_eq!(requests.len(), 1, "{waiting}");
+    let (key, asked) = requests.iter().next().unwrap();
+    assert_eq!(
+        (asked["method"].as_str(), asked["params"]["message"].as_str()),
+        (Some("elicitation/create"), Some("Delete a.txt?"))
+    );
+    let bad = request_raw(&mut raw, 2, "tasks/update", json!({"taskId": task, "inputResponses": {key: "yes"}}));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert_eq!(until(&mut raw, &mut id, &task, "input_required")["inputRequests"][key]["method"], "elicitation/create");
+    let ack = request_raw(
+        &mut raw,
+        3,
+        "tasks/update",
+        json!({"taskId": task, "inputResponses": {key: accept(json!({"confirm": true}))}}),
+    );
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    let done = poll(&mut raw, &mut id, &task, Duration::from_secs(10));
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "Deleted a.txt.", "{done}");
+
+    // Two questions open at once, answered one at a time.
+    let task = start(&mut raw, 4, "multi_input", json!({}), true);
+    let waiting = until(&mut raw, &mut id, &task, "input_required");
+    let keys: Vec<String> = waiting["inputRequests"].as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys.len(), 2, "{waiting}");
+    let answers: Vec<Value> = keys
+        .iter()
+        .map(|k| {
+            let message = waiting["inputRequests"][k]["params"]["message"].as_str().unwrap();
+            accept(json!({"value": if message.starts_with("First") { "x" } else { "y" }}))
+        })
+        .collect();
+    request_raw(&mut raw, 5, "tasks/update", json!({"taskId": task, "inputResponses": {&keys[0]: answers[0]}}));
+    let still = until(&mut raw, &mut id, &task, "input_required");
+    assert_eq!(still["inputRequests"].as_object().unwrap().keys().collect::<Vec<_>>(), [&keys[1]], "{still}");
+    request_raw(&mut raw, 6, "tasks/update", json!({"taskId": task, "inputResponses": {&keys[1]: answers[1]}}));
+    let done = poll(&mut raw, &mut id, &task, Duration::from_secs(10));
+    assert_eq!(done["result"]["content"][0]["text"], "Got x and y.", "{done}");
+
+    // A waiting task cancelled: it never deletes anything.
+    let task = start(&mut raw, 7, "confirm_delete", json!({"filename": "b.txt"}), true);
+    until(&mut raw, &mut id, &task, "input_required");
+    request_raw(&mut raw, 8, "tasks/cancel", json!({"taskId": task}));
+    let done = poll(&mut raw, &mut id, &task, Duration::from_secs(10));
+    assert_eq!(done["status"], "cancelled", "{done}");
+    assert!(!done.to_string().contains("Deleted"), "{done}");
+
+    // A client without elicitation is not asked: the tool reads why and the task completes.
+    let task = start(&mut raw, 9, "confirm_delete", json!({"filename": "c.txt"}), false);
+    let done = poll(&mut raw, &mut id, &task, Duration::from_secs(10));
+    let text = done["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("does not offer elicitation") && !text.contains("Deleted"), "{done}");
+
+    // And a normal call still works.
+    let created = request(&mut raw, 10, "tools/call", json!({"name": "hello", "arguments": {"name": "after"}}));
+    let task = created["result"]["taskId"].as_str().unwrap().to_string();
+    assert_eq!(
+        poll(&mut raw, &mut id, &task, Duration::from_secs(30))["result"]["content"][0]["text"],
+        "Hello, after."
+    );
+}
+
+/// A request with the tasks and elicitation capabilities, and its reply.
+fn request_raw(raw: &mut RawStdio, id: u64, method: &str, params: Value) -> Value {
+    raw.send(&with_caps(id, method, params, true));
+    reply(raw, id)
+}

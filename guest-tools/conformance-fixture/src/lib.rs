@@ -256,6 +256,33 @@ fn input_required_capabilities(_: &Context, _: NoArgs) -> Output {
     Output::text(format!("elicitation: {name:?}; sampling: {:?}", greeting.map(|g| g.text)))
 }
 
+/// `confirm_delete`: which file.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct ConfirmDeleteArgs {
+    /// The file to delete.
+    filename: String,
+}
+
+/// Tasks (SEP-2663): asks the user to confirm; as a task it waits in `input_required`.
+fn confirm_delete(_: &Context, a: ConfirmDeleteArgs) -> Output {
+    let message = format!("Delete {}?", a.filename);
+    match answer_field(&message, one_field("confirm", "boolean"), "confirm") {
+        Ok(yes) if yes == "true" => Output::text(format!("Deleted {}.", a.filename)),
+        Ok(_) => Output::text(format!("Kept {}.", a.filename)),
+        Err(e) => Output::error(format!("Elicitation failed: {e}")),
+    }
+}
+
+/// Tasks (SEP-2663): two questions at once, so two are open together.
+fn multi_input(_: &Context, _: NoArgs) -> Output {
+    let first = answer_field("First value?", one_field("value", "string"), "value");
+    let second = answer_field("Second value?", one_field("value", "string"), "value");
+    match (first, second) {
+        (Ok(a), Ok(b)) => Output::text(format!("Got {a} and {b}.")),
+        (Err(e), _) | (_, Err(e)) => Output::error(format!("Elicitation failed: {e}")),
+    }
+}
+
 /// 0/100, 50/100, 100/100, about 50 ms apart, through `host.progress`.
 fn tool_with_progress(_: &Context, _: NoArgs) -> Output {
     for (i, step) in [0.0, 50.0, 100.0].into_iter().enumerate() {
@@ -418,6 +445,8 @@ toolhost_sdk::export_tools!(
     tool("slow_compute", "Works for `seconds` seconds, then answers.", slow_compute),
     tool("test_reconnection", "Answers after 1.5 s (SSE polling, SEP-1699).", reconnection),
     tool("failing_job", "Fails with a tool error after about a second.", failing_job),
+    tool("confirm_delete", "Asks the user to confirm deleting filename.", confirm_delete),
+    tool("multi_input", "Asks the user two questions at once.", multi_input),
     tool("protocol_error_job", "Crashes (the component traps).", protocol_error_job),
     tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json_schema_2020_12)
         .with_parameters(json_schema_2020_12_schema()),

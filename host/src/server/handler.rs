@@ -322,9 +322,38 @@ impl McpSessionHandler {
         session.tasks = Arc::default();
         let in_use = self.keeper.enter(&thread, true);
         tracing::debug!(thread = %thread, tool = %name, task = %id, "tools/call as a task");
+        // The call's questions park the task in `input_required` (the client answers with
+        // tasks/update); it then runs again with the answers.
+        let capabilities = cx.client_capabilities().unwrap_or_default();
         tokio::spawn(async move {
             let _in_use = in_use;
-            let run = session.run_call(&served, &thread, &name, args, token, cancel, None, &cx);
+            let run = async {
+                let mut rounds = 1;
+                loop {
+                    let answers = tasks.upgrade().map(|t| t.answers(&id)).unwrap_or_default();
+                    let round = Round::with_answers(answers, capabilities.clone());
+                    let client = Some(round.client());
+                    let r = session.run_call(
+                        &served,
+                        &thread,
+                        &name,
+                        args.clone(),
+                        token.clone(),
+                        cancel.clone(),
+                        client,
+                        &cx,
+                    );
+                    let r = r.await;
+                    let (open, _) = round.take_asked();
+                    if open.is_empty() || r.is_err() || rounds >= super::mrtr::MAX_ROUNDS {
+                        break r;
+                    }
+                    let Some(wake) = tasks.upgrade().and_then(|t| t.park(&id, open)) else { break r };
+                    tracing::debug!(task = %id, "task waits for input");
+                    wake.notified().await;
+                    rounds += 1;
+                }
+            };
             // tasks/cancel: the call is dropped (host bash's process tree is killed, a subagent
             // stops); a component running on this task's thread stops on the signal first.
             let result = tokio::select! {
@@ -893,7 +922,7 @@ impl ServerHandler for McpSessionHandler {
     }
 
     async fn update_task(&self, req: UpdateTaskParams, _cx: RequestContext<RoleServer>) -> Result<(), McpError> {
-        self.tasks.update(&req.task_id)
+        self.tasks.update(&req.task_id, req.input_responses)
     }
 
     async fn cancel_task(&self, req: CancelTaskParams, _cx: RequestContext<RoleServer>) -> Result<(), McpError> {

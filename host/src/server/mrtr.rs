@@ -21,6 +21,10 @@
 //!
 //! A component runs again each round, so what it does before its questions happens once per
 //! round: ask first, then act.
+//!
+//! A call running as an MCP task asks the same way, whatever the protocol: its task waits in
+//! `input_required` with the questions, `tasks/update` brings the answers, and the call runs
+//! again with them (the task keeps the answers itself; no state goes to the client).
 
 // Sampling is deprecated by the 2026-07-28 revision (SEP-2577) but still one of the three input
 // requests SEP-2322 allows; rmcp marks its types.
@@ -177,28 +181,19 @@ impl Round {
             None => Carried::default(),
         };
         let mut answers = carried.answers;
-        for (key, value) in responses.unwrap_or_default() {
-            if !value.is_object() {
-                let kind = match value {
-                    Value::Null => "null",
-                    Value::Bool(_) => "a boolean",
-                    Value::Number(_) => "a number",
-                    Value::String(_) => "a string",
-                    Value::Array(_) => "an array",
-                    Value::Object(_) => "an object",
-                };
-                return Err(McpError::invalid_params(
-                    format!(
-                        "inputResponses[\"{}\"] is {kind}; each answer must be an object (an elicitation, sampling or \
-                         roots result)",
-                        super::jsonrpc::cap_text(&key, super::jsonrpc::ECHO_MAX_BYTES)
-                    ),
-                    None,
-                ));
-            }
-            answers.insert(key, value);
-        }
+        answers.extend(checked_responses(responses.unwrap_or_default())?);
         Ok(Arc::new(Self { number: carried.round + 1, answers, capabilities, asked: Mutex::default() }))
+    }
+
+    /// A round with these answers and no state (a task keeps its answers itself).
+    pub fn with_answers(answers: BTreeMap<String, Value>, capabilities: ClientCapabilities) -> Arc<Self> {
+        Arc::new(Self { number: 1, answers, capabilities, asked: Mutex::default() })
+    }
+
+    /// The questions this round left open, and the keys of the answers it used.
+    pub fn take_asked(&self) -> (InputRequests, BTreeSet<String>) {
+        let asked = std::mem::take(&mut *self.asked.lock().unwrap_or_else(|p| p.into_inner()));
+        (asked.open, asked.used)
     }
 
     /// The client the call's component asks during this round.
@@ -208,8 +203,8 @@ impl Round {
 
     /// How the round ended; the state carries the answers it used.
     pub fn end(&self, seal: &StateSeal, call: &[u8]) -> RoundEnd {
-        let asked = std::mem::take(&mut *self.asked.lock().unwrap_or_else(|p| p.into_inner()));
-        if asked.open.is_empty() {
+        let (open, used) = self.take_asked();
+        if open.is_empty() {
             return RoundEnd::Complete;
         }
         if self.number >= MAX_ROUNDS {
@@ -218,9 +213,9 @@ impl Round {
                  each time it runs"
             ));
         }
-        let answers = asked.used.iter().filter_map(|k| Some((k.clone(), self.answers.get(k)?.clone()))).collect();
+        let answers = used.iter().filter_map(|k| Some((k.clone(), self.answers.get(k)?.clone()))).collect();
         match seal.seal(&Carried { round: self.number, answers }, call) {
-            Ok(state) => RoundEnd::InputRequired { requests: asked.open, state },
+            Ok(state) => RoundEnd::InputRequired { requests: open, state },
             Err(e) => RoundEnd::Failed(e),
         }
     }
@@ -244,6 +239,30 @@ impl Round {
             }
         }
     }
+}
+
+/// A client's `inputResponses`, each checked to be a JSON object (an elicitation, sampling or
+/// roots result); `-32602` naming the first that is not.
+pub fn checked_responses(responses: InputResponses) -> Result<InputResponses, McpError> {
+    for (key, value) in &responses {
+        let kind = match value {
+            Value::Object(_) => continue,
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+        };
+        return Err(McpError::invalid_params(
+            format!(
+                "inputResponses[\"{}\"] is {kind}; each answer must be an object (an elicitation, sampling or roots \
+                 result)",
+                super::jsonrpc::cap_text(key, super::jsonrpc::ECHO_MAX_BYTES)
+            ),
+            None,
+        ));
+    }
+    Ok(responses)
 }
 
 /// A round as the component's client.

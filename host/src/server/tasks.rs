@@ -6,12 +6,18 @@
 //! error saying so) and at most [`MAX_KEPT`] kept in all (the oldest finished one is dropped
 //! first); a finished task's result is kept [`TTL`] from its creation and at least [`GRACE`]
 //! after it finished, then dropped.
+//!
+//! A task whose call asks the client (a component's `client.elicit`) waits in `input_required`
+//! with the questions ([`TaskStore::park`]); `tasks/update` delivers answers, and once every
+//! question has one the call runs again with all the answers ([`super::mrtr`]).
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolResult, DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
+use rmcp::model::{
+    CallToolResult, DetailedTask, InputRequests, InputResponses, JsonObject, Task, TaskPayload, TaskStatus,
+};
 use rmcp::ErrorData as McpError;
 use serde_json::Value;
 use toolhost_core::CancelSignal;
@@ -40,6 +46,10 @@ struct Entry {
     /// when their call is dropped; a component stops on `cancel`).
     stop: tokio::sync::watch::Sender<bool>,
     cancel_requested: bool,
+    /// The answers the client gave, by key.
+    answers: BTreeMap<String, Value>,
+    /// While the call waits for answers: the questions still open, and what wakes it.
+    waiting: Option<(InputRequests, Arc<tokio::sync::Notify>)>,
 }
 
 #[derive(Default)]
@@ -135,6 +145,8 @@ impl TaskStore {
                 cancel,
                 stop,
                 cancel_requested: false,
+                answers: BTreeMap::new(),
+                waiting: None,
             },
         );
         Ok((task, stopped))
@@ -159,6 +171,7 @@ impl TaskStore {
         e.task.status = payload.status();
         e.task.last_updated_at = now();
         e.terminal = Some(payload);
+        e.waiting = None;
         e.finished = Some(Instant::now());
     }
 
@@ -167,7 +180,11 @@ impl TaskStore {
         let mut inner = self.lock();
         Self::sweep(&mut inner);
         let e = inner.tasks.get(task_id).ok_or_else(|| unknown(task_id))?;
-        let payload = e.terminal.clone().unwrap_or(TaskPayload::Working);
+        let payload = match (&e.terminal, &e.waiting) {
+            (Some(t), _) => t.clone(),
+            (None, Some((open, _))) => TaskPayload::InputRequired { input_requests: open.clone() },
+            (None, None) => TaskPayload::Working,
+        };
         let mut task = e.task.clone();
         if e.cancel_requested && e.terminal.is_none() {
             task.status_message = Some("cancelling: the call is being stopped".into());
@@ -191,12 +208,46 @@ impl TaskStore {
         Ok(())
     }
 
-    /// `tasks/update`: toolhost's tasks never wait for input, so there is nothing to deliver; the
-    /// id must still name a task of the session.
-    pub fn update(&self, task_id: &str) -> Result<(), McpError> {
+    /// `tasks/update`: answers to the questions the task waits on. An answer to a question that
+    /// is not open is ignored; once none is open, the call runs again with all the answers. Each
+    /// answer must be a JSON object (`-32602` otherwise).
+    pub fn update(&self, task_id: &str, responses: InputResponses) -> Result<(), McpError> {
+        let responses = super::mrtr::checked_responses(responses)?;
         let mut inner = self.lock();
         Self::sweep(&mut inner);
-        inner.tasks.get(task_id).map(|_| ()).ok_or_else(|| unknown(task_id))
+        let e = inner.tasks.get_mut(task_id).ok_or_else(|| unknown(task_id))?;
+        let Some((open, wake)) = e.waiting.as_mut() else { return Ok(()) };
+        for (key, answer) in responses {
+            if open.remove(&key).is_some() {
+                e.answers.insert(key, answer);
+            }
+        }
+        if open.is_empty() {
+            // A permit is kept if the call is not waiting yet.
+            wake.notify_one();
+            e.waiting = None;
+            e.task.status = TaskStatus::Working;
+            e.task.last_updated_at = now();
+        }
+        Ok(())
+    }
+
+    /// The call of `task_id` left questions open: the task waits in `input_required` until
+    /// `tasks/update` has answered them all; the returned handle wakes the call then. `None`
+    /// when the task is gone or ended.
+    pub fn park(&self, task_id: &str, open: InputRequests) -> Option<Arc<tokio::sync::Notify>> {
+        let mut inner = self.lock();
+        let e = inner.tasks.get_mut(task_id).filter(|e| e.terminal.is_none())?;
+        let wake = Arc::new(tokio::sync::Notify::new());
+        e.waiting = Some((open, wake.clone()));
+        e.task.status = TaskStatus::InputRequired;
+        e.task.last_updated_at = now();
+        Some(wake)
+    }
+
+    /// The answers the client has given the call of `task_id` so far.
+    pub fn answers(&self, task_id: &str) -> BTreeMap<String, Value> {
+        self.lock().tasks.get(task_id).map(|e| e.answers.clone()).unwrap_or_default()
     }
 
     /// Tasks kept (running and finished).
@@ -257,5 +308,33 @@ mod tests {
         // Idempotent on a finished task; an unknown id is named.
         tasks.cancel(&id).unwrap();
         assert!(tasks.cancel("nope-123").unwrap_err().message.contains("nope-123"));
+    }
+
+    #[tokio::test]
+    async fn a_parked_task_resumes_once_every_question_is_answered() {
+        let tasks = TaskStore::default();
+        let id = tasks.create(CancelSignal::new()).unwrap().0.task_id;
+        let request = |m: &str| -> rmcp::model::InputRequest {
+            serde_json::from_value(serde_json::json!({"method": "elicitation/create", "params": {
+                "message": m, "requestedSchema": {"type": "object", "properties": {}}}}))
+            .unwrap()
+        };
+        let open = InputRequests::from([("a".to_string(), request("A?")), ("b".to_string(), request("B?"))]);
+        let wake = tasks.park(&id, open).unwrap();
+        let shown = |tasks: &TaskStore| serde_json::to_value(tasks.get(&id).unwrap()).unwrap();
+        assert_eq!(shown(&tasks)["status"], "input_required");
+        let answer = serde_json::json!({"action": "accept", "content": {}});
+        // A subset: still waiting, only the other question shown; a stray key is ignored.
+        tasks.update(&id, InputResponses::from([("a".into(), answer.clone()), ("zz".into(), answer.clone())])).unwrap();
+        let v = shown(&tasks);
+        assert_eq!(v["status"], "input_required");
+        assert_eq!(v["inputRequests"].as_object().unwrap().keys().collect::<Vec<_>>(), ["b"]);
+        let e = tasks.update(&id, InputResponses::from([("b".into(), serde_json::json!(7))])).unwrap_err();
+        assert!(e.message.contains("is a number"), "{e:?}");
+        tasks.update(&id, InputResponses::from([("b".into(), answer)])).unwrap();
+        assert_eq!(shown(&tasks)["status"], "working");
+        tokio::time::timeout(Duration::from_secs(1), wake.notified()).await.unwrap();
+        assert_eq!(tasks.answers(&id).keys().collect::<Vec<_>>(), ["a", "b"]);
+        assert!(tasks.update("nope-1", InputResponses::new()).is_err());
     }
 }
