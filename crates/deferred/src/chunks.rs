@@ -1,0 +1,160 @@
+//! Work over consecutive chunks of a list on a few threads, results in the list's order: how a
+//! large catalog renders its tools' entries on more than one core. Threads claim chunks one at a
+//! time, so a thread that gets no core (a busy machine) leaves its share to the others instead
+//! of holding up the result.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// How a list is cut and how many threads work on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Split {
+    /// Items per chunk (the last may be shorter).
+    pub chunk: usize,
+    /// Threads, the calling one included.
+    pub workers: usize,
+}
+
+impl Split {
+    /// One chunk on the calling thread.
+    pub fn sequential(len: usize) -> Self {
+        Self { chunk: len.max(1), workers: 1 }
+    }
+
+    /// A split of `len` items for this machine: on the calling thread alone below `min_len`
+    /// items or with one core, else on up to `max_workers` threads, each item list cut into
+    /// about `chunks_per_worker` chunks per thread (more chunks even out a thread that starts
+    /// late or runs slower; each chunk costs a little to start and to join).
+    pub fn for_machine(len: usize, min_len: usize, max_workers: usize, chunks_per_worker: usize) -> Self {
+        let workers = cores().min(max_workers).max(1);
+        if len < min_len || workers == 1 {
+            return Self::sequential(len);
+        }
+        Self { chunk: len.div_ceil(workers * chunks_per_worker.max(1)).max(1), workers }
+    }
+}
+
+/// The cores this process may use, asked once (`available_parallelism` reads the affinity mask
+/// and cgroup quota files on every call).
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// `work(chunk, state)` over `items` cut into chunks of `split.chunk`, on up to `split.workers`
+/// threads (the calling one among them), each thread with its own `state`; the results in the
+/// chunks' order. The first error in that order is returned (chunks after an error are not
+/// started; every chunk before it has been, since chunks are claimed in order). A panic in
+/// `work` is resumed on the calling thread.
+pub(crate) fn map_chunks<T, S, R, E>(
+    mut items: Vec<T>,
+    split: Split,
+    work: impl Fn(Vec<T>, &mut S) -> Result<R, E> + Sync,
+) -> Result<Vec<R>, E>
+where
+    T: Send,
+    S: Default,
+    R: Send,
+    E: Send,
+{
+    let chunk = split.chunk.max(1);
+    let count = items.len().div_ceil(chunk);
+    let workers = split.workers.clamp(1, count.max(1));
+    if workers == 1 {
+        let mut state = S::default();
+        let mut out = Vec::with_capacity(count.max(1));
+        if count <= 1 {
+            out.push(work(items, &mut state)?);
+            return Ok(out);
+        }
+        while !items.is_empty() {
+            let rest = items.split_off(chunk.min(items.len()));
+            out.push(work(std::mem::replace(&mut items, rest), &mut state)?);
+        }
+        return Ok(out);
+    }
+    // Cut from the back, so that each item moves once.
+    let mut chunks: Vec<Mutex<Vec<T>>> = Vec::with_capacity(count);
+    for start in (0..count).rev().map(|c| c * chunk) {
+        chunks.push(Mutex::new(items.split_off(start)));
+    }
+    chunks.reverse();
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let run = || {
+        let mut state = S::default();
+        let mut done: Vec<(usize, Result<R, E>)> = Vec::new();
+        while !failed.load(Ordering::Relaxed) {
+            let c = next.fetch_add(1, Ordering::Relaxed);
+            let Some(slot) = chunks.get(c) else { break };
+            let taken = std::mem::take(&mut *slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+            let result = work(taken, &mut state);
+            if result.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            done.push((c, result));
+        }
+        done
+    };
+    let mut done = std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..workers).map(|_| scope.spawn(run)).collect();
+        let mut done = run();
+        for helper in helpers {
+            match helper.join() {
+                Ok(theirs) => done.extend(theirs),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        done
+    });
+    done.sort_unstable_by_key(|(c, _)| *c);
+    done.into_iter().map(|(_, result)| result).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whatever the split, the chunks cover the items in order, each once.
+    #[test]
+    fn chunks_come_back_in_order() {
+        let items: Vec<usize> = (0..1000).collect();
+        for (chunk, workers) in [(1000, 1), (7, 1), (1, 2), (7, 2), (64, 3), (999, 2), (2000, 4)] {
+            let out = map_chunks(items.clone(), Split { chunk, workers }, |c: Vec<usize>, seen: &mut usize| {
+                *seen += c.len();
+                Ok::<_, ()>(c)
+            })
+            .unwrap();
+            assert_eq!(out.concat(), items, "chunk {chunk}, workers {workers}");
+            assert!(out.iter().all(|c| c.len() <= chunk && !c.is_empty()), "chunk {chunk}");
+        }
+        let none = map_chunks(Vec::<u8>::new(), Split { chunk: 4, workers: 2 }, |c, _: &mut ()| Ok::<_, ()>(c));
+        assert_eq!(none.unwrap(), vec![Vec::<u8>::new()], "an empty list is one empty chunk");
+    }
+
+    /// The error returned is the first in the items' order, even when a later chunk failed first.
+    #[test]
+    fn first_error_in_order_wins() {
+        let items: Vec<usize> = (0..400).collect();
+        for workers in [1, 2, 4] {
+            let out = map_chunks(items.clone(), Split { chunk: 10, workers }, |c: Vec<usize>, _: &mut ()| {
+                if c[0] == 350 {
+                    return Err(350);
+                }
+                if c[0] == 120 {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    return Err(120);
+                }
+                Ok(c.len())
+            });
+            assert_eq!(out, Err(120), "workers {workers}");
+        }
+    }
+
+    #[test]
+    fn small_lists_stay_on_the_calling_thread() {
+        assert_eq!(Split::for_machine(10, 100, 4, 8), Split::sequential(10));
+        let big = Split::for_machine(10_000, 100, 2, 8);
+        assert!(big.workers <= 2 && big.chunk * big.workers * 8 >= 10_000);
+    }
+}
