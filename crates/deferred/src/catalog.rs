@@ -336,7 +336,7 @@ fn word_chars_differ(text: &str) -> bool {
 pub struct DeferredCatalog {
     tools: Vec<CatalogTool>,
     /// The tools' names, when asked for.
-    name_set: OnceLock<HashSet<String>>,
+    name_set: OnceLock<Arc<HashSet<String>>>,
     hash: String,
     /// The buffers holding the tools' rendered entries of the hash blob, `json.dumps([{"name",
     /// "schema"} sorted by name], sort_keys=True, ensure_ascii=False)` (shared with the catalogs
@@ -475,16 +475,31 @@ impl DeferredCatalog {
     }
 
     /// The catalog of converted `tools` whose entries are at `spans` in `rendered`: their name
-    /// order and the hash.
+    /// order and the hash. A large catalog builds its name set (which the setup made from it
+    /// asks for next) on a second thread meanwhile.
     fn assemble(tools: Vec<CatalogTool>, rendered: Vec<Arc<Block>>, spans: Vec<Span>, names: Names) -> Self {
-        let order = name_order(&names);
-        let hash = hash_entries(&order, |i| {
-            let (b, s, e) = spans[i];
-            &rendered[b].0[s..e]
-        });
+        let order_and_hash = || {
+            let order = name_order(&names);
+            let hash = hash_entries(&order, |i| {
+                let (b, s, e) = spans[i];
+                &rendered[b].0[s..e]
+            });
+            (order, hash)
+        };
+        let name_set = OnceLock::new();
+        let (order, hash) = if Split::for_machine(names.len(), PARALLEL_MIN_TOOLS, 2, 1).workers > 1 {
+            std::thread::scope(|scope| {
+                let set = scope.spawn(|| name_set_of(&names));
+                let order_and_hash = order_and_hash();
+                let _ = name_set.set(set.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+                order_and_hash
+            })
+        } else {
+            order_and_hash()
+        };
         Self {
             tools,
-            name_set: OnceLock::new(),
+            name_set,
             hash,
             rendered,
             order,
@@ -512,7 +527,12 @@ impl DeferredCatalog {
     }
 
     pub fn names(&self) -> &HashSet<String> {
-        self.name_set.get_or_init(|| self.tool_names().map(str::to_string).collect())
+        self.name_set()
+    }
+
+    /// The tools' names, shared (what a [`crate::DeferredToolSetup`] keeps).
+    pub fn name_set(&self) -> &Arc<HashSet<String>> {
+        self.name_set.get_or_init(|| name_set_of(&self.names))
     }
 
     /// The tools' names in catalog order (as `tools()[i].name()`), read side by side.
@@ -715,6 +735,11 @@ fn name_order(names: &Names) -> Vec<usize> {
         start = end;
     }
     keyed.into_iter().map(|(_, _, i)| i).collect()
+}
+
+/// The set of `names`.
+fn name_set_of(names: &Names) -> Arc<HashSet<String>> {
+    Arc::new((0..names.len()).map(|i| names.get(i).to_string()).collect())
 }
 
 /// Names side by side in one text: `text[ends[i - 1]..ends[i]]` is name `i`.

@@ -1,7 +1,8 @@
 //! Work over consecutive chunks of a list on a few threads, results in the list's order: how a
 //! large catalog renders its tools' entries on more than one core. Threads claim chunks one at a
-//! time, so a thread that gets no core (a busy machine) leaves its share to the others instead
-//! of holding up the result.
+//! time, so a thread that gets no core leaves its share to the others; and a helper thread is
+//! only started for a core that is idle right now (on a machine whose cores are all busy, a
+//! helper competes with the caller for the same time and the work came out slower).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -21,16 +22,37 @@ impl Split {
         Self { chunk: len.max(1), workers: 1 }
     }
 
-    /// A split of `len` items for this machine: on the calling thread alone below `min_len`
-    /// items or with one core, else on up to `max_workers` threads, each item list cut into
-    /// about `chunks_per_worker` chunks per thread (more chunks even out a thread that starts
-    /// late or runs slower; each chunk costs a little to start and to join).
+    /// A split of `len` items for this machine now: on the calling thread alone below `min_len`
+    /// items or when no other core is idle, else on up to `max_workers` threads (the caller and
+    /// one per idle core), the items cut into about `chunks_per_worker` chunks per thread (more
+    /// chunks even out a thread that starts late or runs slower; each chunk costs a little to
+    /// start and to join).
     pub fn for_machine(len: usize, min_len: usize, max_workers: usize, chunks_per_worker: usize) -> Self {
-        let workers = cores().min(max_workers).max(1);
-        if len < min_len || workers == 1 {
+        if len < min_len || max_workers <= 1 || cores() == 1 {
+            return Self::sequential(len);
+        }
+        let workers = (1 + idle_cores()).min(max_workers);
+        if workers == 1 {
             return Self::sequential(len);
         }
         Self { chunk: len.div_ceil(workers * chunks_per_worker.max(1)).max(1), workers }
+    }
+}
+
+/// Cores with nothing to run at this moment, besides the calling thread's: Linux's count of
+/// runnable tasks (`/proc/loadavg`'s fourth field, `running/total`, the caller among them)
+/// against [`cores`]. Where that count cannot be read, every other core counts as idle.
+fn idle_cores() -> usize {
+    let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    idle_of(&loadavg, cores())
+}
+
+/// [`idle_cores`] from the text of `/proc/loadavg`.
+fn idle_of(loadavg: &str, cores: usize) -> usize {
+    let running = loadavg.split_whitespace().nth(3).and_then(|f| f.split_once('/')).and_then(|(r, _)| r.parse().ok());
+    match running {
+        Some(running) => cores.saturating_sub(usize::max(running, 1)),
+        None => cores.saturating_sub(1),
     }
 }
 
@@ -149,6 +171,18 @@ mod tests {
             });
             assert_eq!(out, Err(120), "workers {workers}");
         }
+    }
+
+    /// Idle cores are the cores minus the runnable tasks, the caller among them.
+    #[test]
+    fn idle_cores_from_the_runnable_count() {
+        assert_eq!(idle_of("0.10 0.20 0.30 1/150 4242\n", 2), 1);
+        assert_eq!(idle_of("2.50 2.40 2.00 3/152 4242\n", 2), 0);
+        assert_eq!(idle_of("2.50 2.40 2.00 2/152 4242\n", 2), 0);
+        assert_eq!(idle_of("1.00 1.00 1.00 2/152 4242\n", 8), 6);
+        assert_eq!(idle_of("0.00 0.00 0.00 0/10 1\n", 4), 3, "the caller runs, whatever was read");
+        assert_eq!(idle_of("", 4), 3, "unreadable: every other core");
+        assert_eq!(idle_of("1 2 3 x/y 5", 2), 1);
     }
 
     #[test]
