@@ -82,25 +82,20 @@ where
     let chunk = split.chunk.max(1);
     let count = items.len().div_ceil(chunk);
     let workers = split.workers.clamp(1, count.max(1));
-    if workers == 1 {
-        let mut state = S::default();
-        let mut out = Vec::with_capacity(count.max(1));
-        if count <= 1 {
-            out.push(work(items, &mut state)?);
-            return Ok(out);
-        }
-        while !items.is_empty() {
-            let rest = items.split_off(chunk.min(items.len()));
-            out.push(work(std::mem::replace(&mut items, rest), &mut state)?);
-        }
-        return Ok(out);
+    if count <= 1 {
+        return Ok(vec![work(items, &mut S::default())?]);
     }
     // Cut from the back, so that each item moves once.
-    let mut chunks: Vec<Mutex<Vec<T>>> = Vec::with_capacity(count);
+    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(count);
     for start in (0..count).rev().map(|c| c * chunk) {
-        chunks.push(Mutex::new(items.split_off(start)));
+        chunks.push(items.split_off(start));
     }
     chunks.reverse();
+    if workers == 1 {
+        let mut state = S::default();
+        return chunks.into_iter().map(|c| work(c, &mut state)).collect();
+    }
+    let chunks: Vec<Mutex<Vec<T>>> = chunks.into_iter().map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let run = || {
