@@ -335,7 +335,8 @@ fn word_chars_differ(text: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct DeferredCatalog {
     tools: Vec<CatalogTool>,
-    /// The tools' names, when asked for.
+    /// The tools' names: built beside the hash for a large catalog with a core free, else when
+    /// asked for.
     name_set: OnceLock<Arc<HashSet<String>>>,
     hash: String,
     /// The buffers holding the tools' rendered entries of the hash blob, `json.dumps([{"name",
@@ -1078,7 +1079,8 @@ const MAX_RENDER_THREADS: usize = 4;
 const CHUNKS_PER_THREAD: usize = 8;
 
 /// Convert and render `sources` in order ([`render_run`]), in chunks on a few threads when there
-/// are enough of them (`split`: that split instead, for tests), the chunks joined in order. The
+/// are enough of them and cores idle for the helpers ([`Split::for_machine`]; `split`: that
+/// split instead, for tests), the chunks joined in order. The
 /// entries, spans, tools and kept entries are those of one run over all of them (tested); only
 /// the buffers they sit in differ.
 fn render_sources(sources: Vec<CatalogSource<'_>>, split: Option<Split>) -> Result<Rendered, ConvertError> {
