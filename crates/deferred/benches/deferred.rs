@@ -97,7 +97,7 @@ fn inputs(specs: &[ToolSpec]) -> Vec<DeferredToolInput> {
 
 /// A new version of one tool (its description changed), for a rebuild that keeps the others.
 fn one_changed(inputs: &[DeferredToolInput]) -> DeferredToolInput {
-    let mut t = inputs[4321].clone();
+    let mut t = inputs[4321 % inputs.len()].clone();
     t.description.push_str(" (v2)");
     t
 }
@@ -246,10 +246,13 @@ criterion_group! {
 fn main() {
     // `DEFERRED_PROFILE=render|new|rebuild|search|setup|again|trees|specs:N`: only that, N times, printing the
     // median and minimum; for a profiler, `perf stat`, or a side-by-side with another build.
+    // `DEFERRED_TOOLS=M`: a catalog of M tools instead of 10 000 (the size from which a build
+    // renders on more than one thread was measured with it).
     if let Ok(what) = std::env::var("DEFERRED_PROFILE") {
         let (what, n) = what.split_once(':').unwrap_or((what.as_str(), "20"));
         let n: usize = n.parse().unwrap_or(20);
-        let specs = specs(10_000);
+        let tools: usize = std::env::var("DEFERRED_TOOLS").ok().and_then(|m| m.parse().ok()).unwrap_or(10_000);
+        let specs = specs(tools);
         let inputs = inputs(&specs);
         let catalog = DeferredCatalog::new(inputs.clone()).expect("converts");
         // Only the inputs of the mode measured (more copies of the schemas in memory would

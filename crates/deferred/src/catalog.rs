@@ -13,6 +13,7 @@ use toolhost_core::{Tool, ToolSpec};
 
 use serde_json::Value;
 
+use crate::chunks::{map_chunks, Split};
 use crate::convert::{
     convert_tool, json_plain_schema, write_json_function_sorted, write_text_function_sorted, OpenAiFunction,
 };
@@ -334,8 +335,9 @@ fn word_chars_differ(text: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct DeferredCatalog {
     tools: Vec<CatalogTool>,
-    /// The tools' names, when asked for.
-    name_set: OnceLock<HashSet<String>>,
+    /// The tools' names: built beside the hash for a large catalog with a core free, else when
+    /// asked for.
+    name_set: OnceLock<Arc<HashSet<String>>>,
     hash: String,
     /// The buffers holding the tools' rendered entries of the hash blob, `json.dumps([{"name",
     /// "schema"} sorted by name], sort_keys=True, ensure_ascii=False)` (shared with the catalogs
@@ -411,10 +413,19 @@ impl DeferredCatalog {
     /// [`DeferredCatalog::new`] from tools parsed or as `serde_json` schemas (see
     /// [`CatalogSource`]): the same catalog and hash either way.
     pub fn from_sources<'a>(tools: impl IntoIterator<Item = CatalogSource<'a>>) -> Result<Self, ConvertError> {
+        Self::from_sources_split(tools, None)
+    }
+
+    /// [`DeferredCatalog::from_sources`], rendering on the threads `split` asks for (`None`:
+    /// as many as pay for this many tools on this machine).
+    fn from_sources_split<'a>(
+        tools: impl IntoIterator<Item = CatalogSource<'a>>,
+        split: Option<Split>,
+    ) -> Result<Self, ConvertError> {
         // Each tool is rendered right after its conversion (or its `$ref` check) walked its
         // schema, while that is still in cache, in catalog order (rendering in name order was
         // tried: walking the schemas out of their order in memory cost more than it saved).
-        let Rendered { bufs, spans, tools, names } = render_run(tools.into_iter())?;
+        let Rendered { bufs, spans, tools, names } = render_sources(tools.into_iter().collect(), split)?;
         Ok(Self::assemble(tools, bufs, spans, names))
     }
 
@@ -448,7 +459,7 @@ impl DeferredCatalog {
                 tools.push(tool);
             }
         }
-        render_run(added.into_iter())?.append_to(&mut tools, &mut buffers, &mut spans, &mut names);
+        render_sources(added.into_iter().collect(), None)?.append_to(&mut tools, &mut buffers, &mut spans, &mut names);
         // Kept entries stay in the buffers they were rendered into; once those hold more bytes
         // of dropped entries than of live ones, the live ones are copied into fresh buffers.
         let live: usize = spans.iter().map(|&(_, s, e)| e - s).sum();
@@ -465,16 +476,31 @@ impl DeferredCatalog {
     }
 
     /// The catalog of converted `tools` whose entries are at `spans` in `rendered`: their name
-    /// order and the hash.
+    /// order and the hash. A large catalog builds its name set (which the setup made from it
+    /// asks for next) on a second thread meanwhile.
     fn assemble(tools: Vec<CatalogTool>, rendered: Vec<Arc<Block>>, spans: Vec<Span>, names: Names) -> Self {
-        let order = name_order(&names);
-        let hash = hash_entries(&order, |i| {
-            let (b, s, e) = spans[i];
-            &rendered[b].0[s..e]
-        });
+        let order_and_hash = || {
+            let order = name_order(&names);
+            let hash = hash_entries(&order, |i| {
+                let (b, s, e) = spans[i];
+                &rendered[b].0[s..e]
+            });
+            (order, hash)
+        };
+        let name_set = OnceLock::new();
+        let (order, hash) = if Split::for_machine(names.len(), PARALLEL_MIN_TOOLS, 2, 1).workers > 1 {
+            std::thread::scope(|scope| {
+                let set = scope.spawn(|| name_set_of(&names));
+                let order_and_hash = order_and_hash();
+                let _ = name_set.set(set.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+                order_and_hash
+            })
+        } else {
+            order_and_hash()
+        };
         Self {
             tools,
-            name_set: OnceLock::new(),
+            name_set,
             hash,
             rendered,
             order,
@@ -502,7 +528,12 @@ impl DeferredCatalog {
     }
 
     pub fn names(&self) -> &HashSet<String> {
-        self.name_set.get_or_init(|| self.tool_names().map(str::to_string).collect())
+        self.name_set()
+    }
+
+    /// The tools' names, shared (what a [`crate::DeferredToolSetup`] keeps).
+    pub fn name_set(&self) -> &Arc<HashSet<String>> {
+        self.name_set.get_or_init(|| name_set_of(&self.names))
     }
 
     /// The tools' names in catalog order (as `tools()[i].name()`), read side by side.
@@ -707,6 +738,11 @@ fn name_order(names: &Names) -> Vec<usize> {
     keyed.into_iter().map(|(_, _, i)| i).collect()
 }
 
+/// The set of `names`.
+fn name_set_of(names: &Names) -> Arc<HashSet<String>> {
+    Arc::new((0..names.len()).map(|i| names.get(i).to_string()).collect())
+}
+
 /// Names side by side in one text: `text[ends[i - 1]..ends[i]]` is name `i`.
 #[derive(Debug, Clone, Default)]
 struct Names {
@@ -727,6 +763,13 @@ impl Names {
 
     fn len(&self) -> usize {
         self.ends.len()
+    }
+
+    /// Add `other`'s names after these.
+    fn append(&mut self, other: &Names) {
+        let offset = self.text.len();
+        self.text.push_str(&other.text);
+        self.ends.extend(other.ends.iter().map(|&e| e + offset));
     }
 
     fn with_capacity(n: usize) -> Self {
@@ -930,6 +973,7 @@ fn prefetch_addr(addr: usize, len: usize) {
 }
 
 /// Tools converted and rendered in catalog order: `bufs` holds their entries, at `spans`.
+#[derive(Default)]
 struct Rendered {
     bufs: Vec<Arc<Block>>,
     spans: Vec<Span>,
@@ -946,9 +990,7 @@ impl Rendered {
         spans: &mut Vec<Span>,
         names: &mut Names,
     ) {
-        for i in 0..self.names.len() {
-            names.push(self.names.get(i));
-        }
+        names.append(&self.names);
         let b = buffers.len();
         spans.extend(self.spans.into_iter().map(|(i, s, e)| (b + i, s, e)));
         buffers.extend(self.bufs);
@@ -1025,11 +1067,37 @@ impl Blocks {
     }
 }
 
-/// Convert and render `sources` in order into buffers of [`BLOCK`] bytes. (Rendering halves on
-/// two threads was measured: on a loaded two-core machine it was slower, 40-50 ms against 35-38
-/// ms for 10 000 tools.)
-fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Rendered, ConvertError> {
-    let sources: Vec<CatalogSource<'a>> = sources.collect();
+/// Tools from which a catalog renders its entries on more than one thread: below, starting a
+/// thread costs more than it saves (measured: see BENCHMARKS.md, "Deferred tools").
+const PARALLEL_MIN_TOOLS: usize = 1024;
+
+/// Threads rendering one catalog at most (the calling one included).
+const MAX_RENDER_THREADS: usize = 4;
+
+/// Chunks of tools per rendering thread: a thread that gets no core for a while (a busy
+/// machine) leaves the chunks it has not claimed to the others.
+const CHUNKS_PER_THREAD: usize = 8;
+
+/// Convert and render `sources` in order ([`render_run`]), in chunks on a few threads when there
+/// are enough of them and cores idle for the helpers ([`Split::for_machine`]; `split`: that
+/// split instead, for tests), the chunks joined in order. The
+/// entries, spans, tools and kept entries are those of one run over all of them (tested); only
+/// the buffers they sit in differ.
+fn render_sources(sources: Vec<CatalogSource<'_>>, split: Option<Split>) -> Result<Rendered, ConvertError> {
+    let split = split.unwrap_or_else(|| {
+        Split::for_machine(sources.len(), PARALLEL_MIN_TOOLS, MAX_RENDER_THREADS, CHUNKS_PER_THREAD)
+    });
+    let mut runs = map_chunks(sources, split, render_run)?.into_iter();
+    let mut all = runs.next().unwrap_or_default();
+    for run in runs {
+        run.append_to(&mut all.tools, &mut all.bufs, &mut all.spans, &mut all.names);
+    }
+    Ok(all)
+}
+
+/// Convert and render `sources` in order into buffers of [`BLOCK`] bytes, reading each schema
+/// text into `tape`.
+fn render_run(sources: Vec<CatalogSource<'_>>, tape: &mut Tape) -> Result<Rendered, ConvertError> {
     let n = sources.len();
     // Where each tool's schema text and name are, gathered first in one loop whose loads do not
     // wait on each other: the main loop then asks for a tool's text a few tools ahead, so that
@@ -1052,7 +1120,6 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
         .collect();
     let mut blocks = Blocks::default();
     let mut texts = String::new();
-    let mut tape = Tape::default();
     let mut spans = Vec::with_capacity(n);
     let mut pending = Vec::with_capacity(n);
     // Buffers of entries earlier catalogs rendered for these same tools (see `CachedEntry`);
@@ -1094,7 +1161,7 @@ fn render_run<'a>(sources: impl Iterator<Item = CatalogSource<'a>>) -> Result<Re
             texts.reserve(n * ENTRY_GUESS);
         }
         let full = blocks.done.len();
-        let (p, span) = blocks.push(|out| add_source(t, out, &mut texts, &mut tape));
+        let (p, span) = blocks.push(|out| add_source(t, out, &mut texts, tape));
         let p = p?;
         // A tool converted here from a tree (`Ready`: a `$ref`, an exact schema) is converted
         // again next time; one rendered straight from its schema keeps its entry.
@@ -1248,6 +1315,153 @@ mod tests {
 
     fn input(name: &str, description: &str, schema: &str) -> DeferredToolInput {
         DeferredToolInput::from_schema_text(name, description, schema).unwrap()
+    }
+
+    /// An MCP tool as the host holds it: its schema's text (or none) and room for its entry.
+    struct SlotTool(ToolSpec, Option<String>, toolhost_core::CatalogSlot);
+
+    #[async_trait::async_trait]
+    impl Tool for SlotTool {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        fn parameters_text(&self) -> Option<&str> {
+            self.1.as_deref()
+        }
+        fn catalog_slot(&self) -> Option<&toolhost_core::CatalogSlot> {
+            Some(&self.2)
+        }
+        async fn call(&self, _ctx: &toolhost_core::CallContext, _args: Value) -> toolhost_core::ToolOutcome {
+            toolhost_core::ToolOutcome::text("")
+        }
+    }
+
+    /// Rendering in chunks on several threads builds the catalog one run over the tools builds:
+    /// the same entries per tool, hash, names, functions and answers, every kind of source mixed
+    /// (tools with and without schema text, `serde_json` schemas, parsed ones with `$ref`), the
+    /// entries kept in the tools and reused by the next build, and the first failing tool's error.
+    #[test]
+    fn chunks_on_threads_build_the_one_run_catalog() {
+        let mut values: Vec<Value> = Vec::new();
+        let mut specs: Vec<ToolSpec> = Vec::new();
+        for i in 0..3000 {
+            let schema = serde_json::json!({
+                "type": "object",
+                "title": format!("Args{i}"),
+                "properties": {
+                    "id": {"type": "string", "title": "Id", "description": format!("Item {i} ✓")},
+                    "ratio": {"type": "number", "default": 0.5 + i as f64},
+                    "mode": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null}
+                },
+                "required": ["id"]
+            });
+            values.push(schema.clone());
+            specs.push(ToolSpec {
+                name: format!("{}_{i}", ["zeta", "alpha", "mid"][i % 3]),
+                description: if i % 5 == 0 { String::new() } else { format!("tool {i}") },
+                parameters: schema,
+                group: None,
+                source: toolhost_core::ToolSource::Mcp { server: "s".into() },
+            });
+        }
+        let with_ref = r##"{"properties":{"a":{"$ref":"#/$defs/X"}},"$defs":{"X":{"type":"integer","title":"X"}}}"##;
+        let tools: Vec<Arc<dyn Tool>> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let text = (i % 4 != 1).then(|| serde_json::to_string(&s.parameters).unwrap());
+                Arc::new(SlotTool(s.clone(), text, Default::default())) as Arc<dyn Tool>
+            })
+            .collect();
+        let parsed: Vec<DeferredToolInput> =
+            (0..40).map(|i| input(&format!("ref_{i}"), "with a $ref", with_ref)).collect();
+        let sources = || -> Vec<CatalogSource<'_>> {
+            let mut all: Vec<CatalogSource<'_>> = Vec::new();
+            for (i, t) in tools.iter().enumerate() {
+                all.push(match i % 7 {
+                    3 => CatalogSource::from_spec(&specs[i]),
+                    _ => CatalogSource::Tool(t.clone()),
+                });
+                if i % 75 == 0 {
+                    all.push(CatalogSource::Parsed(parsed[i / 75].clone()));
+                }
+            }
+            all
+        };
+        let n = sources().len();
+        let entries = |c: &DeferredCatalog| (0..c.len()).map(|i| c.entry(i).to_string()).collect::<Vec<_>>();
+        // A first build on threads fills the slots; the one-run build after it reuses them.
+        let split = Split { chunk: 97, workers: 3 };
+        let threaded = DeferredCatalog::from_sources_split(sources(), Some(split)).unwrap();
+        let kept: Vec<_> = tools.iter().map(|t| t.catalog_slot().unwrap().get().cloned()).collect();
+        assert!(kept.iter().filter(|k| k.is_some()).count() > 2000, "rendered entries are kept in the tools");
+        let again = DeferredCatalog::from_sources_split(sources(), Some(Split::sequential(n))).unwrap();
+        for (t, before) in tools.iter().zip(&kept) {
+            let now = t.catalog_slot().unwrap().get();
+            assert_eq!(now.map(Arc::as_ptr), before.as_ref().map(Arc::as_ptr), "{}: the kept entry", t.spec().name);
+        }
+        // A first build in one run, of the same tools listed afresh.
+        let fresh: Vec<Arc<dyn Tool>> = tools
+            .iter()
+            .map(|t| {
+                let text = t.parameters_text().map(str::to_string);
+                Arc::new(SlotTool(t.spec().clone(), text, Default::default())) as Arc<dyn Tool>
+            })
+            .collect();
+        let fresh_sources: Vec<CatalogSource<'_>> = sources()
+            .into_iter()
+            .map(|s| match s {
+                CatalogSource::Tool(t) => {
+                    let i = tools.iter().position(|u| Arc::ptr_eq(u, &t)).unwrap();
+                    CatalogSource::Tool(fresh[i].clone())
+                }
+                other => other,
+            })
+            .collect();
+        let one_run = DeferredCatalog::from_sources_split(fresh_sources, Some(Split::sequential(n))).unwrap();
+        for (label, c) in [("threaded", &threaded), ("again", &again)] {
+            assert_eq!(c.len(), n);
+            assert_eq!(c.hash(), one_run.hash(), "{label}");
+            assert_eq!(c.hash_blob(), one_run.hash_blob(), "{label}");
+            assert_eq!(entries(c), entries(&one_run), "{label}");
+            assert!(c.tool_names().eq(one_run.tool_names()), "{label}");
+            assert!(c.tool_names().eq(c.tools().iter().map(CatalogTool::name)), "{label}");
+            for (a, b) in c.tools().iter().zip(one_run.tools()) {
+                assert_eq!(a.description(), b.description(), "{label}");
+                assert_eq!(*a.function, *b.function, "{label}: {}", a.name());
+            }
+            let found =
+                |c: &DeferredCatalog| c.search("tool 12").iter().map(|t| t.name()).collect::<Vec<_>>().join(",");
+            assert_eq!(found(c), found(&one_run), "{label}");
+        }
+        assert_eq!(threaded.compute_hash(), threaded.hash());
+        // The kept entries are the entries (tools rendered from their text or tree).
+        for (i, t) in tools.iter().enumerate() {
+            if let Some(entry) = t.catalog_slot().unwrap().get().and_then(|c| c.downcast_ref::<CachedEntry>()) {
+                let text = &entry.block.0[entry.start..entry.end];
+                let position = threaded.tools().iter().position(|c| c.name() == t.spec().name).unwrap();
+                assert_eq!(text, threaded.entry(position), "tool {i}");
+            }
+        }
+        // A rebuild of the threaded catalog is a fresh build.
+        let changed = input("alpha_1", "changed", with_ref);
+        let rebuilt = threaded.rebuild(|t| t.name() != "alpha_1", [changed.clone()]).unwrap();
+        let mut expected = sources();
+        expected.retain(|s| !matches!(s, CatalogSource::Tool(t) if t.spec().name == "alpha_1"));
+        expected.push(CatalogSource::Parsed(changed));
+        assert_eq!(rebuilt.hash_blob(), DeferredCatalog::from_sources(expected).unwrap().hash_blob());
+        // The error is the first failing tool's, on threads as in one run.
+        let bad = |name: &str| input(name, "", r##"{"properties":{"a":{"$ref":"#/$defs/Missing"}}}"##);
+        let failing = || {
+            let mut all = sources();
+            all.insert(2500, CatalogSource::Parsed(bad("late")));
+            all.insert(700, CatalogSource::Parsed(bad("early")));
+            all
+        };
+        let one = DeferredCatalog::from_sources_split(failing(), Some(Split::sequential(n + 2))).unwrap_err();
+        let many = DeferredCatalog::from_sources_split(failing(), Some(split)).unwrap_err();
+        assert_eq!(many, one);
+        assert!(one.to_string().contains("'early'"), "{one}");
     }
 
     /// A rebuilt catalog is the catalog built from scratch from the kept tools and the added

@@ -33,7 +33,7 @@ impl std::fmt::Debug for DeferredToolSetup {
 impl DeferredToolSetup {
     /// The populated setup for a catalog (at least one tool).
     pub fn from_catalog(catalog: DeferredCatalog) -> Self {
-        let deferred_names = Arc::new(catalog.tool_names().map(str::to_string).collect());
+        let deferred_names = catalog.name_set().clone();
         let catalog_hash = Some(catalog.hash().to_string());
         Self { tool_search: Some(Arc::new(ToolSearchTool::new(Arc::new(catalog)))), deferred_names, catalog_hash }
     }

@@ -3,6 +3,7 @@
 //! deferred filter that hides and gates unpromoted MCP tools, and MCP routing auto-promotion.
 
 pub mod catalog;
+mod chunks;
 pub mod config;
 pub mod convert;
 pub mod error;
