@@ -864,17 +864,16 @@ impl ServerHandler for McpSessionHandler {
         }
         // Protocol 2026-07-28 lets a server send no requests: the tool's questions go to the
         // client in the result, and it sends the call again with the answers (SEP-2322).
-        let round = match cx.protocol_version().is_some_and(|v| !v.has_initialize()) {
-            true => {
-                // Bound to the thread only when the client names it: a request that does not
-                // gets a fresh thread each time, as there is no session to keep one.
-                let named = (thread != self.thread).then_some(thread.as_str());
-                let call = call_binding(named, &name, &args);
-                let capabilities = cx.client_capabilities().unwrap_or_default();
-                let round = Round::start(&served.state_seal, &call, state.as_deref(), responses, capabilities)?;
-                Some((round, call))
-            }
-            false => None,
+        let round = if cx.protocol_version().is_some_and(|v| !v.has_initialize()) {
+            // Bound to the thread only when the client names it: a request that does not gets a
+            // fresh thread each time, as there is no session to keep one.
+            let named = (thread != self.thread).then_some(thread.as_str());
+            let call = call_binding(named, &name, &args);
+            let capabilities = cx.client_capabilities().unwrap_or_default();
+            let round = Round::start(&served.state_seal, &call, state.as_deref(), responses, capabilities)?;
+            Some((round, call))
+        } else {
+            None
         };
         let _in_use = self.keeper.enter(&thread, true);
         // A client's `notifications/cancelled` cancels `cx.ct`; the signal carries that into the
