@@ -17,9 +17,17 @@ fn main() {
     let guest_ws = root.join("guest-tools");
     let target_dir = outer_target_dir().join("guest");
     println!("cargo:rerun-if-changed={}", guest_ws.join("Cargo.toml").display());
-    for dir in
-        ["sdk", "hello", "hostile", "legacy-hello", "legacy-v0-2", "sandbox-fs", "community", "conformance-fixture"]
-    {
+    for dir in [
+        "sdk",
+        "hello",
+        "hostile",
+        "legacy-hello",
+        "legacy-v0-2",
+        "legacy-v0-3",
+        "sandbox-fs",
+        "community",
+        "conformance-fixture",
+    ] {
         println!("cargo:rerun-if-changed={}", guest_ws.join(dir).display());
     }
     println!("cargo:rerun-if-changed={}", root.join("wit").display());

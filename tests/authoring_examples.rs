@@ -371,7 +371,7 @@ impl Reader {
     }
 }
 
-// ---- both languages: asking the client (toolhost:tool@0.3.0) ----
+// ---- both languages: asking the client (toolhost:tool@0.4.0) ----
 
 /// `ask_user` of component `wasm`: granted, the embedder's client gets the question and the
 /// prompt and its answers come back, with an embedded resource; without the grant the SDK call

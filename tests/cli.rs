@@ -155,7 +155,7 @@ fn inspect_shows_tools_imports_and_digest() {
     use sha2::Digest;
     let digest = hex::encode(sha2::Sha256::digest(std::fs::read(&wasm).unwrap()));
     assert!(out.contains(&digest), "{out}");
-    assert!(out.contains("toolhost:tool/tool@0.3.0") && out.contains("interface: toolhost:tool@0.3.0"), "{out}");
+    assert!(out.contains("toolhost:tool/tool@0.4.0") && out.contains("interface: toolhost:tool@0.4.0"), "{out}");
     assert!(out.contains("wasi:filesystem"), "{out}");
     assert!(out.contains("spin") && out.contains("\"path\""), "{out}");
 }

@@ -24,7 +24,7 @@ use paths::root;
 use serve_harness::{call, http_session, HttpServer};
 
 /// The fixture's tools, as the suite names them.
-const FIXTURE_TOOLS: [&str; 28] = [
+const FIXTURE_TOOLS: [&str; 29] = [
     "test_simple_text",
     "test_image_content",
     "test_audio_content",
@@ -51,6 +51,7 @@ const FIXTURE_TOOLS: [&str; 28] = [
     "test_input_required_result_multiple_inputs",
     "test_input_required_result_multi_round",
     "test_input_required_result_capabilities",
+    "test_input_required_result_list_roots",
     "confirm_delete",
     "multi_input",
 ];
@@ -73,9 +74,9 @@ fn extra_keys(tool: &str) -> &'static str {
         | "test_input_required_result_multi_round"
         | "confirm_delete"
         | "multi_input" => ", capabilities: {client: [elicitation]}",
-        "test_input_required_result_multiple_inputs" | "test_input_required_result_capabilities" => {
-            ", capabilities: {client: [elicitation, sampling]}"
-        }
+        "test_input_required_result_capabilities" => ", capabilities: {client: [elicitation, sampling]}",
+        "test_input_required_result_multiple_inputs" => ", capabilities: {client: [elicitation, sampling, roots]}",
+        "test_input_required_result_list_roots" => ", capabilities: {client: [roots]}",
         _ => "",
     }
 }

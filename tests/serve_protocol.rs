@@ -606,6 +606,7 @@ fn a_2026_client_is_asked_in_rounds_and_the_state_cannot_be_forged() {
         ("test_input_required_result_multi_round", ", capabilities: {client: [elicitation]}"),
         ("test_input_required_result_capabilities", ", capabilities: {client: [elicitation, sampling]}"),
         ("test_input_required_result_elicitation", ""),
+        ("test_input_required_result_list_roots", ", capabilities: {client: [roots]}"),
     ]);
     let server = HttpServer::start(&s, &[]);
     let version = "2026-07-28";
@@ -705,6 +706,20 @@ fn a_2026_client_is_asked_in_rounds_and_the_state_cannot_be_forged() {
     let reply = messages(&body).pop().unwrap();
     assert!(reply["result"].get("inputRequests").is_none(), "{reply}");
     assert!(reply["result"]["content"][0]["text"].as_str().unwrap().contains("does not offer elicitation"), "{reply}");
+
+    // A component's own key (WIT 0.4.0) is the key the client sees, and roots are asked too.
+    let roots_tool = "test_input_required_result_list_roots";
+    let roots_caps = json!({"roots": {}});
+    let (_, reply) = call(20, roots_tool, "mrtr-a", json!({}), roots_caps.clone());
+    let (key, request, state) = only_request(&reply);
+    assert_eq!((key.as_str(), request["method"].as_str()), ("client_roots", Some("roots/list")), "{reply}");
+    let roots = json!({"roots": [{"uri": "file:///home/ada/project", "name": "project"}]});
+    let answered = json!({"inputResponses": {"client_roots": roots}, "requestState": state});
+    let (_, reply) = call(21, roots_tool, "mrtr-a", answered, roots_caps);
+    assert_eq!(reply["result"]["content"][0]["text"], "Roots: file:///home/ada/project", "{reply}");
+    // A client that offers no roots is not asked.
+    let (_, reply) = call(22, roots_tool, "mrtr-a", json!({}), both.clone());
+    assert!(reply["result"]["content"][0]["text"].as_str().unwrap().contains("does not offer roots"), "{reply}");
 
     // ask_clarification is asked the same way; a client that cannot elicit gets DeerFlow's
     // question with the pause mark, as over a session.

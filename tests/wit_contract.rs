@@ -82,7 +82,7 @@ async fn components_of_both_versions_work_in_one_config() {
     let rt = env.host.runtime();
     let legacy = rt.load(&ComponentRef::File { path: legacy_wasm(), sha256: None }, &|_| None).unwrap();
     let hello = rt.load(&ComponentRef::Bundled("hello".into()), &toolhost::bundled::bytes).unwrap();
-    assert_eq!((legacy.interface, hello.interface), (InterfaceVersion::V0_1, InterfaceVersion::V0_3));
+    assert_eq!((legacy.interface, hello.interface), (InterfaceVersion::V0_1, InterfaceVersion::V0_4));
 
     // One turn calls both, concurrently: each goes through its own version's bindings.
     let turn = vec![
@@ -470,7 +470,8 @@ fn inspect_reports_the_interface_version() {
     for (wasm, version) in [
         (legacy_wasm(), "toolhost:tool@0.1.0"),
         (Path::new(toolhost::bundled::GUEST_DIR).join("legacy_v0_2.wasm"), "toolhost:tool@0.2.0"),
-        (Path::new(toolhost::bundled::GUEST_DIR).join("hello.wasm"), "toolhost:tool@0.3.0"),
+        (Path::new(toolhost::bundled::GUEST_DIR).join("legacy_v0_3.wasm"), "toolhost:tool@0.3.0"),
+        (Path::new(toolhost::bundled::GUEST_DIR).join("hello.wasm"), "toolhost:tool@0.4.0"),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_toolhost"))
             .arg("inspect")
@@ -816,6 +817,30 @@ async fn embedded_resources_reach_the_outcome_and_hostile_ones_are_refused() {
         assert!(err && text.contains("an embedded resource named") && text.contains("is refused"), "{uri}: {text}");
         assert!(!text.contains("forged"), "{text}");
     }
+    assert_ok_still_works(&env.host).await;
+}
+
+/// A 0.3.0 component (built before keys and roots) runs unchanged: its embedded resource comes
+/// through and its question without a key reaches the embedder's client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_0_3_0_component_runs_unchanged_next_to_0_4_0_ones() {
+    let wasm = Path::new(toolhost::bundled::GUEST_DIR).join("legacy_v0_3.wasm");
+    let env = host_with(&format!(
+        "tools:\n  - {{name: legacy3_ask, group: g, use: \"{}:legacy3_ask\", capabilities: {{client: [elicitation]}}}}\n  - {{name: ok, group: g, use: \"{{hostile}}:ok\"}}\n",
+        wasm.display()
+    ));
+    let c = env.host.runtime().load(&ComponentRef::File { path: wasm, sha256: None }, &|_| None).unwrap();
+    assert_eq!(c.interface, InterfaceVersion::V0_3);
+    let client = Arc::new(RecordingClient::default());
+    let opts = toolhost::CallOptions {
+        client: Some(toolhost::core::Client::new(client.clone())),
+        ..toolhost::CallOptions::default()
+    };
+    let r = env.host.call_with(&AssemblyRequest::default(), "t1", "legacy3_ask", json!({}), None, opts).await.unwrap();
+    assert!(!r.outcome.is_error(), "{}", r.outcome.text_content());
+    assert_eq!(r.outcome.content[0], ContentPart::Text { text: "Hello, Ada. (toolhost:tool@0.3.0)".into() });
+    assert!(matches!(&r.outcome.content[1], ContentPart::Resource { .. }), "{:?}", r.outcome.content);
+    assert_eq!(client.asked.lock().unwrap().len(), 1);
     assert_ok_still_works(&env.host).await;
 }
 

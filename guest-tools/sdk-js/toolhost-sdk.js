@@ -36,8 +36,8 @@
 //   tool's `capabilities.filesystem` grant opens; anything else throws `FileNotFoundError`.
 
 import { getDirectories } from "wasi:filesystem/preopens@0.2.12";
-import { log as hostLog, progress as hostProgress } from "toolhost:tool/host@0.3.0";
-import { elicit as hostElicit, createMessage as hostCreateMessage } from "toolhost:tool/client@0.3.0";
+import { log as hostLog, progress as hostProgress } from "toolhost:tool/host@0.4.0";
+import { elicit as hostElicit, createMessage as hostCreateMessage } from "toolhost:tool/client@0.4.0";
 
 /** A tool's answer. */
 export class Output {

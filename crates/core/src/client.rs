@@ -72,6 +72,39 @@ pub trait ClientRequests: Send + Sync {
 
     /// Ask the client's model for a completion (MCP `sampling/createMessage`).
     async fn create_message(&self, request: SamplingRequest) -> Result<SamplingAnswer, String>;
+
+    /// [`Self::elicit`] under the tool's own key for the question. The key matters to clients
+    /// that answer in rounds (MCP 2026-07-28); the default ignores it.
+    async fn elicit_as(
+        &self,
+        key: Option<String>,
+        message: String,
+        requested_schema: Value,
+    ) -> Result<Elicited, String> {
+        let _ = key;
+        self.elicit(message, requested_schema).await
+    }
+
+    /// [`Self::create_message`] under the tool's own key (see [`Self::elicit_as`]).
+    async fn create_message_as(&self, key: Option<String>, request: SamplingRequest) -> Result<SamplingAnswer, String> {
+        let _ = key;
+        self.create_message(request).await
+    }
+
+    /// The client's roots (MCP `roots/list`), under the tool's key if given. The default: none
+    /// to give.
+    async fn list_roots(&self, key: Option<String>) -> Result<Vec<Root>, String> {
+        let _ = key;
+        Err("this client offers no roots".into())
+    }
+}
+
+/// A root the client exposes (MCP `roots/list`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Root {
+    /// A `file://` URI on the client's side.
+    pub uri: String,
+    pub name: Option<String>,
 }
 
 /// A shared client is a client: an embedder keeps its own `Arc` to look at what was asked.
@@ -83,6 +116,23 @@ impl<T: ClientRequests + ?Sized> ClientRequests for Arc<T> {
 
     async fn create_message(&self, request: SamplingRequest) -> Result<SamplingAnswer, String> {
         (**self).create_message(request).await
+    }
+
+    async fn elicit_as(
+        &self,
+        key: Option<String>,
+        message: String,
+        requested_schema: Value,
+    ) -> Result<Elicited, String> {
+        (**self).elicit_as(key, message, requested_schema).await
+    }
+
+    async fn create_message_as(&self, key: Option<String>, request: SamplingRequest) -> Result<SamplingAnswer, String> {
+        (**self).create_message_as(key, request).await
+    }
+
+    async fn list_roots(&self, key: Option<String>) -> Result<Vec<Root>, String> {
+        (**self).list_roots(key).await
     }
 }
 
@@ -103,6 +153,30 @@ impl Client {
     /// See [`ClientRequests::create_message`].
     pub async fn create_message(&self, request: SamplingRequest) -> Result<SamplingAnswer, String> {
         self.0.create_message(request).await
+    }
+
+    /// See [`ClientRequests::elicit_as`].
+    pub async fn elicit_as(
+        &self,
+        key: Option<String>,
+        message: String,
+        requested_schema: Value,
+    ) -> Result<Elicited, String> {
+        self.0.elicit_as(key, message, requested_schema).await
+    }
+
+    /// See [`ClientRequests::create_message_as`].
+    pub async fn create_message_as(
+        &self,
+        key: Option<String>,
+        request: SamplingRequest,
+    ) -> Result<SamplingAnswer, String> {
+        self.0.create_message_as(key, request).await
+    }
+
+    /// See [`ClientRequests::list_roots`].
+    pub async fn list_roots(&self, key: Option<String>) -> Result<Vec<Root>, String> {
+        self.0.list_roots(key).await
     }
 }
 

@@ -11,7 +11,7 @@ pub mod tool;
 pub mod untrusted;
 
 pub use client::{
-    Client, ClientRequests, ElicitAction, Elicited, Role, SamplingAnswer, SamplingMessage, SamplingRequest,
+    Client, ClientRequests, ElicitAction, Elicited, Role, Root, SamplingAnswer, SamplingMessage, SamplingRequest,
 };
 pub use paths::{ThreadPaths, VIRTUAL_ACP, VIRTUAL_SKILLS, VIRTUAL_USER_DATA};
 pub use state::{StateUpdate, ThreadState};

@@ -185,9 +185,16 @@ fn sampling(_: &Context, a: SamplingArgs) -> Output {
     }
 }
 
-/// An elicitation's accepted answer, field `field` as text.
+/// An elicitation's accepted answer, field `field` as text; asked under `key` when given.
 fn answer_field(message: &str, schema: Value, field: &str) -> Result<String, String> {
-    let a = toolhost_sdk::elicit(message, &schema)?;
+    answer_field_as(None, message, schema, field)
+}
+
+fn answer_field_as(key: Option<&str>, message: &str, schema: Value, field: &str) -> Result<String, String> {
+    let a = match key {
+        Some(key) => toolhost_sdk::elicit_as(key, message, &schema)?,
+        None => toolhost_sdk::elicit(message, &schema)?,
+    };
     if a.action != ElicitAction::Accept {
         return Err(format!("the user did not answer ({:?})", a.action));
     }
@@ -202,9 +209,9 @@ fn one_field(field: &str, kind: &str) -> Value {
     json!({"type": "object", "properties": {field: {"type": kind}}, "required": [field]})
 }
 
-/// SEP-2322: the user's name, then a greeting.
+/// SEP-2322: the user's name (under the key the suite names), then a greeting.
 fn input_required_elicitation(_: &Context, _: NoArgs) -> Output {
-    match answer_field("What is your name?", one_field("name", "string"), "name") {
+    match answer_field_as(Some("user_name"), "What is your name?", one_field("name", "string"), "name") {
         Ok(name) => Output::text(format!("Hello, {name}!")),
         Err(e) => Output::error(format!("Elicitation failed: {e}")),
     }
@@ -226,14 +233,26 @@ fn input_required_confirm(_: &Context, _: NoArgs) -> Output {
     }
 }
 
-/// SEP-2322: a name and a greeting from the model, asked together in one round (both questions
-/// are asked before either answer is needed).
+/// SEP-2322: a name, a greeting from the model and the client's roots, asked together in one
+/// round (every question is asked before any answer is needed).
 fn input_required_multiple(_: &Context, _: NoArgs) -> Output {
-    let name = answer_field("What is your name?", one_field("name", "string"), "name");
-    let greeting = toolhost_sdk::create_message(&[(Role::User, "Generate a greeting")], None, 50);
-    match (name, greeting) {
-        (Ok(name), Ok(g)) => Output::text(format!("{} {name}", g.text)),
-        (Err(e), _) | (_, Err(e)) => Output::error(format!("Input failed: {e}")),
+    let name = answer_field_as(Some("user_name"), "What is your name?", one_field("name", "string"), "name");
+    let greeting = toolhost_sdk::create_message_as("greeting", &[(Role::User, "Generate a greeting")], None, 50);
+    let roots = toolhost_sdk::list_roots(Some("client_roots"));
+    match (name, greeting, roots) {
+        (Ok(name), Ok(g), Ok(roots)) => Output::text(format!("{} {name} ({} roots)", g.text, roots.len())),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Output::error(format!("Input failed: {e}")),
+    }
+}
+
+/// SEP-2322: the client's roots, named in the result.
+fn input_required_list_roots(_: &Context, _: NoArgs) -> Output {
+    match toolhost_sdk::list_roots(Some("client_roots")) {
+        Ok(roots) => {
+            let uris: Vec<String> = roots.into_iter().map(|r| r.uri).collect();
+            Output::text(format!("Roots: {}", uris.join(", ")))
+        }
+        Err(e) => Output::error(format!("roots/list failed: {e}")),
     }
 }
 
@@ -437,6 +456,7 @@ toolhost_sdk::export_tools!(
     tool("test_input_required_result_tampered_state", "Asks for a confirmation.", input_required_confirm),
     tool("test_input_required_result_multiple_inputs", "Asks the user and the model at once.", input_required_multiple),
     tool("test_input_required_result_multi_round", "Asks a name, then a colour.", input_required_multi_round),
+    tool("test_input_required_result_list_roots", "Asks the client for its roots.", input_required_list_roots),
     tool("test_input_required_result_capabilities", "Asks the user and the model.", input_required_capabilities),
     tool("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100, 50 ms apart.", tool_with_progress),
     tool("test_tool_with_logging", "Writes three log lines, 50 ms apart.", tool_with_logging),

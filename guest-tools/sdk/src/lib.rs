@@ -18,7 +18,7 @@
 //! toolhost_sdk::export_tools!(tool("hello", "Greet someone by name.", hello));
 //! ```
 //!
-//! A result is a list of blocks (`toolhost:tool@0.3.0`): text, images, audio, resource links and
+//! A result is a list of blocks (`toolhost:tool@0.4.0`): text, images, audio, resource links and
 //! embedded resources (`Output::text("chart:").with_block(Block::image(png, "image/png"))`). A
 //! long call may report its progress with [`progress`]; the sandbox settings arrive typed as
 //! [`Context::sandbox`]. A tool granted `capabilities.client` may ask the MCP client's user
@@ -436,7 +436,17 @@ pub struct Elicited {
 /// ask at most 16 times (elicitation and sampling together); otherwise the error says which.
 /// The call's deadline keeps running while the user answers.
 pub fn elicit(message: &str, requested_schema: &Value) -> Result<Elicited, String> {
-    let a = bindings::toolhost::tool::client::elicit(message, &requested_schema.to_string())?;
+    elicited(bindings::toolhost::tool::client::elicit(message, &requested_schema.to_string())?)
+}
+
+/// [`elicit`] under your own key for the question (1-64 characters of `A-Z a-z 0-9 _ - .`). A
+/// client of MCP 2026-07-28 answers in rounds, and sees this key; without one the host makes
+/// one from the question.
+pub fn elicit_as(key: &str, message: &str, requested_schema: &Value) -> Result<Elicited, String> {
+    elicited(bindings::toolhost::tool::client::elicit_as(key, message, &requested_schema.to_string())?)
+}
+
+fn elicited(a: bindings::toolhost::tool::client::ElicitAnswer) -> Result<Elicited, String> {
     let content = match a.content {
         Some(text) => Some(serde_json::from_str(&text).map_err(|e| format!("the answer is not JSON: {e}"))?),
         None => None,
@@ -455,8 +465,26 @@ pub fn create_message(
     system_prompt: Option<&str>,
     max_tokens: u32,
 ) -> Result<SamplingAnswer, String> {
+    bindings::toolhost::tool::client::create_message(&sampling_request(messages, system_prompt, max_tokens))
+}
+
+/// [`create_message`] under your own key (see [`elicit_as`]).
+pub fn create_message_as(
+    key: &str,
+    messages: &[(Role, &str)],
+    system_prompt: Option<&str>,
+    max_tokens: u32,
+) -> Result<SamplingAnswer, String> {
+    bindings::toolhost::tool::client::create_message_as(key, &sampling_request(messages, system_prompt, max_tokens))
+}
+
+fn sampling_request(
+    messages: &[(Role, &str)],
+    system_prompt: Option<&str>,
+    max_tokens: u32,
+) -> bindings::toolhost::tool::client::SamplingRequest {
     use bindings::toolhost::tool::client as c;
-    let request = c::SamplingRequest {
+    c::SamplingRequest {
         messages: messages
             .iter()
             .map(|(role, text)| c::SamplingMessage { role: *role, text: text.to_string() })
@@ -464,8 +492,16 @@ pub fn create_message(
         system_prompt: system_prompt.map(str::to_string),
         max_tokens,
         temperature: None,
-    };
-    c::create_message(&request)
+    }
+}
+
+/// A root the client exposes: a `file://` URI on its side (a component cannot open it).
+pub use bindings::toolhost::tool::client::Root;
+
+/// The MCP client's roots (`roots/list`), under your key if given. Needs `capabilities.client:
+/// [roots]` and a client that offers roots.
+pub fn list_roots(key: Option<&str>) -> Result<Vec<Root>, String> {
+    bindings::toolhost::tool::client::list_roots(key)
 }
 
 #[doc(hidden)]

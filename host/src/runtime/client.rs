@@ -5,7 +5,7 @@
 //! (the call's future is bounded by it).
 
 use serde_json::Value;
-use toolhost_core::{Client, Elicited, SamplingAnswer, SamplingRequest};
+use toolhost_core::{Client, Elicited, Root, SamplingAnswer, SamplingRequest};
 
 use super::capabilities::{ClientGrant, ClientRequest};
 
@@ -36,7 +36,7 @@ impl ClientRelay {
     fn admit(&mut self, kind: ClientRequest) -> Result<Client, String> {
         if !self.grant.allows(kind) {
             return Err(format!(
-                "{} is not granted: the tool's config must list it in capabilities.client ([elicitation, sampling])",
+                "{} is not granted: the tool's config must list it in capabilities.client ([elicitation, sampling, roots])",
                 kind.name()
             ));
         }
@@ -54,11 +54,13 @@ impl ClientRelay {
         Ok(client)
     }
 
-    /// `client.elicit`: `schema` is JSON text of an object schema.
-    pub async fn elicit(&mut self, message: String, schema: &str) -> Result<Elicited, String> {
+    /// `client.elicit` (`key`: the component's own key, `elicit-as`): `schema` is JSON text of an
+    /// object schema.
+    pub async fn elicit(&mut self, key: Option<String>, message: String, schema: &str) -> Result<Elicited, String> {
+        check_key(key.as_deref())?;
         let schema = check_elicitation(&message, schema)?;
         let client = self.admit(ClientRequest::Elicitation)?;
-        let answer = client.elicit(message, schema).await.map_err(|e| format!("elicitation failed: {e}"))?;
+        let answer = client.elicit_as(key, message, schema).await.map_err(|e| format!("elicitation failed: {e}"))?;
         let size = answer.content.as_ref().map_or(0, |c| c.to_string().len());
         if size > MAX_ANSWER_BYTES {
             return Err(format!("the client's answer is {size} bytes, over the limit of {MAX_ANSWER_BYTES}"));
@@ -66,13 +68,51 @@ impl ClientRelay {
         Ok(answer)
     }
 
-    /// `client.create-message`.
-    pub async fn create_message(&mut self, request: SamplingRequest) -> Result<SamplingAnswer, String> {
+    /// `client.create-message` (`key`: `create-message-as`).
+    pub async fn create_message(
+        &mut self,
+        key: Option<String>,
+        request: SamplingRequest,
+    ) -> Result<SamplingAnswer, String> {
+        check_key(key.as_deref())?;
         check_sampling(&request)?;
         let client = self.admit(ClientRequest::Sampling)?;
-        let mut answer = client.create_message(request).await.map_err(|e| format!("sampling failed: {e}"))?;
+        let mut answer = client.create_message_as(key, request).await.map_err(|e| format!("sampling failed: {e}"))?;
         answer.text.truncate(toolhost_core::floor_char_boundary(&answer.text, MAX_ANSWER_BYTES));
         Ok(answer)
+    }
+
+    /// `client.list-roots`: at most [`MAX_ROOTS`], each URI at most 4096 bytes.
+    pub async fn list_roots(&mut self, key: Option<String>) -> Result<Vec<Root>, String> {
+        check_key(key.as_deref())?;
+        let client = self.admit(ClientRequest::Roots)?;
+        let roots = client.list_roots(key).await.map_err(|e| format!("roots/list failed: {e}"))?;
+        if roots.len() > MAX_ROOTS {
+            return Err(format!("the client listed {} roots, over the limit of {MAX_ROOTS}", roots.len()));
+        }
+        if let Some(r) = roots.iter().find(|r| r.uri.len() > 4096 || r.name.as_ref().is_some_and(|n| n.len() > 4096)) {
+            return Err(format!(
+                "a root's URI or name is {} bytes, over the limit of 4096",
+                r.uri.len().max(r.name.as_ref().map_or(0, String::len))
+            ));
+        }
+        Ok(roots)
+    }
+}
+
+/// Most roots handed to a component.
+pub const MAX_ROOTS: usize = 1000;
+
+/// A component's key for a question: 1-64 characters of `A-Z a-z 0-9 _ - .`.
+fn check_key(key: Option<&str>) -> Result<(), String> {
+    let Some(key) = key else { return Ok(()) };
+    let ok = (1..=64).contains(&key.len())
+        && key.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        let shown: String = key.chars().take(64).collect();
+        Err(format!("invalid key '{shown}': use 1-64 characters of A-Z a-z 0-9 _ - ."))
     }
 }
 
@@ -162,9 +202,21 @@ mod tests {
         let mut relay = ClientRelay::new(None, ClientGrant::default());
         let e = relay.admit(ClientRequest::Elicitation).unwrap_err();
         assert!(e.contains("elicitation is not granted") && e.contains("capabilities.client"), "{e}");
-        let mut relay = ClientRelay::new(None, ClientGrant { elicitation: true, sampling: false });
+        let mut relay = ClientRelay::new(None, ClientGrant { elicitation: true, sampling: false, roots: false });
         let e = relay.admit(ClientRequest::Elicitation).unwrap_err();
         assert!(e.starts_with("no client to ask"), "{e}");
         assert!(relay.admit(ClientRequest::Sampling).unwrap_err().contains("sampling is not granted"));
+        assert!(relay.admit(ClientRequest::Roots).unwrap_err().contains("roots is not granted"));
+    }
+
+    #[test]
+    fn keys_are_short_and_plain() {
+        for ok in [None, Some("user_name"), Some("a"), Some("step-1.v2")] {
+            assert!(check_key(ok).is_ok(), "{ok:?}");
+        }
+        let long = "k".repeat(65);
+        for bad in ["", "a b", "ünï", "x/y", &long] {
+            assert!(check_key(Some(bad)).unwrap_err().starts_with("invalid key"), "{bad}");
+        }
     }
 }

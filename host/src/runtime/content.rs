@@ -9,7 +9,7 @@ use base64::Engine;
 use toolhost_core::ContentPart;
 
 use super::call_error::ComponentCallError;
-use super::wit::v0_3::toolhost::tool::types::{self, ContentBlock};
+use super::wit::v0_4::toolhost::tool::types::{self, ContentBlock};
 
 /// Blocks one result may have. A result is read by a model: past this many blocks it is a
 /// component trying to make the host allocate (each block costs the host more than the guest).

@@ -15,7 +15,7 @@ use super::capabilities::{CapabilitySet, Preopen};
 use super::client::ClientRelay;
 use super::progress::ProgressRelay;
 use super::store::{new_store, Caller, Cancelled, HostState, LogRelay};
-use super::wit::v0_3::toolhost::tool::types;
+use super::wit::v0_4::toolhost::tool::types;
 use super::wit::{CallInput, Failure, SandboxSettings, ToolPre};
 use super::{ListedTool, Runtime, EPOCH_TICK};
 

@@ -1,8 +1,8 @@
-//! The WIT contract, every version the host loads: `toolhost:tool@0.3.0` (`wit/`),
-//! `toolhost:tool@0.2.0` (`wit/v0.2.0/`) and `toolhost:tool@0.1.0` (`wit/v0.1.0/`). Which one a
-//! component exports is read from its exports at load; a call then goes through that version's
-//! bindings, and what an older component returns is upgraded to 0.3.0's types, so the rest of the
-//! runtime handles one shape.
+//! The WIT contract, every version the host loads: `toolhost:tool@0.4.0` (`wit/`),
+//! `toolhost:tool@0.3.0` (`wit/v0.3.0/`), `toolhost:tool@0.2.0` (`wit/v0.2.0/`) and
+//! `toolhost:tool@0.1.0` (`wit/v0.1.0/`). Which one a component exports is read from its exports
+//! at load; a call then goes through that version's bindings, and what an older component
+//! returns is upgraded to 0.4.0's types, so the rest of the runtime handles one shape.
 
 use serde::Serialize;
 use wasmtime::component::{HasSelf, InstancePre, Linker};
@@ -38,13 +38,24 @@ pub mod v0_2 {
 pub mod v0_3 {
     wasmtime::component::bindgen!({
         world: "tool-component",
+        path: "../wit/v0.3.0",
+        imports: { "toolhost:tool/client": async },
+        exports: { default: async },
+    });
+}
+
+/// Bindings of `toolhost:tool@0.4.0`: questions under the component's own key, and roots.
+#[allow(missing_docs)]
+pub mod v0_4 {
+    wasmtime::component::bindgen!({
+        world: "tool-component",
         path: "../wit",
         imports: { "toolhost:tool/client": async },
         exports: { default: async },
     });
 }
 
-use v0_3::toolhost::tool::types;
+use v0_4::toolhost::tool::types;
 
 /// The version of `toolhost:tool` a component was built against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,17 +64,20 @@ pub enum InterfaceVersion {
     V0_1,
     /// `toolhost:tool@0.2.0`.
     V0_2,
-    /// `toolhost:tool@0.3.0`, the current one.
+    /// `toolhost:tool@0.3.0`.
     V0_3,
+    /// `toolhost:tool@0.4.0`, the current one.
+    V0_4,
 }
 
 impl InterfaceVersion {
-    /// The WIT package, `toolhost:tool@0.3.0`.
+    /// The WIT package, `toolhost:tool@0.4.0`.
     pub fn package(self) -> &'static str {
         match self {
             Self::V0_1 => "toolhost:tool@0.1.0",
             Self::V0_2 => "toolhost:tool@0.2.0",
             Self::V0_3 => "toolhost:tool@0.3.0",
+            Self::V0_4 => "toolhost:tool@0.4.0",
         }
     }
 }
@@ -91,6 +105,7 @@ pub fn detect<'a>(export_names: impl IntoIterator<Item = &'a str>) -> Result<Int
             (Some("0"), Some("1")) => Some(InterfaceVersion::V0_1),
             (Some("0"), Some("2")) => Some(InterfaceVersion::V0_2),
             (Some("0"), Some("3")) => Some(InterfaceVersion::V0_3),
+            (Some("0"), Some("4")) => Some(InterfaceVersion::V0_4),
             _ => None,
         };
         match known {
@@ -104,11 +119,11 @@ pub fn detect<'a>(export_names: impl IntoIterator<Item = &'a str>) -> Result<Int
     let unknown: Vec<&String> = others.iter().filter(|n| n.starts_with(PREFIX)).collect();
     if let Some(name) = unknown.first() {
         return Err(format!(
-            "it exports {name}, a version this host does not load (it loads toolhost:tool@0.1, @0.2 and @0.3)"
+            "it exports {name}, a version this host does not load (it loads toolhost:tool@0.1, @0.2, @0.3 and @0.4)"
         ));
     }
     Err(format!(
-        "it exports no toolhost:tool/tool interface (its exports: {}); build it against wit/ (toolhost:tool@0.3.0)",
+        "it exports no toolhost:tool/tool interface (its exports: {}); build it against wit/ (toolhost:tool@0.4.0)",
         if others.is_empty() { "none".to_string() } else { others.join(", ") }
     ))
 }
@@ -118,6 +133,7 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     v0_1::ToolComponent::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
     v0_2::ToolComponent::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
     v0_3::ToolComponent::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+    v0_4::ToolComponent::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
     Ok(())
 }
 
@@ -129,6 +145,8 @@ pub enum ToolPre {
     V0_2(v0_2::ToolComponentPre<HostState>),
     /// A `toolhost:tool@0.3.0` component.
     V0_3(v0_3::ToolComponentPre<HostState>),
+    /// A `toolhost:tool@0.4.0` component.
+    V0_4(v0_4::ToolComponentPre<HostState>),
 }
 
 /// Why a call into a component did not return.
@@ -156,6 +174,7 @@ impl ToolPre {
             InterfaceVersion::V0_1 => Self::V0_1(v0_1::ToolComponentPre::new(pre)?),
             InterfaceVersion::V0_2 => Self::V0_2(v0_2::ToolComponentPre::new(pre)?),
             InterfaceVersion::V0_3 => Self::V0_3(v0_3::ToolComponentPre::new(pre)?),
+            InterfaceVersion::V0_4 => Self::V0_4(v0_4::ToolComponentPre::new(pre)?),
         })
     }
 
@@ -165,6 +184,7 @@ impl ToolPre {
             Self::V0_1(_) => InterfaceVersion::V0_1,
             Self::V0_2(_) => InterfaceVersion::V0_2,
             Self::V0_3(_) => InterfaceVersion::V0_3,
+            Self::V0_4(_) => InterfaceVersion::V0_4,
         }
     }
 
@@ -185,11 +205,12 @@ impl ToolPre {
             Self::V0_1(pre) => list!(pre),
             Self::V0_2(pre) => list!(pre),
             Self::V0_3(pre) => list!(pre),
+            Self::V0_4(pre) => list!(pre),
         }
     }
 
     /// Instantiate and call; a 0.1.0 component gets its sandbox settings as JSON, and what an
-    /// older component returns comes back as 0.3.0's types.
+    /// older component returns comes back as 0.4.0's types.
     pub async fn call(
         &self,
         store: &mut Store<HostState>,
@@ -227,6 +248,21 @@ impl ToolPre {
                 Ok(upgrade_v0_2_result(r))
             }
             Self::V0_3(pre) => {
+                let wit_ctx = v0_3::toolhost::tool::types::CallContext {
+                    thread_id: ctx.thread_id.to_string(),
+                    tool_call_id: ctx.tool_call_id.to_string(),
+                    config: ctx.config.to_string(),
+                    sandbox: sandbox_settings!(v0_3, ctx.sandbox),
+                };
+                let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
+                let r = instance
+                    .toolhost_tool_tool()
+                    .call_call(&mut *store, &wit_ctx, ctx.tool, ctx.args)
+                    .await
+                    .map_err(Failure::Trap)?;
+                Ok(upgrade_v0_3_result(r))
+            }
+            Self::V0_4(pre) => {
                 let wit_ctx = types::CallContext {
                     thread_id: ctx.thread_id.to_string(),
                     tool_call_id: ctx.tool_call_id.to_string(),
@@ -309,12 +345,12 @@ impl SandboxSettings {
     }
 
     fn to_wit(&self) -> types::SandboxSettings {
-        sandbox_settings!(v0_3, self)
+        sandbox_settings!(v0_4, self)
     }
 }
 
 /// `settings` (a [`SandboxSettings`]) as the `sandbox-settings` record of WIT version `$v`
-/// (0.2.0 and 0.3.0 share the record; each has its own Rust type).
+/// (0.2.0 to 0.4.0 share the record; each has its own Rust type).
 macro_rules! sandbox_settings {
     ($v:ident, $settings:expr) => {{
         use $v::toolhost::tool::types as t;
@@ -335,7 +371,7 @@ macro_rules! sandbox_settings {
 }
 use sandbox_settings;
 
-/// A state update of WIT version `$v` (every version has the same record) as 0.3.0's.
+/// A state update of WIT version `$v` (every version has the same record) as 0.4.0's.
 macro_rules! upgrade_update {
     ($update:expr) => {
         $update.map(|u| types::StateUpdate {
@@ -356,7 +392,7 @@ macro_rules! upgrade_update {
     };
 }
 
-/// A call error of an older version as 0.3.0's (the variant has not changed).
+/// A call error of an older version as 0.4.0's (the variant has not changed).
 macro_rules! upgrade_error {
     ($old:ident, $e:expr) => {
         match $e {
@@ -367,7 +403,47 @@ macro_rules! upgrade_error {
     };
 }
 
-/// A 0.2.0 result as 0.3.0's: the same blocks (0.3.0 only adds embedded resources).
+/// A 0.3.0 result as 0.4.0's: the same blocks (0.4.0 changed only the `client` interface).
+fn upgrade_v0_3_result(
+    r: Result<v0_3::toolhost::tool::types::ToolResult, v0_3::toolhost::tool::types::CallError>,
+) -> Result<types::ToolResult, types::CallError> {
+    use v0_3::toolhost::tool::types as old;
+    let media = |m: old::Media| types::Media { bytes: m.bytes, mime_type: m.mime_type };
+    match r {
+        Ok(r) => Ok(types::ToolResult {
+            content: r
+                .content
+                .into_iter()
+                .map(|b| match b {
+                    old::ContentBlock::Text(t) => types::ContentBlock::Text(t),
+                    old::ContentBlock::Image(m) => types::ContentBlock::Image(media(m)),
+                    old::ContentBlock::Audio(m) => types::ContentBlock::Audio(media(m)),
+                    old::ContentBlock::ResourceLink(l) => types::ContentBlock::ResourceLink(types::ResourceLink {
+                        uri: l.uri,
+                        name: l.name,
+                        mime_type: l.mime_type,
+                        description: l.description,
+                    }),
+                    old::ContentBlock::EmbeddedResource(e) => {
+                        types::ContentBlock::EmbeddedResource(types::EmbeddedResource {
+                            uri: e.uri,
+                            mime_type: e.mime_type,
+                            contents: match e.contents {
+                                old::ResourceContents::Text(t) => types::ResourceContents::Text(t),
+                                old::ResourceContents::Blob(b) => types::ResourceContents::Blob(b),
+                            },
+                        })
+                    }
+                })
+                .collect(),
+            is_error: r.is_error,
+            update: upgrade_update!(r.update),
+        }),
+        Err(e) => Err(upgrade_error!(old, e)),
+    }
+}
+
+/// A 0.2.0 result as 0.4.0's: the same blocks (0.3.0 only added embedded resources).
 fn upgrade_v0_2_result(
     r: Result<v0_2::toolhost::tool::types::ToolResult, v0_2::toolhost::tool::types::CallError>,
 ) -> Result<types::ToolResult, types::CallError> {
@@ -397,7 +473,7 @@ fn upgrade_v0_2_result(
     }
 }
 
-/// A 0.1.0 result as 0.3.0's: its one string becomes one text block.
+/// A 0.1.0 result as 0.4.0's: its one string becomes one text block.
 fn upgrade_result(
     r: Result<v0_1::toolhost::tool::types::ToolResult, v0_1::toolhost::tool::types::CallError>,
 ) -> Result<types::ToolResult, types::CallError> {
@@ -416,6 +492,7 @@ fn upgrade_result(
 
 impl v0_1::toolhost::tool::types::Host for HostState {}
 impl v0_2::toolhost::tool::types::Host for HostState {}
+impl v0_3::toolhost::tool::types::Host for HostState {}
 impl types::Host for HostState {}
 
 /// The `host` interface of one version, bound to `HostState`'s shared implementation: `log`
@@ -457,48 +534,63 @@ host_interface!(v0_3 {
         self.report_progress(progress, total, message);
     }
 });
+host_interface!(v0_4 {
+    fn progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
+        self.report_progress(progress, total, message);
+    }
+});
 
-// The `client` interface (0.3.0): the guest waits while the host asks the caller's client.
-impl v0_3::toolhost::tool::client::Host for HostState {
-    async fn elicit(
-        &mut self,
-        message: String,
-        requested_schema: String,
-    ) -> Result<v0_3::toolhost::tool::client::ElicitAnswer, String> {
-        use v0_3::toolhost::tool::client as c;
-        let answer = self.client.elicit(message, &requested_schema).await?;
-        Ok(c::ElicitAnswer {
+// The `client` interface (0.3.0, 0.4.0): the guest waits while the host asks the caller's
+// client. Both versions share the conversions; 0.4.0 adds keys and roots.
+
+/// An elicitation's answer as version `$v`'s record.
+macro_rules! elicit_answer {
+    ($v:ident, $answer:expr) => {{
+        use $v::toolhost::tool::client as c;
+        let answer: toolhost_core::Elicited = $answer;
+        c::ElicitAnswer {
             action: match answer.action {
                 toolhost_core::ElicitAction::Accept => c::ElicitAction::Accept,
                 toolhost_core::ElicitAction::Decline => c::ElicitAction::Decline,
                 toolhost_core::ElicitAction::Cancel => c::ElicitAction::Cancel,
             },
             content: answer.content.map(|v| v.to_string()),
-        })
-    }
+        }
+    }};
+}
 
-    async fn create_message(
-        &mut self,
-        request: v0_3::toolhost::tool::client::SamplingRequest,
-    ) -> Result<v0_3::toolhost::tool::client::SamplingAnswer, String> {
+/// Version `$v`'s sampling request as the core's.
+macro_rules! sampling_request {
+    ($v:ident, $request:expr) => {{
         use toolhost_core::Role;
-        use v0_3::toolhost::tool::client as c;
-        let role = |r: c::Role| match r {
-            c::Role::User => Role::User,
-            c::Role::Assistant => Role::Assistant,
-        };
-        let request = toolhost_core::SamplingRequest {
+        use $v::toolhost::tool::client as c;
+        let request: c::SamplingRequest = $request;
+        toolhost_core::SamplingRequest {
             messages: request
                 .messages
                 .into_iter()
-                .map(|m| toolhost_core::SamplingMessage { role: role(m.role), text: m.text })
+                .map(|m| toolhost_core::SamplingMessage {
+                    role: match m.role {
+                        c::Role::User => Role::User,
+                        c::Role::Assistant => Role::Assistant,
+                    },
+                    text: m.text,
+                })
                 .collect(),
             system_prompt: request.system_prompt,
             max_tokens: request.max_tokens,
             temperature: request.temperature,
-        };
-        let answer = self.client.create_message(request).await?;
-        Ok(c::SamplingAnswer {
+        }
+    }};
+}
+
+/// A sampling answer as version `$v`'s record.
+macro_rules! sampling_answer {
+    ($v:ident, $answer:expr) => {{
+        use toolhost_core::Role;
+        use $v::toolhost::tool::client as c;
+        let answer: toolhost_core::SamplingAnswer = $answer;
+        c::SamplingAnswer {
             role: match answer.role {
                 Role::User => c::Role::User,
                 Role::Assistant => c::Role::Assistant,
@@ -506,7 +598,69 @@ impl v0_3::toolhost::tool::client::Host for HostState {
             text: answer.text,
             model: answer.model,
             stop_reason: answer.stop_reason,
-        })
+        }
+    }};
+}
+
+impl v0_3::toolhost::tool::client::Host for HostState {
+    async fn elicit(
+        &mut self,
+        message: String,
+        requested_schema: String,
+    ) -> Result<v0_3::toolhost::tool::client::ElicitAnswer, String> {
+        let answer = self.client.elicit(None, message, &requested_schema).await?;
+        Ok(elicit_answer!(v0_3, answer))
+    }
+
+    async fn create_message(
+        &mut self,
+        request: v0_3::toolhost::tool::client::SamplingRequest,
+    ) -> Result<v0_3::toolhost::tool::client::SamplingAnswer, String> {
+        let answer = self.client.create_message(None, sampling_request!(v0_3, request)).await?;
+        Ok(sampling_answer!(v0_3, answer))
+    }
+}
+
+impl v0_4::toolhost::tool::client::Host for HostState {
+    async fn elicit(
+        &mut self,
+        message: String,
+        requested_schema: String,
+    ) -> Result<v0_4::toolhost::tool::client::ElicitAnswer, String> {
+        let answer = self.client.elicit(None, message, &requested_schema).await?;
+        Ok(elicit_answer!(v0_4, answer))
+    }
+
+    async fn create_message(
+        &mut self,
+        request: v0_4::toolhost::tool::client::SamplingRequest,
+    ) -> Result<v0_4::toolhost::tool::client::SamplingAnswer, String> {
+        let answer = self.client.create_message(None, sampling_request!(v0_4, request)).await?;
+        Ok(sampling_answer!(v0_4, answer))
+    }
+
+    async fn elicit_as(
+        &mut self,
+        key: String,
+        message: String,
+        requested_schema: String,
+    ) -> Result<v0_4::toolhost::tool::client::ElicitAnswer, String> {
+        let answer = self.client.elicit(Some(key), message, &requested_schema).await?;
+        Ok(elicit_answer!(v0_4, answer))
+    }
+
+    async fn create_message_as(
+        &mut self,
+        key: String,
+        request: v0_4::toolhost::tool::client::SamplingRequest,
+    ) -> Result<v0_4::toolhost::tool::client::SamplingAnswer, String> {
+        let answer = self.client.create_message(Some(key), sampling_request!(v0_4, request)).await?;
+        Ok(sampling_answer!(v0_4, answer))
+    }
+
+    async fn list_roots(&mut self, key: Option<String>) -> Result<Vec<v0_4::toolhost::tool::client::Root>, String> {
+        let roots = self.client.list_roots(key).await?;
+        Ok(roots.into_iter().map(|r| v0_4::toolhost::tool::client::Root { uri: r.uri, name: r.name }).collect())
     }
 }
 
@@ -519,11 +673,12 @@ mod tests {
         assert_eq!(detect(["toolhost:tool/tool@0.1.0"]), Ok(InterfaceVersion::V0_1));
         assert_eq!(detect(["toolhost:tool/tool@0.2.0"]), Ok(InterfaceVersion::V0_2));
         assert_eq!(detect(["toolhost:tool/tool@0.3.0"]), Ok(InterfaceVersion::V0_3));
+        assert_eq!(detect(["toolhost:tool/tool@0.4.0"]), Ok(InterfaceVersion::V0_4));
         // A patch release of 0.2 is 0.2; a component exporting both versions is served as 0.2.
         assert_eq!(detect(["toolhost:tool/tool@0.2.3"]), Ok(InterfaceVersion::V0_2));
         assert_eq!(detect(["toolhost:tool/tool@0.1.0", "toolhost:tool/tool@0.2.0"]), Ok(InterfaceVersion::V0_2));
-        let e = detect(["toolhost:tool/tool@0.4.0"]).unwrap_err();
-        assert!(e.contains("toolhost:tool/tool@0.4.0") && e.contains("does not load"), "{e}");
+        let e = detect(["toolhost:tool/tool@0.5.0"]).unwrap_err();
+        assert!(e.contains("toolhost:tool/tool@0.5.0") && e.contains("does not load"), "{e}");
         let e = detect(["wasi:http/incoming-handler@0.2.0"]).unwrap_err();
         assert!(e.contains("no toolhost:tool/tool") && e.contains("wasi:http/incoming-handler@0.2.0"), "{e}");
         assert!(detect([]).unwrap_err().contains("(its exports: none)"));

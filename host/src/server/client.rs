@@ -11,11 +11,11 @@
 use async_trait::async_trait;
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction,
-    Role as McpRole, SamplingMessage,
+    ListRootsResult, Role as McpRole, SamplingMessage,
 };
 use rmcp::service::{Peer, RoleServer};
 use serde_json::Value;
-use toolhost_core::{ClientRequests, ElicitAction, Elicited, Role, SamplingAnswer, SamplingRequest};
+use toolhost_core::{ClientRequests, ElicitAction, Elicited, Role, Root, SamplingAnswer, SamplingRequest};
 
 /// The client at the other end of one session.
 pub struct PeerClient {
@@ -73,6 +73,11 @@ pub fn sampled(r: CreateMessageResult) -> SamplingAnswer {
     }
 }
 
+/// A client's roots as the component reads them.
+pub fn roots_of(r: ListRootsResult) -> Vec<Root> {
+    r.roots.into_iter().map(|r| Root { uri: r.uri, name: r.name }).collect()
+}
+
 /// The refusal when the client did not declare `capability`.
 pub fn not_offered(capability: &str) -> String {
     format!("the MCP client does not offer {capability} (no `{capability}` capability)")
@@ -101,5 +106,14 @@ impl ClientRequests for PeerClient {
             .await
             .map_err(|e| format!("the client answered: {e}"))?;
         Ok(sampled(r))
+    }
+
+    async fn list_roots(&self, _key: Option<String>) -> Result<Vec<Root>, String> {
+        let supports = self.peer.peer_info().is_some_and(|i| i.capabilities.roots.is_some());
+        if !supports {
+            return Err(not_offered("roots"));
+        }
+        let r = self.peer.list_roots().await.map_err(|e| format!("the client answered: {e}"))?;
+        Ok(roots_of(r))
     }
 }

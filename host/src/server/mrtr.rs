@@ -37,15 +37,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequest, ElicitRequest, InputRequest, InputRequests, InputResponses,
-    RequestStateCodec, SealOptions,
+    ListRootsRequest, ListRootsResult, RequestStateCodec, SealOptions,
 };
 use rmcp::ErrorData as McpError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use toolhost_core::{ClientRequests, Elicited, SamplingAnswer, SamplingRequest};
+use toolhost_core::{ClientRequests, Elicited, Root, SamplingAnswer, SamplingRequest};
 
-use super::client::{elicit_params, elicited, not_offered, sampled, sampling_params};
+use super::client::{elicit_params, elicited, not_offered, roots_of, sampled, sampling_params};
 
 /// The environment variable holding the key that seals `requestState` (at least 32 bytes).
 /// Replicas behind one load balancer need the same key, as a client's next round may reach
@@ -220,10 +220,17 @@ impl Round {
         }
     }
 
-    /// The answer to `request` when the client gave one; otherwise the question is noted.
-    fn answer(&self, kind: &str, request: InputRequest) -> Result<(String, Value), String> {
-        let json = serde_json::to_vec(&request).map_err(|e| format!("cannot encode the {kind} request: {e}"))?;
-        let key = format!("{kind}-{}", &hex::encode(Sha256::digest(&json))[..16]);
+    /// The answer to `request` when the client gave one; otherwise the question is noted. Its
+    /// key is the component's (`key`), else the kind and a digest of the request.
+    fn answer(&self, kind: &str, key: Option<String>, request: InputRequest) -> Result<(String, Value), String> {
+        let key = match key {
+            Some(key) => key,
+            None => {
+                let json =
+                    serde_json::to_vec(&request).map_err(|e| format!("cannot encode the {kind} request: {e}"))?;
+                format!("{kind}-{}", &hex::encode(Sha256::digest(&json))[..16])
+            }
+        };
         let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
         match self.answers.get(&key) {
             Some(answer) => {
@@ -271,25 +278,49 @@ struct RoundClient(Arc<Round>);
 #[async_trait]
 impl ClientRequests for RoundClient {
     async fn elicit(&self, message: String, requested_schema: Value) -> Result<Elicited, String> {
+        self.elicit_as(None, message, requested_schema).await
+    }
+
+    async fn create_message(&self, request: SamplingRequest) -> Result<SamplingAnswer, String> {
+        self.create_message_as(None, request).await
+    }
+
+    async fn elicit_as(
+        &self,
+        key: Option<String>,
+        message: String,
+        requested_schema: Value,
+    ) -> Result<Elicited, String> {
         if self.0.capabilities.elicitation.is_none() {
             return Err(not_offered("elicitation"));
         }
         let request = InputRequest::Elicitation(ElicitRequest::new(elicit_params(message, requested_schema)?));
-        let (key, answer) = self.0.answer("elicitation", request)?;
+        let (key, answer) = self.0.answer("elicitation", key, request)?;
         let answer = serde_json::from_value(answer)
             .map_err(|e| format!("the client's answer to {key} is not an elicitation result: {e}"))?;
         Ok(elicited(answer))
     }
 
-    async fn create_message(&self, request: SamplingRequest) -> Result<SamplingAnswer, String> {
+    async fn create_message_as(&self, key: Option<String>, request: SamplingRequest) -> Result<SamplingAnswer, String> {
         if self.0.capabilities.sampling.is_none() {
             return Err(not_offered("sampling"));
         }
         let request = InputRequest::CreateMessage(CreateMessageRequest::new(sampling_params(request)));
-        let (key, answer) = self.0.answer("sampling", request)?;
+        let (key, answer) = self.0.answer("sampling", key, request)?;
         let answer = serde_json::from_value(answer)
             .map_err(|e| format!("the client's answer to {key} is not a sampling result: {e}"))?;
         Ok(sampled(answer))
+    }
+
+    async fn list_roots(&self, key: Option<String>) -> Result<Vec<Root>, String> {
+        if self.0.capabilities.roots.is_none() {
+            return Err(not_offered("roots"));
+        }
+        let request = InputRequest::ListRoots(ListRootsRequest::default());
+        let (key, answer) = self.0.answer("roots", key, request)?;
+        let answer: ListRootsResult = serde_json::from_value(answer)
+            .map_err(|e| format!("the client's answer to {key} is not a roots result: {e}"))?;
+        Ok(roots_of(answer))
     }
 }
 

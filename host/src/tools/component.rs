@@ -89,7 +89,7 @@ fn exception_of(message: &str) -> Option<(&str, &str)> {
 /// component's claim).
 fn convert_update(
     ctx: &CallContext,
-    u: crate::runtime::wit::v0_3::toolhost::tool::types::StateUpdate,
+    u: crate::runtime::wit::v0_4::toolhost::tool::types::StateUpdate,
 ) -> Result<StateUpdate, String> {
     let mut out = StateUpdate::default();
     if let Some(artifacts) = u.artifacts {

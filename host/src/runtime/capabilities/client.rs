@@ -1,5 +1,5 @@
 //! `capabilities.client`: which requests a component may send back to the MCP client during a
-//! call (WIT `toolhost:tool/client`, 0.3.0). Deny by default: a tool nobody reviewed must not
+//! call (WIT `toolhost:tool/client`, 0.3.0; roots from 0.4.0). Deny by default: a tool nobody reviewed must not
 //! put questions to the user (a phishing prompt) or spend the client's model tokens unless its
 //! config says so.
 
@@ -13,6 +13,8 @@ pub enum ClientRequest {
     Elicitation,
     /// `create-message`: a completion from the client's model (MCP `sampling/createMessage`).
     Sampling,
+    /// `list-roots`: the client's roots (MCP `roots/list`, WIT 0.4.0).
+    Roots,
 }
 
 impl ClientRequest {
@@ -21,6 +23,7 @@ impl ClientRequest {
         match self {
             Self::Elicitation => "elicitation",
             Self::Sampling => "sampling",
+            Self::Roots => "roots",
         }
     }
 }
@@ -32,6 +35,8 @@ pub struct ClientGrant {
     pub elicitation: bool,
     /// `client.create-message` may ask the model.
     pub sampling: bool,
+    /// `client.list-roots` may ask for the client's roots.
+    pub roots: bool,
 }
 
 impl ClientGrant {
@@ -40,6 +45,7 @@ impl ClientGrant {
         Self {
             elicitation: list.contains(&ClientRequest::Elicitation),
             sampling: list.contains(&ClientRequest::Sampling),
+            roots: list.contains(&ClientRequest::Roots),
         }
     }
 
@@ -48,16 +54,20 @@ impl ClientGrant {
         match kind {
             ClientRequest::Elicitation => self.elicitation,
             ClientRequest::Sampling => self.sampling,
+            ClientRequest::Roots => self.roots,
         }
     }
 
     /// For `tools --explain`.
     pub fn describe(self) -> String {
-        match (self.elicitation, self.sampling) {
-            (false, false) => "none".into(),
-            (true, false) => "elicitation".into(),
-            (false, true) => "sampling".into(),
-            (true, true) => "elicitation, sampling".into(),
+        let names: Vec<&str> = [(self.elicitation, "elicitation"), (self.sampling, "sampling"), (self.roots, "roots")]
+            .into_iter()
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect();
+        if names.is_empty() {
+            "none".into()
+        } else {
+            names.join(", ")
         }
     }
 }
@@ -73,7 +83,9 @@ mod tests {
         assert!(g.allows(ClientRequest::Sampling) && !g.allows(ClientRequest::Elicitation));
         assert_eq!(g.describe(), "sampling");
         assert_eq!(ClientGrant::default().describe(), "none");
-        let e = serde_yaml::from_str::<Vec<ClientRequest>>("[roots]").unwrap_err().to_string();
-        assert!(e.contains("roots") && e.contains("elicitation") && e.contains("sampling"), "{e}");
+        let all: Vec<ClientRequest> = serde_yaml::from_str("[elicitation, sampling, roots]").unwrap();
+        assert_eq!(ClientGrant::from_list(&all).describe(), "elicitation, sampling, roots");
+        let e = serde_yaml::from_str::<Vec<ClientRequest>>("[files]").unwrap_err().to_string();
+        assert!(e.contains("files") && e.contains("elicitation") && e.contains("roots"), "{e}");
     }
 }
