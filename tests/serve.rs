@@ -70,6 +70,22 @@ async fn stdio_lists_and_calls_tools_in_its_thread() {
     c.cancel().await.unwrap();
 }
 
+/// Over a 2025 session a component's `list-roots` (WIT 0.4.0) goes to the session's client as
+/// `roots/list`; without the grant the client is not asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_component_reads_the_session_client_s_roots_under_its_grant() {
+    let s = Setup::with_fixture_keys(&[
+        ("test_input_required_result_list_roots", ", capabilities: {client: [roots]}"),
+        ("test_input_required_result_elicitation", ""),
+    ]);
+    let c = stdio_session(&s, Client::default(), &[]).await;
+    let r = call(&c, "test_input_required_result_list_roots", json!({})).await;
+    assert_eq!(text(&r), "Roots: file:///home/test/project", "{r:?}");
+    let r = call(&c, "test_input_required_result_elicitation", json!({})).await;
+    assert!(text(&r).contains("elicitation is not granted"), "{r:?}");
+    c.cancel().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_refuses_a_bad_thread_id() {
     let s = Setup::new(false, false);

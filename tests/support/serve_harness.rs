@@ -107,7 +107,8 @@ impl Setup {
     }
 }
 
-/// An MCP client that counts `tools/list_changed` and answers elicitations with "blue".
+/// An MCP client that counts `tools/list_changed`, answers elicitations with "blue" and offers
+/// one root, `file:///home/test/project`.
 #[derive(Clone, Default)]
 pub struct Client {
     pub list_changed: Arc<AtomicUsize>,
@@ -116,7 +117,8 @@ pub struct Client {
 
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
-        let caps: ClientCapabilities = serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
+        let caps: ClientCapabilities =
+            serde_json::from_value(json!({"elicitation": {"form": {}}, "roots": {}})).unwrap();
         ClientConfig::new(caps, Implementation::new("serve-test", "0.1.0"))
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
@@ -136,6 +138,12 @@ impl ClientHandler for Client {
         let mut r = ElicitResult::new(ElicitationAction::Accept);
         r.content = Some(json!({"answer": "blue"}));
         Ok(r)
+    }
+
+    // Roots are deprecated by the 2026-07-28 revision (SEP-2577), which these sessions predate.
+    #[allow(deprecated)]
+    async fn list_roots(&self, _cx: RequestContext<RoleClient>) -> Result<rmcp::model::ListRootsResult, ErrorData> {
+        Ok(serde_json::from_value(json!({"roots": [{"uri": "file:///home/test/project", "name": "project"}]})).unwrap())
     }
 }
 
