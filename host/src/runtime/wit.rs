@@ -403,74 +403,59 @@ macro_rules! upgrade_error {
     };
 }
 
+/// A result of WIT version `$old` (0.2.0 or 0.3.0) as 0.4.0's: the blocks every version since
+/// 0.2.0 has, plus the arms `$extra` for what `$old` adds.
+macro_rules! upgrade_blocks {
+    ($old:ident, $r:expr, { $($extra:tt)* }) => {{
+        use $old::toolhost::tool::types as old;
+        let media = |m: old::Media| types::Media { bytes: m.bytes, mime_type: m.mime_type };
+        match $r {
+            Ok(r) => Ok(types::ToolResult {
+                content: r
+                    .content
+                    .into_iter()
+                    .map(|b| match b {
+                        old::ContentBlock::Text(t) => types::ContentBlock::Text(t),
+                        old::ContentBlock::Image(m) => types::ContentBlock::Image(media(m)),
+                        old::ContentBlock::Audio(m) => types::ContentBlock::Audio(media(m)),
+                        old::ContentBlock::ResourceLink(l) => types::ContentBlock::ResourceLink(types::ResourceLink {
+                            uri: l.uri,
+                            name: l.name,
+                            mime_type: l.mime_type,
+                            description: l.description,
+                        }),
+                        $($extra)*
+                    })
+                    .collect(),
+                is_error: r.is_error,
+                update: upgrade_update!(r.update),
+            }),
+            Err(e) => Err(upgrade_error!(old, e)),
+        }
+    }};
+}
+
 /// A 0.3.0 result as 0.4.0's: the same blocks (0.4.0 changed only the `client` interface).
 fn upgrade_v0_3_result(
     r: Result<v0_3::toolhost::tool::types::ToolResult, v0_3::toolhost::tool::types::CallError>,
 ) -> Result<types::ToolResult, types::CallError> {
-    use v0_3::toolhost::tool::types as old;
-    let media = |m: old::Media| types::Media { bytes: m.bytes, mime_type: m.mime_type };
-    match r {
-        Ok(r) => Ok(types::ToolResult {
-            content: r
-                .content
-                .into_iter()
-                .map(|b| match b {
-                    old::ContentBlock::Text(t) => types::ContentBlock::Text(t),
-                    old::ContentBlock::Image(m) => types::ContentBlock::Image(media(m)),
-                    old::ContentBlock::Audio(m) => types::ContentBlock::Audio(media(m)),
-                    old::ContentBlock::ResourceLink(l) => types::ContentBlock::ResourceLink(types::ResourceLink {
-                        uri: l.uri,
-                        name: l.name,
-                        mime_type: l.mime_type,
-                        description: l.description,
-                    }),
-                    old::ContentBlock::EmbeddedResource(e) => {
-                        types::ContentBlock::EmbeddedResource(types::EmbeddedResource {
-                            uri: e.uri,
-                            mime_type: e.mime_type,
-                            contents: match e.contents {
-                                old::ResourceContents::Text(t) => types::ResourceContents::Text(t),
-                                old::ResourceContents::Blob(b) => types::ResourceContents::Blob(b),
-                            },
-                        })
-                    }
-                })
-                .collect(),
-            is_error: r.is_error,
-            update: upgrade_update!(r.update),
+    upgrade_blocks!(v0_3, r, {
+        old::ContentBlock::EmbeddedResource(e) => types::ContentBlock::EmbeddedResource(types::EmbeddedResource {
+            uri: e.uri,
+            mime_type: e.mime_type,
+            contents: match e.contents {
+                old::ResourceContents::Text(t) => types::ResourceContents::Text(t),
+                old::ResourceContents::Blob(b) => types::ResourceContents::Blob(b),
+            },
         }),
-        Err(e) => Err(upgrade_error!(old, e)),
-    }
+    })
 }
 
 /// A 0.2.0 result as 0.4.0's: the same blocks (0.3.0 only added embedded resources).
 fn upgrade_v0_2_result(
     r: Result<v0_2::toolhost::tool::types::ToolResult, v0_2::toolhost::tool::types::CallError>,
 ) -> Result<types::ToolResult, types::CallError> {
-    use v0_2::toolhost::tool::types as old;
-    let media = |m: old::Media| types::Media { bytes: m.bytes, mime_type: m.mime_type };
-    match r {
-        Ok(r) => Ok(types::ToolResult {
-            content: r
-                .content
-                .into_iter()
-                .map(|b| match b {
-                    old::ContentBlock::Text(t) => types::ContentBlock::Text(t),
-                    old::ContentBlock::Image(m) => types::ContentBlock::Image(media(m)),
-                    old::ContentBlock::Audio(m) => types::ContentBlock::Audio(media(m)),
-                    old::ContentBlock::ResourceLink(l) => types::ContentBlock::ResourceLink(types::ResourceLink {
-                        uri: l.uri,
-                        name: l.name,
-                        mime_type: l.mime_type,
-                        description: l.description,
-                    }),
-                })
-                .collect(),
-            is_error: r.is_error,
-            update: upgrade_update!(r.update),
-        }),
-        Err(e) => Err(upgrade_error!(old, e)),
-    }
+    upgrade_blocks!(v0_2, r, {})
 }
 
 /// A 0.1.0 result as 0.4.0's: its one string becomes one text block.
