@@ -216,66 +216,30 @@ impl ToolPre {
         store: &mut Store<HostState>,
         ctx: &CallInput<'_>,
     ) -> Result<Result<types::ToolResult, types::CallError>, Failure> {
+        // The same steps for every version: only the bindings' types, how the sandbox settings
+        // travel, and how the result is upgraded differ.
+        macro_rules! call {
+            ($v:ident, $pre:expr, $sandbox:expr, $upgrade:expr) => {{
+                let wit_ctx = $v::toolhost::tool::types::CallContext {
+                    thread_id: ctx.thread_id.to_string(),
+                    tool_call_id: ctx.tool_call_id.to_string(),
+                    config: ctx.config.to_string(),
+                    sandbox: $sandbox,
+                };
+                let instance = $pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
+                let r = instance
+                    .toolhost_tool_tool()
+                    .call_call(&mut *store, &wit_ctx, ctx.tool, ctx.args)
+                    .await
+                    .map_err(Failure::Trap)?;
+                Ok($upgrade(r))
+            }};
+        }
         match self {
-            Self::V0_1(pre) => {
-                let wit_ctx = v0_1::toolhost::tool::types::CallContext {
-                    thread_id: ctx.thread_id.to_string(),
-                    tool_call_id: ctx.tool_call_id.to_string(),
-                    config: ctx.config.to_string(),
-                    sandbox: ctx.sandbox.to_json(),
-                };
-                let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
-                let r = instance
-                    .toolhost_tool_tool()
-                    .call_call(&mut *store, &wit_ctx, ctx.tool, ctx.args)
-                    .await
-                    .map_err(Failure::Trap)?;
-                Ok(upgrade_result(r))
-            }
-            Self::V0_2(pre) => {
-                let wit_ctx = v0_2::toolhost::tool::types::CallContext {
-                    thread_id: ctx.thread_id.to_string(),
-                    tool_call_id: ctx.tool_call_id.to_string(),
-                    config: ctx.config.to_string(),
-                    sandbox: sandbox_settings!(v0_2, ctx.sandbox),
-                };
-                let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
-                let r = instance
-                    .toolhost_tool_tool()
-                    .call_call(&mut *store, &wit_ctx, ctx.tool, ctx.args)
-                    .await
-                    .map_err(Failure::Trap)?;
-                Ok(upgrade_v0_2_result(r))
-            }
-            Self::V0_3(pre) => {
-                let wit_ctx = v0_3::toolhost::tool::types::CallContext {
-                    thread_id: ctx.thread_id.to_string(),
-                    tool_call_id: ctx.tool_call_id.to_string(),
-                    config: ctx.config.to_string(),
-                    sandbox: sandbox_settings!(v0_3, ctx.sandbox),
-                };
-                let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
-                let r = instance
-                    .toolhost_tool_tool()
-                    .call_call(&mut *store, &wit_ctx, ctx.tool, ctx.args)
-                    .await
-                    .map_err(Failure::Trap)?;
-                Ok(upgrade_v0_3_result(r))
-            }
-            Self::V0_4(pre) => {
-                let wit_ctx = types::CallContext {
-                    thread_id: ctx.thread_id.to_string(),
-                    tool_call_id: ctx.tool_call_id.to_string(),
-                    config: ctx.config.to_string(),
-                    sandbox: ctx.sandbox.to_wit(),
-                };
-                let instance = pre.instantiate_async(&mut *store).await.map_err(Failure::Instantiate)?;
-                instance
-                    .toolhost_tool_tool()
-                    .call_call(&mut *store, &wit_ctx, ctx.tool, ctx.args)
-                    .await
-                    .map_err(Failure::Trap)
-            }
+            Self::V0_1(pre) => call!(v0_1, pre, ctx.sandbox.to_json(), upgrade_result),
+            Self::V0_2(pre) => call!(v0_2, pre, sandbox_settings!(v0_2, ctx.sandbox), upgrade_v0_2_result),
+            Self::V0_3(pre) => call!(v0_3, pre, sandbox_settings!(v0_3, ctx.sandbox), upgrade_v0_3_result),
+            Self::V0_4(pre) => call!(v0_4, pre, ctx.sandbox.to_wit(), std::convert::identity),
         }
     }
 }
