@@ -15,7 +15,7 @@
 use std::convert::Infallible;
 
 use bytes::Bytes;
-use http_body_util::{combinators::BoxBody, BodyExt as _, StreamBody};
+use http_body_util::{combinators::BoxBody, BodyExt as _};
 use hyper::body::Frame;
 use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::service::RequestContext;
@@ -83,15 +83,13 @@ pub fn wrap(body: Body, mut logs: UnboundedReceiver<Bytes>) -> Body {
             }
         }
     });
-    let events = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
-    });
-    StreamBody::new(events).boxed()
+    super::sse_poll::channel_body(rx)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http_body_util::StreamBody;
     use rmcp::model::LoggingLevel;
 
     #[tokio::test]

@@ -204,7 +204,8 @@ fn typed_problem<T: serde::de::DeserializeOwned>(params: &Value, method: &str) -
     }
 }
 
-fn kind(v: &Value) -> &'static str {
+/// What a JSON value is, as an error names it ("a number").
+pub(super) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

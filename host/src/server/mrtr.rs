@@ -251,20 +251,13 @@ impl Round {
 /// A client's `inputResponses`, each checked to be a JSON object (an elicitation, sampling or
 /// roots result); `-32602` naming the first that is not.
 pub fn checked_responses(responses: InputResponses) -> Result<InputResponses, McpError> {
-    for (key, value) in &responses {
-        let kind = match value {
-            Value::Object(_) => continue,
-            Value::Null => "null",
-            Value::Bool(_) => "a boolean",
-            Value::Number(_) => "a number",
-            Value::String(_) => "a string",
-            Value::Array(_) => "an array",
-        };
+    if let Some((key, value)) = responses.iter().find(|(_, v)| !v.is_object()) {
         return Err(McpError::invalid_params(
             format!(
-                "inputResponses[\"{}\"] is {kind}; each answer must be an object (an elicitation, sampling or roots \
+                "inputResponses[\"{}\"] is {}; each answer must be an object (an elicitation, sampling or roots \
                  result)",
-                super::jsonrpc::cap_text(key, super::jsonrpc::ECHO_MAX_BYTES)
+                super::jsonrpc::cap_text(key, super::jsonrpc::ECHO_MAX_BYTES),
+                super::jsonrpc::kind(value)
             ),
             None,
         ));
@@ -291,36 +284,40 @@ impl ClientRequests for RoundClient {
         message: String,
         requested_schema: Value,
     ) -> Result<Elicited, String> {
-        if self.0.capabilities.elicitation.is_none() {
-            return Err(not_offered("elicitation"));
-        }
-        let request = InputRequest::Elicitation(ElicitRequest::new(elicit_params(message, requested_schema)?));
-        let (key, answer) = self.0.answer("elicitation", key, request)?;
-        let answer = serde_json::from_value(answer)
-            .map_err(|e| format!("the client's answer to {key} is not an elicitation result: {e}"))?;
-        Ok(elicited(answer))
+        let offered = self.0.capabilities.elicitation.is_some();
+        let request = || Ok(InputRequest::Elicitation(ElicitRequest::new(elicit_params(message, requested_schema)?)));
+        self.ask("elicitation", "an elicitation", offered, key, request).map(elicited)
     }
 
     async fn create_message_as(&self, key: Option<String>, request: SamplingRequest) -> Result<SamplingAnswer, String> {
-        if self.0.capabilities.sampling.is_none() {
-            return Err(not_offered("sampling"));
-        }
-        let request = InputRequest::CreateMessage(CreateMessageRequest::new(sampling_params(request)));
-        let (key, answer) = self.0.answer("sampling", key, request)?;
-        let answer = serde_json::from_value(answer)
-            .map_err(|e| format!("the client's answer to {key} is not a sampling result: {e}"))?;
-        Ok(sampled(answer))
+        let offered = self.0.capabilities.sampling.is_some();
+        let request = || Ok(InputRequest::CreateMessage(CreateMessageRequest::new(sampling_params(request))));
+        self.ask("sampling", "a sampling", offered, key, request).map(sampled)
     }
 
     async fn list_roots(&self, key: Option<String>) -> Result<Vec<Root>, String> {
-        if self.0.capabilities.roots.is_none() {
-            return Err(not_offered("roots"));
+        let offered = self.0.capabilities.roots.is_some();
+        let request = || Ok(InputRequest::ListRoots(ListRootsRequest::default()));
+        self.ask::<ListRootsResult>("roots", "a roots", offered, key, request).map(roots_of)
+    }
+}
+
+impl RoundClient {
+    /// One question of `kind`: refused when the client did not declare the capability, else
+    /// its answer read as a `T` (`a_kind` names it in the error), or noted for the round's end.
+    fn ask<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: &str,
+        a_kind: &str,
+        offered: bool,
+        key: Option<String>,
+        request: impl FnOnce() -> Result<InputRequest, String>,
+    ) -> Result<T, String> {
+        if !offered {
+            return Err(not_offered(kind));
         }
-        let request = InputRequest::ListRoots(ListRootsRequest::default());
-        let (key, answer) = self.0.answer("roots", key, request)?;
-        let answer: ListRootsResult = serde_json::from_value(answer)
-            .map_err(|e| format!("the client's answer to {key} is not a roots result: {e}"))?;
-        Ok(roots_of(answer))
+        let (key, answer) = self.0.answer(kind, key, request()?)?;
+        serde_json::from_value(answer).map_err(|e| format!("the client's answer to {key} is not {a_kind} result: {e}"))
     }
 }
 

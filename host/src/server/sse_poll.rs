@@ -111,10 +111,7 @@ impl SsePolls {
             tokio::time::sleep(KEEP_AFTER_END).await;
             polls.held.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
         });
-        let events = futures::stream::unfold(rx, |mut rx| async move {
-            rx.recv().await.map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
-        });
-        StreamBody::new(events).boxed()
+        channel_body(rx)
     }
 
     /// A fresh poll id for a call of `session`, unless `max_held` are held.
@@ -174,6 +171,14 @@ impl SsePolls {
         });
         Some(StreamBody::new(events).boxed())
     }
+}
+
+/// A response body that streams what arrives on `rx`, until its senders are gone.
+pub(super) fn channel_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
+    let events = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
+    });
+    StreamBody::new(events).boxed()
 }
 
 /// An event with no data that tells the client where to resume (`id`) and when (`retry`).
