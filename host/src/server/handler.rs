@@ -132,11 +132,8 @@ pub struct McpSessionHandler {
     tasks: Arc<TaskStore>,
 }
 
-/// A file's size and modification time.
-type Stamp = (u64, std::time::SystemTime);
-
 /// A session's resource subscriptions: URI → (thread, the file as last seen).
-type Subscriptions = HashMap<String, (String, Option<Stamp>)>;
+type Subscriptions = HashMap<String, (String, Option<super::resources::Stamp>)>;
 
 /// Severity order of MCP log levels.
 fn severity(l: LoggingLevel) -> u8 {
@@ -447,13 +444,7 @@ impl McpSessionHandler {
             let mut subs = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
             subs.iter_mut()
                 .filter(|(_, (t, _))| t == thread)
-                .filter_map(|(uri, (t, seen))| {
-                    let now = super::resources::stamp(host, t, uri);
-                    (now != *seen).then(|| {
-                        *seen = now;
-                        uri.clone()
-                    })
-                })
+                .filter_map(|(uri, (t, seen))| super::resources::changed(host, t, uri, seen).then(|| uri.clone()))
                 .collect()
         };
         for uri in changed {

@@ -14,16 +14,13 @@ use rmcp::model::SubscriptionFilter;
 use rmcp::service::SubscriptionSink;
 use rmcp::ErrorData as McpError;
 
-use super::resources::{stamp, vpath_of};
+use super::resources::{changed, stamp, vpath_of, Stamp};
 use crate::host::Toolhost;
 
 /// Listen streams one `serve` keeps open at once.
 pub const MAX_LISTENERS: usize = 1000;
 /// Resources one listen stream may watch.
 pub const MAX_WATCHED: usize = 1000;
-
-/// A file's size and modification time.
-type Stamp = (u64, std::time::SystemTime);
 
 struct Listener {
     thread: String,
@@ -107,14 +104,11 @@ impl Listeners {
                 let filter = l.sink.accepted();
                 let tools = changes.tools && filter.tools_list_changed == Some(true);
                 let resources = changes.resources && filter.resources_list_changed == Some(true);
-                let mut updated = Vec::new();
-                for (uri, seen) in l.watched.iter_mut() {
-                    let now = stamp(host, thread, uri);
-                    if now != *seen {
-                        *seen = now;
-                        updated.push(uri.clone());
-                    }
-                }
+                let updated: Vec<String> = l
+                    .watched
+                    .iter_mut()
+                    .filter_map(|(uri, seen)| changed(host, thread, uri, seen).then(|| uri.clone()))
+                    .collect();
                 if tools || resources || !updated.is_empty() {
                     sends.push((l.sink.clone(), tools, resources, updated));
                 }

@@ -217,8 +217,19 @@ fn blob(uri: &str, mime: Option<&str>, data: Vec<u8>) -> ResourceContents {
     }
 }
 
+/// A file's size and modification time, as a subscription last saw it.
+pub type Stamp = (u64, std::time::SystemTime);
+
+/// Whether `uri` in `thread` changed since `seen`; `seen` is brought up to date.
+pub fn changed(host: &Toolhost, thread: &str, uri: &str, seen: &mut Option<Stamp>) -> bool {
+    let now = stamp(host, thread, uri);
+    let changed = now != *seen;
+    *seen = now;
+    changed
+}
+
 /// What a resource looks like now, to tell a subscriber when it changed.
-pub fn stamp(host: &Toolhost, thread: &str, uri: &str) -> Option<(u64, std::time::SystemTime)> {
+pub fn stamp(host: &Toolhost, thread: &str, uri: &str) -> Option<Stamp> {
     let vpath = vpath_of(uri)?;
     let fs = host.thread_fs(thread).ok()?;
     let f = fs.resolve(vpath).and_then(|r| fs.open_resolved(&r, vpath)).ok()?;
