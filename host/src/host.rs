@@ -236,6 +236,12 @@ impl Toolhost {
         self.sources.host_bash.as_deref()
     }
 
+    /// How each stdio MCP server and ACP agent is started (confined, unconfined by choice, or
+    /// not at all) and what it gets, for `toolhost tools --explain` and `check`.
+    pub fn process_reports(&self) -> &[crate::assembly::children::ChildReport] {
+        &self.sources.children
+    }
+
     /// The pipeline layer names, outermost first.
     pub fn pipeline_layers(&self) -> Vec<&'static str> {
         self.pipeline.layer_names()

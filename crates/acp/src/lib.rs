@@ -19,6 +19,7 @@ use toolhost_core::{CallContext, Tool, ToolOutcome, ToolSource, ToolSpec};
 pub use mcp_servers::{AcpMcpServerConfig, McpServerError};
 
 use process::AgentProcess;
+use toolhost_confine::process::{Launch, LaunchPolicy, LaunchRequest, ProcessKind};
 
 /// The tool's name, as DeerFlow registers it.
 pub const TOOL_NAME: &str = "invoke_acp_agent";
@@ -76,6 +77,9 @@ pub struct InvokeAcpAgentTool {
     spec: ToolSpec,
     agents: IndexMap<String, AcpAgentConfig>,
     mcp_servers: Vec<AcpMcpServerConfig>,
+    /// How agents are started; `None`: as plain subprocesses (the crate on its own — the host
+    /// always sets one).
+    launch: Option<LaunchPolicy>,
 }
 
 impl InvokeAcpAgentTool {
@@ -87,7 +91,13 @@ impl InvokeAcpAgentTool {
             group: None,
             source: ToolSource::Acp,
         };
-        Self { spec, agents, mcp_servers: Vec::new() }
+        Self { spec, agents, mcp_servers: Vec::new(), launch: None }
+    }
+
+    /// Start agents as `policy` decides (confined, or refused with the reason).
+    pub fn with_launch_policy(mut self, policy: LaunchPolicy) -> Self {
+        self.launch = Some(policy);
+        self
     }
 
     /// The host's enabled MCP servers, forwarded to every agent's `session/new` as DeerFlow does.
@@ -217,8 +227,39 @@ impl Tool for InvokeAcpAgentTool {
             tracing::warn!(agent = %agent, "Invalid MCP server configuration for ACP agent; continuing without MCP servers: {e}");
             Vec::new()
         });
-        let env = process::agent_environment(&config.env);
-        let (mut child, stdin, stdout) = match AgentProcess::spawn(&config.command, &config.args, &env, &cwd) {
+        let launch = match &self.launch {
+            Some(policy) => policy(&LaunchRequest {
+                kind: ProcessKind::AcpAgent,
+                name: &agent,
+                command: &config.command,
+                args: &config.args,
+            }),
+            None => Launch::Unconfined,
+        };
+        let mut env = process::agent_environment(&config.env);
+        let confined = match &launch {
+            Launch::Refused(why) => return invocation_error(&format!("not started: {why}")),
+            Launch::Unconfined => None,
+            Launch::Confined(confiner) => {
+                let prepared = match confiner.self_test().await {
+                    Ok(_) => confiner.prepare(Some(&cwd)).await,
+                    Err(e) => Err(e),
+                };
+                match prepared {
+                    Ok(p) => {
+                        for key in &confiner.spec().env {
+                            if let Ok(v) = std::env::var(key) {
+                                env.entry(key.clone()).or_insert(v);
+                            }
+                        }
+                        Some(p)
+                    }
+                    Err(e) => return invocation_error(&format!("not started: {e}")),
+                }
+            }
+        };
+        let (mut child, stdin, stdout) = match AgentProcess::spawn(&config.command, &config.args, &env, &cwd, confined)
+        {
             Ok(spawned) => spawned,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return masked_error(not_found_error(&agent, &config.command))

@@ -13,6 +13,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use toolhost_confine::process::{Prepared, TreeGuard};
 
 /// Variables every agent inherits from the host (the Python SDK's `DEFAULT_INHERITED_ENV_VARS`
 /// on POSIX); everything else must be configured in `env`, so host secrets do not leak.
@@ -55,6 +56,8 @@ pub struct AgentProcess {
     child: Child,
     pgid: Option<Pid>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
+    /// A confined agent's process tree: killed with the agent.
+    _tree: Option<TreeGuard>,
 }
 
 impl AgentProcess {
@@ -65,6 +68,7 @@ impl AgentProcess {
         args: &[String],
         env: &IndexMap<String, String>,
         cwd: &Path,
+        confined: Option<Prepared>,
     ) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
         let mut cmd = Command::new(command);
         cmd.args(args)
@@ -76,6 +80,9 @@ impl AgentProcess {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        // Confined: its home, tmp and proxy go over the configured values, and the confinement
+        // runs between fork and exec.
+        let tree = confined.map(|prepared| prepared.install(cmd.as_std_mut()));
         let mut child = cmd.spawn()?;
         let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
         let missing = || std::io::Error::other("agent stdio pipe was not created");
@@ -99,7 +106,7 @@ impl AgentProcess {
                 }
             });
         }
-        Ok((Self { child, pgid, stderr_tail }, stdin, stdout))
+        Ok((Self { child, pgid, stderr_tail, _tree: tree }, stdin, stdout))
     }
 
     /// The last bytes the agent wrote to stderr, trimmed.

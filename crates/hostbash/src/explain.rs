@@ -2,7 +2,11 @@
 //! exactly what a command gets — filesystem rules, identity, network, seccomp, scoping, the
 //! process-tree kill, limits and environment.
 
-use crate::{confine, seccomp, seccomp_policy, BashNetwork, BashTool, ConfineMode, ENV_ALLOW};
+use toolhost_confine::ruleset as confine;
+use toolhost_confine::seccomp;
+use toolhost_confine::tree::LimitMechanism;
+
+use crate::{seccomp_policy, BashNetwork, BashTool, ConfineMode, ENV_ALLOW};
 
 /// What a command of `tool` gets, line by line.
 pub(crate) fn lines(tool: &BashTool) -> Vec<String> {
@@ -93,6 +97,26 @@ pub(crate) fn lines(tool: &BashTool) -> Vec<String> {
             "process tree: a subreaper supervisor per command ({why}): setsid'd and orphaned processes are re-parented to it and killed with the tree at the timeout, on cancellation and at host shutdown; a command that finishes may leave background processes running"
         ),
     });
+    lines.push(if tool.pid_namespace() {
+        "processes: a private pid namespace and /proc per command: other threads' commands and toolhost itself are not there to see; the tree dies with toolhost (its supervisor has PR_SET_PDEATHSIG)".to_string()
+    } else {
+        "processes: other processes stay visible in /proc (no CAP_SYS_ADMIN for a pid namespace); their environments and memory are not readable".to_string()
+    });
+    let cap = |v: Option<u64>, unit: &str, scale: u64| v.map_or("unlimited".to_string(), |v| format!("{} {unit}", v / scale));
+    let mechanism = |m: &LimitMechanism| match m {
+        LimitMechanism::CgroupV2 => "cgroup v2".to_string(),
+        LimitMechanism::CgroupV1(dir) => format!("cgroup v1 {}", dir.display()),
+        LimitMechanism::Rlimit => "RLIMIT_NPROC; not enforced for uid 0".to_string(),
+    };
+    let (pids, memory) = match tool.cgroup_parent() {
+        Ok(p) => (mechanism(&p.pids), mechanism(&p.memory)),
+        Err(_) => ("RLIMIT_NPROC; not enforced for uid 0".to_string(), "not enforced without a cgroup".to_string()),
+    };
+    lines.push(format!(
+        "tree caps: {} (sandbox.bash_max_processes; {pids}), {} of memory (sandbox.bash_memory_mb; {memory})",
+        cap(c.max_processes, "processes", 1),
+        cap(c.memory_bytes, "MiB", 1 << 20),
+    ));
     lines.push(format!(
         "limits: {}, no core dumps; environment: {}{}",
         match c.max_file_bytes {

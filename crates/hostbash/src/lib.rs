@@ -7,19 +7,11 @@
 //! call in DeerFlow's `SandboxAuditMiddleware` (`host/src/middleware/sandbox_audit.rs`).
 
 pub mod config;
-mod confine;
 mod dirs;
 mod explain;
-mod mountns;
-mod privs;
 mod probe;
-mod proxy;
-mod reaper;
 mod rewrite;
 mod run;
-mod seccomp;
-mod sni;
-mod tree;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -33,15 +25,19 @@ use toolhost_audit::{mcp_allowed_paths, truncate_middle, validate_local_bash_com
 use toolhost_core::{CallContext, Tool, ToolOutcome, ToolSource, ToolSpec, VIRTUAL_ACP, VIRTUAL_SKILLS};
 use toolhost_net::NetGrant;
 
-pub use confine::{confinement_status, ConfinementStatus};
-pub use privs::{harden_process, BashUser};
+pub use toolhost_confine::{confinement_status, harden_process, BashUser, ConfinementStatus};
 pub use rewrite::Mapping;
 pub use run::CAPTURE_LIMIT_BYTES;
 
-use confine::{FsRules, NetRule};
 use dirs::{thread_dir, ThreadDir};
-use privs::Identity;
-use seccomp::{Filter, SeccompPolicy, SocketPolicy};
+use toolhost_confine::child::{ChildPlan, TreeSetup};
+use toolhost_confine::mountns;
+use toolhost_confine::privs::{self, Identity};
+use toolhost_confine::proxy::{self, GrantNames};
+use toolhost_confine::reaper;
+use toolhost_confine::ruleset::{self as confine, FsRules, NetRule};
+use toolhost_confine::seccomp::{Filter, SeccompPolicy, SocketPolicy};
+use toolhost_confine::tree::{self, TreeLimits};
 
 /// DeerFlow's `LOCAL_HOST_BASH_DISABLED_MESSAGE`.
 pub const LOCAL_HOST_BASH_DISABLED_MESSAGE: &str = "Host bash execution is disabled for LocalSandboxProvider because it is not a secure sandbox boundary. Switch to AioSandboxProvider for isolated bash access, or set sandbox.allow_host_bash: true only in a fully trusted local environment.";
@@ -132,7 +128,16 @@ pub struct BashConfig {
     pub max_file_bytes: Option<u64>,
     /// Process-tree tracking (a test hook for the subreaper fallback).
     pub tree: TreeMode,
+    /// `sandbox.bash_max_processes`: processes one command's tree may run at once.
+    pub max_processes: Option<u64>,
+    /// `sandbox.bash_memory_mb` in bytes: memory of one command's tree.
+    pub memory_bytes: Option<u64>,
 }
+
+/// Processes one command's tree may run at once, by default (a fork bomb stops here).
+pub const DEFAULT_MAX_PROCESSES: u64 = 1024;
+/// Memory of one command's tree, by default: 4 GiB.
+pub const DEFAULT_MEMORY_BYTES: u64 = 4 << 30;
 
 /// Files a command may write, by default: 1 GiB (a sparse 4 GiB file is refused).
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 30;
@@ -155,6 +160,8 @@ impl Default for BashConfig {
             network: BashNetwork::None,
             max_file_bytes: Some(DEFAULT_MAX_FILE_BYTES),
             tree: TreeMode::Auto,
+            max_processes: Some(DEFAULT_MAX_PROCESSES),
+            memory_bytes: Some(DEFAULT_MEMORY_BYTES),
         }
     }
 }
@@ -189,8 +196,8 @@ pub(crate) enum NetSetup {
 /// Everything one command needs, prepared in the parent.
 pub(crate) struct Prepared {
     pub env: HashMap<String, String>,
-    pub plan: run::ChildPlan,
-    pub tree: run::TreeSetup,
+    pub plan: ChildPlan,
+    pub tree: TreeSetup,
 }
 
 /// The native host `bash` tool.
@@ -234,7 +241,11 @@ impl BashTool {
         let mut prefixes: Vec<String> = static_mappings.iter().map(|m| m.virtual_prefix.clone()).collect();
         prefixes.extend([toolhost_core::VIRTUAL_USER_DATA.to_string(), VIRTUAL_ACP.to_string()]);
         let pattern = rewrite::command_pattern(&prefixes);
-        let identity = Identity::new(config.user, config.max_file_bytes);
+        let nproc_fallback = match tree::cgroup_parent() {
+            Ok(tree::CgroupParent { pids: tree::LimitMechanism::Rlimit, .. }) | Err(_) => config.max_processes,
+            Ok(_) => None,
+        };
+        let identity = Identity::new(config.user, config.max_file_bytes).with_max_processes(nproc_fallback);
         let mount_view = config.confine == ConfineMode::Full
             && identity.is_uid0()
             && privs::CapSets::current().is_some_and(|c| c.has(CAP_SYS_ADMIN))
@@ -294,6 +305,18 @@ impl BashTool {
         explain::lines(self)
     }
 
+    /// The caps on one command's tree (`sandbox.bash_max_processes`, `sandbox.bash_memory_mb`).
+    pub(crate) fn limits(&self) -> TreeLimits {
+        TreeLimits { max_processes: self.config.max_processes, memory_bytes: self.config.memory_bytes }
+    }
+
+    /// Whether commands get a pid namespace and `/proc` of their own (toolhost may make
+    /// namespaces: uid 0 with the read-only view, or root handing commands to `bash_user`).
+    pub(crate) fn pid_namespace(&self) -> bool {
+        self.config.confine == ConfineMode::Full
+            && (self.mount_view || (self.config.user.is_some() && toolhost_confine::can_make_namespaces()))
+    }
+
     /// The process-tree mechanism this tool uses.
     pub(crate) fn cgroup_parent(&self) -> Result<tree::CgroupParent, String> {
         match self.config.tree {
@@ -327,7 +350,7 @@ impl BashTool {
         let lifetime = Duration::from_secs(self.config.command_timeout_secs.max(1));
         self.proxy
             .get_or_try_init(|| async {
-                proxy::Proxy::start(&endpoint, grant.clone(), lifetime)
+                proxy::Proxy::start(&endpoint, grant.clone(), GrantNames::bash(), lifetime)
                     .map_err(|e| format!("cannot start the bash network proxy: {e}"))
             })
             .await
@@ -373,22 +396,35 @@ impl BashTool {
         let workspace = open(ThreadDir::Workspace)?;
         let dup =
             |fd: &std::os::fd::OwnedFd| fd.try_clone().map_err(|e| format!("Error: Cannot confine the command: {e}"));
-        let mut plan = run::ChildPlan { workspace: Some(dup(&workspace)?), ..Default::default() };
+        let mut plan = ChildPlan { workdir: Some(dup(&workspace)?), ..Default::default() };
         self.lingering.sweep();
-        let tree = match self.cgroup_parent() {
+        let mut tree = TreeSetup::default();
+        match self.cgroup_parent() {
             Ok(parent) => {
-                let (cgroup, procs) = tree::Cgroup::create(&parent)
+                let limits = if self.config.confine == ConfineMode::Full { self.limits() } else { TreeLimits::default() };
+                let (cgroup, procs) = tree::Cgroup::create(&parent, limits)
                     .map_err(|e| format!("Error: Cannot create the command's cgroup: {e}"))?;
-                plan.cgroup_procs = Some(procs);
-                run::TreeSetup::Cgroup(cgroup)
+                plan.cgroup_procs = procs;
+                tree.cgroup = Some(cgroup);
             }
             Err(_) => {
                 let (reaper, status) = reaper::ReaperPlan::new()
                     .map_err(|e| format!("Error: Cannot prepare the command's supervisor: {e}"))?;
                 plan.reaper = Some(reaper);
-                run::TreeSetup::Reaper(status)
+                tree.status = Some(status);
             }
-        };
+        }
+        if self.pid_namespace() {
+            // The command runs in a pid namespace of its own under a supervisor: its `/proc`
+            // shows only its own tree, and the tree dies with toolhost.
+            if plan.reaper.is_none() {
+                let (reaper, status) = reaper::ReaperPlan::new()
+                    .map_err(|e| format!("Error: Cannot prepare the command's supervisor: {e}"))?;
+                plan.reaper = Some(reaper);
+                tree.status = Some(status);
+            }
+            plan.pid_namespace = true;
+        }
         if self.config.confine == ConfineMode::Off {
             return Ok(Prepared { env, plan, tree });
         }
@@ -463,7 +499,15 @@ impl BashTool {
                 NetRule::ConnectOnly(port)
             }
         };
-        plan.ruleset = Some(confine::build_ruleset(&fs, net_rule).map_err(confine_err)?);
+        let ruleset = confine::build_ruleset(&fs, net_rule).map_err(confine_err)?;
+        if plan.pid_namespace {
+            plan.fresh_proc_rule = confine::ruleset_fd(&ruleset).map_err(|e| format!("Error: Cannot confine the command: {e}"))?;
+            match plan.view.take() {
+                Some(view) => plan.view = Some(view.with_fresh_proc(true)),
+                None => plan.proc_view = Some(mountns::ProcView),
+            }
+        }
+        plan.ruleset = Some(ruleset);
         plan.identity = Some(self.identity);
         plan.seccomp = Some(self.seccomp.clone().map_err(|e| format!("Error: Cannot build the seccomp filter: {e}"))?);
         Ok(Prepared { env, plan, tree })
@@ -527,7 +571,7 @@ impl BashTool {
     }
 }
 
-const CAP_SYS_ADMIN: u32 = 21;
+use toolhost_confine::CAP_SYS_ADMIN;
 
 /// A writable directory of the read-only view: a clone of `fd`, attached at `target`.
 fn view_entry(fd: &std::os::fd::OwnedFd, target: &std::path::Path) -> Result<mountns::Writable, String> {

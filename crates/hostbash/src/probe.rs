@@ -11,11 +11,13 @@ use std::sync::Arc;
 
 use toolhost_core::{CallContext, ThreadFs, ThreadState};
 
-use crate::privs::CapSets;
-use crate::reaper::{StatusPipe, Supervisor};
-use crate::run::TreeSetup;
-use crate::tree::Tree;
-use crate::{confine, BashNetwork, BashTool, NetSetup};
+use toolhost_confine::child::TreeSetup;
+use toolhost_confine::privs::CapSets;
+use toolhost_confine::reaper::{StatusPipe, Supervisor};
+use toolhost_confine::ruleset as confine;
+use toolhost_confine::tree::Tree;
+
+use crate::{BashNetwork, BashTool, NetSetup};
 
 /// The probe script. It prints what it saw; the parent decides. `/dev/tcp` and `/dev/udp` are
 /// bash's own sockets, so no other program is needed.
@@ -31,6 +33,9 @@ if [ -n "$PROBE_PROXY_PORT" ]; then
   echo "TCP proxy port: $( (exec 3<>"/dev/tcp/127.0.0.1/$PROBE_PROXY_PORT") 2>&1 && echo connected)"
   echo "UDP: $( (echo x > "/dev/udp/127.0.0.1/$PROBE_DENIED_PORT") 2>&1 && echo sent)"
 fi
+echo "PIDS: $(ls /proc | grep -cE '^[0-9]+$')"
+echo "PID1 cmdline bytes: $(tr -d '\0' < /proc/1/cmdline 2>/dev/null | wc -c)"
+if [ -n "$PROBE_HOST_PID" ] && [ -n "$PROBE_MARK" ] && [ -r "/proc/$PROBE_HOST_PID/cmdline" ] && grep -q "$PROBE_MARK" "/proc/$PROBE_HOST_PID/cmdline" 2>/dev/null; then echo "HOST cmdline: visible"; fi
 setsid sleep 60 >/dev/null 2>&1 &
 echo "SLEEPER $!"
 "#;
@@ -116,6 +121,8 @@ pub(crate) fn run(tool: &BashTool) -> Result<Vec<String>, String> {
         .env("PROBE_OUTSIDE", &outside)
         .env("PROBE_DENIED_PORT", denied_port.to_string())
         .env("PROBE_PROXY_PORT", proxy_port.map(|p| p.to_string()).unwrap_or_default())
+        .env("PROBE_HOST_PID", std::process::id().to_string())
+        .env("PROBE_MARK", host_mark())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -123,19 +130,17 @@ pub(crate) fn run(tool: &BashTool) -> Result<Vec<String>, String> {
     prepared.plan.install(&mut cmd);
     let mut child =
         cmd.spawn().map_err(|e| format!("the probe command could not start ({}): {e}", tool.config.shell.display()))?;
-    let (tree, status_pipe) = match prepared.tree {
-        TreeSetup::Cgroup(cgroup) => (Tree::Cgroup(cgroup), None),
-        TreeSetup::Reaper(pipe) => {
-            let supervisor = Supervisor::new(child.id()).map_err(|e| e.to_string());
-            match supervisor {
-                Ok(s) => (Tree::Reaper(s), Some(pipe)),
-                Err(e) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!("cannot watch the probe's supervisor: {e}"));
-                }
+    let TreeSetup { cgroup, status: status_pipe } = prepared.tree;
+    let tree = match cgroup {
+        Some(cgroup) => Tree::Cgroup(cgroup),
+        None => match Supervisor::new(child.id()) {
+            Ok(s) => Tree::Reaper(s),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("cannot watch the probe's supervisor: {e}"));
             }
-        }
+        },
     };
     // Both pipes reach EOF when the shell exits: the background sleeper writes to /dev/null.
     let stderr = child.stderr.take();
@@ -159,7 +164,9 @@ pub(crate) fn run(tool: &BashTool) -> Result<Vec<String>, String> {
         text.lines().find_map(|l| l.strip_prefix("SLEEPER ")).and_then(|p| p.trim().parse().ok());
     // Whatever the verdict, nothing of the probe may outlive it.
     tree.kill();
-    let killed = sleeper.map(|pid| !running(pid) && !tree.alive());
+    // In a pid namespace the reported pid is the namespace's: the tree's emptiness decides.
+    let own_ns = tool.pid_namespace();
+    let killed = sleeper.map(|pid| (own_ns || !running(pid)) && !tree.alive());
     tree.remove();
     let _ = child.wait();
     match status {
@@ -243,6 +250,19 @@ fn verdict(
         }
         proven.push("seccomp refused an AF_INET socket".into());
     }
+    if tool.pid_namespace() {
+        let pids: usize =
+            line("PIDS: ").trim().parse().map_err(|_| format!("the probe did not count /proc: {text}"))?;
+        if pids > 8 || text.contains("HOST cmdline: visible") {
+            return Err(format!("the probe sees processes outside its tree in /proc ({pids} pids)"));
+        }
+        if line("PID1 cmdline bytes: ").trim() != "0" {
+            return Err("the probe can read toolhost's command line through its supervisor".into());
+        }
+        proven.push(format!("/proc shows only the command's own tree ({pids} processes)"));
+    } else if text.contains("HOST cmdline: visible") {
+        proven.push("other processes stay visible in /proc (no pid namespace without CAP_SYS_ADMIN)".into());
+    }
     let mechanism = match tool.cgroup_parent() {
         Ok(_) => "the cgroup kill",
         Err(_) => "the subreaper's kill",
@@ -253,6 +273,11 @@ fn verdict(
         None => return Err("the probe did not report its background process".into()),
     }
     Ok(proven)
+}
+
+/// A word of this process's own command line, for the probe to look for (its program name).
+fn host_mark() -> String {
+    std::env::args().next().and_then(|a| a.rsplit('/').next().map(str::to_string)).unwrap_or_default()
 }
 
 /// Whether `pid` runs (a zombie waiting for its reaper does not).

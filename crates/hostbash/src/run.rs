@@ -5,23 +5,18 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use landlock::RulesetCreated;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::task::JoinHandle;
 
-use crate::mountns::ReadOnlyView;
-use crate::privs::Identity;
-use crate::reaper::{ReaperPlan, StatusPipe, Supervisor};
-use crate::seccomp::Filter;
-use crate::tree::{Cgroup, Lingering, Tree};
-use crate::{confine, tree};
+use toolhost_confine::child::{ChildPlan, TreeSetup};
+use toolhost_confine::reaper::{StatusPipe, Supervisor};
+use toolhost_confine::tree::{Lingering, Tree};
 
 /// DeerFlow's `_COMMAND_CAPTURE_LIMIT_BYTES`, per pipe.
 pub const CAPTURE_LIMIT_BYTES: usize = 10 * 1024 * 1024;
@@ -31,70 +26,6 @@ const DRAIN_GRACE: Duration = Duration::from_millis(200);
 /// How long to wait for the pipes after a timeout kill or once the tree is gone.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(10);
 
-/// What the child does between `fork` and `exec`, prepared in the parent: join the command's
-/// cgroup, join the proxy's network namespace, make the host read-only but for the thread's
-/// writable directories (uid 0), change to the workspace by its handle, take on
-/// its identity (limits, user, no capabilities, `no_new_privs`), enforce the Landlock ruleset,
-/// install the seccomp filter. Each step is a few syscalls on values built here.
-#[derive(Default)]
-pub struct ChildPlan {
-    /// Fork a subreaper supervisor first (where no cgroup holds the tree).
-    pub reaper: Option<ReaperPlan>,
-    /// The thread's workspace, the command's working directory (`fchdir`: no path lookup).
-    pub workspace: Option<OwnedFd>,
-    pub cgroup_procs: Option<OwnedFd>,
-    pub netns: Option<OwnedFd>,
-    /// Everything read-only but the writable directories (uid 0 without capabilities).
-    pub view: Option<ReadOnlyView>,
-    pub identity: Option<Identity>,
-    pub ruleset: Option<RulesetCreated>,
-    pub seccomp: Option<Arc<Filter>>,
-}
-
-impl ChildPlan {
-    /// Register the plan as the command's `pre_exec` hook.
-    pub fn install(self, cmd: &mut std::process::Command) {
-        use std::os::unix::process::CommandExt;
-        let mut plan = self;
-        // SAFETY: the hook runs in the forked child and makes only syscalls on values prepared
-        // in the parent (no allocation on the success path; errors are OS errors).
-        unsafe {
-            cmd.pre_exec(move || plan.apply());
-        }
-    }
-
-    fn apply(&mut self) -> io::Result<()> {
-        if let Some(reaper) = &self.reaper {
-            reaper.fork_in_child()?;
-        }
-        if let Some(procs) = &self.cgroup_procs {
-            tree::join_in_child(procs)?;
-        }
-        if let Some(ns) = &self.netns {
-            // SAFETY: setns on a namespace descriptor the parent opened.
-            if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
-        if let Some(view) = &self.view {
-            view.apply_in_child()?;
-        } else if let Some(dir) = &self.workspace {
-            // SAFETY: fchdir on an open directory.
-            if unsafe { libc::fchdir(dir.as_raw_fd()) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
-        if let Some(identity) = &self.identity {
-            identity.apply_in_child()?;
-        }
-        confine::restrict_in_child(&mut self.ruleset)?;
-        if let Some(filter) = &self.seccomp {
-            filter.install_in_child()?;
-        }
-        Ok(())
-    }
-}
-
 /// A command ready to run.
 pub struct Invocation {
     pub shell: PathBuf,
@@ -103,13 +34,6 @@ pub struct Invocation {
     pub timeout: Duration,
     pub plan: ChildPlan,
     pub tree: TreeSetup,
-}
-
-/// How the command's tree will be held, prepared before the spawn.
-pub enum TreeSetup {
-    Cgroup(Cgroup),
-    /// The supervisor reports the shell's status on this pipe.
-    Reaper(StatusPipe),
 }
 
 /// What came back.
@@ -260,10 +184,8 @@ pub async fn run(invocation: Invocation, lingering: &Lingering) -> io::Result<Ou
         .process_group(0);
     plan.install(cmd.as_std_mut());
     let spawned = cmd.spawn();
-    let (tree, status_pipe) = match tree {
-        TreeSetup::Cgroup(cgroup) => (Some(Tree::Cgroup(cgroup)), None),
-        TreeSetup::Reaper(pipe) => (None, Some(pipe)),
-    };
+    let TreeSetup { cgroup, status: status_pipe } = tree;
+    let tree = cgroup.map(Tree::Cgroup);
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {

@@ -15,6 +15,7 @@ use crate::config::{self, ConfigError, ExtensionsConfig, LoadedConfig, McpServer
 use crate::pool::ServerRuntime;
 use crate::session::{ChangeSignal, ServerHandle};
 use crate::tool::{exposed_name, invalid_name_warning, is_valid_tool_name, McpTool};
+use toolhost_confine::process::{Launch, LaunchPolicy, LaunchRequest, ProcessKind};
 
 /// How `$VAR`s in the config are looked up (the environment the host was given).
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -88,11 +89,32 @@ pub struct McpManager {
     source: ConfigSource,
     signal: Arc<ChangeSignal>,
     cache: Mutex<Option<Cache>>,
+    /// How stdio servers are started; `None`: as plain subprocesses (the crate on its own —
+    /// the host always sets one).
+    launch: Option<LaunchPolicy>,
 }
 
 impl McpManager {
     pub fn new(source: ConfigSource) -> Self {
-        Self { source, signal: Arc::new(ChangeSignal::new()), cache: Mutex::new(None) }
+        Self { source, signal: Arc::new(ChangeSignal::new()), cache: Mutex::new(None), launch: None }
+    }
+
+    /// Start stdio servers as `policy` decides (confined, or refused with the reason).
+    pub fn with_launch_policy(mut self, policy: LaunchPolicy) -> Self {
+        self.launch = Some(policy);
+        self
+    }
+
+    fn launch_for(&self, name: &str, entry: &McpServerConfig) -> Launch {
+        match (&self.launch, entry.transport()) {
+            (Some(policy), Ok(Transport::Stdio)) => policy(&LaunchRequest {
+                kind: ProcessKind::McpServer,
+                name,
+                command: entry.command.as_deref().unwrap_or(""),
+                args: &entry.args,
+            }),
+            _ => Launch::Unconfined,
+        }
     }
 
     /// Shorthand for [`ConfigSource::File`].
@@ -208,7 +230,7 @@ impl McpManager {
             }
             let runtime = match old.remove(name).filter(|rt| rt.config() == entry) {
                 Some(rt) => rt,
-                None => match ServerHandle::new(name, entry.clone(), self.signal.clone()) {
+                None => match ServerHandle::new(name, entry.clone(), self.signal.clone(), self.launch_for(name, entry)) {
                     Ok(handle) => Arc::new(ServerRuntime::new(handle)),
                     Err(e) => {
                         failed.insert(name.clone(), unusable(name, entry, e.to_string()));

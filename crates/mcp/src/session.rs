@@ -22,6 +22,7 @@ use crate::config::{McpServerConfig, Transport};
 use crate::exact::{ExactSchemas, StdioTransport};
 use crate::oauth::TokenSource;
 use crate::sse::SseClientTransport;
+use toolhost_confine::process::{Launch, TreeGuard};
 
 /// Variables a stdio server inherits from the host; everything else comes from its `env`. This
 /// is the Python MCP SDK's `get_default_environment()`, which DeerFlow relies on, so secrets in
@@ -102,6 +103,8 @@ pub(crate) struct Session {
     pub(crate) valid_until: Option<Instant>,
     /// The listed tools' schemas with numbers serde_json cannot keep (stdio servers).
     pub(crate) exact: Option<Arc<ExactSchemas>>,
+    /// A confined stdio server's process tree: killed when the session goes.
+    pub(crate) _tree: Option<TreeGuard>,
 }
 
 impl Session {
@@ -137,6 +140,9 @@ pub enum ConnectError {
     Sse(#[from] crate::sse::SseError),
     #[error("initialize failed: {message}{stderr}")]
     Initialize { message: String, stderr: String },
+    /// A stdio server that cannot run confined (and was not configured `confine: false`).
+    #[error("not started: {0}")]
+    Confine(String),
 }
 
 /// Everything needed to open sessions to one server.
@@ -146,11 +152,18 @@ pub(crate) struct ServerHandle {
     pub(crate) transport: Transport,
     pub(crate) tokens: Option<TokenSource>,
     signal: Arc<ChangeSignal>,
+    /// How a stdio server's process is started.
+    launch: Launch,
 }
 
 impl ServerHandle {
     /// Check what can be checked without connecting: transport, command/url, oauth fields.
-    pub(crate) fn new(name: &str, config: McpServerConfig, signal: Arc<ChangeSignal>) -> Result<Self, ConnectError> {
+    pub(crate) fn new(
+        name: &str,
+        config: McpServerConfig,
+        signal: Arc<ChangeSignal>,
+        launch: Launch,
+    ) -> Result<Self, ConnectError> {
         let transport = config.transport().map_err(ConnectError::Config)?;
         match transport {
             Transport::Stdio => {
@@ -171,17 +184,20 @@ impl ServerHandle {
             Some(o) if o.enabled && transport != Transport::Stdio => Some(TokenSource::new(o.clone())?),
             _ => None,
         };
-        Ok(Self { name: name.to_string(), config, transport, tokens, signal })
+        if let (Transport::Stdio, Launch::Refused(why)) = (transport, &launch) {
+            return Err(ConnectError::Confine(why.clone()));
+        }
+        Ok(Self { name: name.to_string(), config, transport, tokens, signal, launch })
     }
 
     /// Open and initialize a session. `cwd` applies to stdio servers only (the thread workspace);
     /// their temp dir goes under it too (`.mcp/tmp`), as in DeerFlow.
     pub(crate) async fn connect(&self, cwd: Option<&Path>) -> Result<Session, ConnectError> {
         let hooks = Hooks { server: self.name.clone(), signal: self.signal.clone() };
-        let (service, stderr, valid_until, exact) = match self.transport {
+        let (service, stderr, valid_until, exact, tree) = match self.transport {
             Transport::Stdio => {
                 let exact = Arc::new(ExactSchemas::default());
-                let (transport, tail) = self.spawn_stdio(cwd, exact.clone())?;
+                let (transport, tail, tree) = self.spawn_stdio(cwd, exact.clone()).await?;
                 let service = match hooks.serve(transport).await {
                     Ok(s) => s,
                     Err(e) => {
@@ -193,7 +209,7 @@ impl ServerHandle {
                         });
                     }
                 };
-                (service, Some(tail), None, Some(exact))
+                (service, Some(tail), None, Some(exact), tree)
             }
             Transport::Http => {
                 let (headers, valid_until) = self.http_headers().await?;
@@ -207,7 +223,7 @@ impl ServerHandle {
                     .serve(transport)
                     .await
                     .map_err(|e| ConnectError::Initialize { message: e.to_string(), stderr: String::new() })?;
-                (service, None, valid_until, None)
+                (service, None, valid_until, None, None)
             }
             Transport::Sse => {
                 let (headers, valid_until) = self.http_headers().await?;
@@ -217,12 +233,12 @@ impl ServerHandle {
                     .serve(transport)
                     .await
                     .map_err(|e| ConnectError::Initialize { message: e.to_string(), stderr: String::new() })?;
-                (service, None, valid_until, Some(exact))
+                (service, None, valid_until, Some(exact), None)
             }
         };
         // rmcp serves a stale tools/list from its cache when the server has died; we want the error.
         service.peer().set_response_cache_config(ClientCacheConfig::disabled()).await;
-        Ok(Session { service, stderr, valid_until, exact })
+        Ok(Session { service, stderr, valid_until, exact, _tree: tree })
     }
 
     async fn http_headers(&self) -> Result<(HashMap<HeaderName, HeaderValue>, Option<Instant>), ConnectError> {
@@ -245,11 +261,11 @@ impl ServerHandle {
         Ok((headers, valid_until))
     }
 
-    fn spawn_stdio(
+    async fn spawn_stdio(
         &self,
         cwd: Option<&Path>,
         exact: Arc<ExactSchemas>,
-    ) -> Result<(StdioTransport, Arc<StderrTail>), ConnectError> {
+    ) -> Result<(StdioTransport, Arc<StderrTail>, Option<TreeGuard>), ConnectError> {
         let command = self.config.command.clone().unwrap_or_default();
         let mut cmd = tokio::process::Command::new(&command);
         cmd.args(&self.config.args).env_clear();
@@ -258,13 +274,34 @@ impl ServerHandle {
                 cmd.env(key, v);
             }
         }
-        if let Some(dir) = cwd {
-            let tmp = dir.join(".mcp").join("tmp");
-            std::fs::create_dir_all(&tmp).map_err(|source| ConnectError::Spawn { command: command.clone(), source })?;
-            cmd.current_dir(dir).env("TMPDIR", &tmp).env("TMP", &tmp).env("TEMP", &tmp);
-        }
-        cmd.envs(&self.config.env);
-        cmd.env(crate::CHILD_MARKER, "1");
+        let tree = match &self.launch {
+            Launch::Confined(confiner) => {
+                // The self-test runs once per server, before its first process.
+                confiner.self_test().await.map_err(|e| ConnectError::Confine(e.to_string()))?;
+                let prepared = confiner.prepare(cwd).await.map_err(|e| ConnectError::Confine(e.to_string()))?;
+                // The grant's pass-through names, then the entry's own env, then the launch's
+                // home, tmp and proxy (which nothing configured may override).
+                for key in &confiner.spec().env {
+                    if let Some(v) = std::env::var_os(key) {
+                        cmd.env(key, v);
+                    }
+                }
+                cmd.envs(&self.config.env);
+                cmd.env(crate::CHILD_MARKER, "1");
+                Some(prepared.install(cmd.as_std_mut()))
+            }
+            Launch::Unconfined | Launch::Refused(_) => {
+                if let Some(dir) = cwd {
+                    let tmp = dir.join(".mcp").join("tmp");
+                    std::fs::create_dir_all(&tmp)
+                        .map_err(|source| ConnectError::Spawn { command: command.clone(), source })?;
+                    cmd.current_dir(dir).env("TMPDIR", &tmp).env("TMP", &tmp).env("TEMP", &tmp);
+                }
+                cmd.envs(&self.config.env);
+                cmd.env(crate::CHILD_MARKER, "1");
+                None
+            }
+        };
         // rmcp kills the child from a spawned task on drop, which never runs once the runtime is
         // shutting down; this makes the kill synchronous in that case.
         cmd.kill_on_drop(true);
@@ -299,6 +336,6 @@ impl ServerHandle {
                 }
             });
         }
-        Ok((transport, tail))
+        Ok((transport, tail, tree))
     }
 }

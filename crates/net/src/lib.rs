@@ -171,16 +171,25 @@ pub fn normalize_host(host: &str) -> String {
 pub struct NetGrant {
     rules: Vec<HostRule>,
     allow_private: bool,
+    /// HTTPS (port 443) to any host whose addresses pass the private-address check: the
+    /// default of a confined MCP server or ACP agent, which has no list of its own.
+    any_public_https: bool,
 }
 
 impl NetGrant {
     /// The grant of a `network:` list (its entries were checked when the config was read).
     pub fn new(rules: Vec<HostRule>, allow_private: bool) -> Self {
-        Self { rules, allow_private }
+        Self { rules, allow_private, any_public_https: false }
+    }
+
+    /// HTTPS to any public host (port 443); private, loopback, link-local and metadata
+    /// addresses stay refused.
+    pub fn any_public_https() -> Self {
+        Self { rules: Vec::new(), allow_private: false, any_public_https: true }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
+        self.rules.is_empty() && !self.any_public_https
     }
 
     pub fn allow_private(&self) -> bool {
@@ -189,7 +198,7 @@ impl NetGrant {
 
     /// Whether HTTPS to `host` on `port` is granted.
     pub fn allows(&self, host: &str, port: u16) -> bool {
-        self.rules.iter().any(|r| r.allows(host, port))
+        (self.any_public_https && port == HTTPS_PORT) || self.rules.iter().any(|r| r.allows(host, port))
     }
 
     /// Whether plain HTTP to `host` on `port` is granted (an `http://` entry).
@@ -199,7 +208,10 @@ impl NetGrant {
 
     /// The grant as the config wrote it, for messages.
     pub fn describe(&self) -> String {
-        let written: Vec<&str> = self.rules.iter().map(|r| r.written.as_str()).collect();
+        let mut written: Vec<&str> = self.rules.iter().map(|r| r.written.as_str()).collect();
+        if self.any_public_https {
+            written.insert(0, "any public host, HTTPS");
+        }
         format!("[{}]", written.join(", "))
     }
 }

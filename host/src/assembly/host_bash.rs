@@ -42,6 +42,8 @@ pub fn host_bash(
         env: s.bash_env.into_iter().map(|e| e.0).collect(),
         network: s.bash_network,
         max_file_bytes: s.bash_max_file_size_mb.bytes(),
+        max_processes: s.bash_max_processes.or(defaults.max_processes),
+        memory_bytes: s.bash_memory_mb.map(|mb| mb << 20).or(defaults.memory_bytes),
         ..defaults
     };
     Arc::new(toolhost_hostbash::BashTool::new(cfg).with_group(Some(group.to_string())))

@@ -14,9 +14,13 @@ use crate::options::Environment;
 
 /// The MCP layer: the servers of `extensions_config.json` at `path`, discovered in parallel and
 /// cached; `$VAR`s in the file are looked up in `env`.
-pub fn mcp_layer(path: PathBuf, env: Environment) -> Arc<dyn ToolLayer> {
+pub fn mcp_layer(
+    path: PathBuf,
+    env: Environment,
+    launch: toolhost_confine::process::LaunchPolicy,
+) -> Arc<dyn ToolLayer> {
     let lookup: toolhost_mcp::EnvLookup = Arc::new(move |name: &str| env.get(name));
-    let manager = toolhost_mcp::McpManager::from_file(path.clone(), lookup);
+    let manager = toolhost_mcp::McpManager::from_file(path.clone(), lookup).with_launch_policy(launch);
     Arc::new(McpLayer { manager: Arc::new(manager), path })
 }
 
@@ -90,7 +94,11 @@ impl ToolLayer for McpLayer {
 
 /// The ACP layer: `invoke_acp_agent`, appended last when `acp_agents` is non-empty (spec §1
 /// step 6). The enabled MCP servers of `extensions_config.json` are forwarded to the agent.
-pub fn acp_layer(config: &AppConfig, extensions: &Extensions) -> Option<Arc<dyn ToolLayer>> {
+pub fn acp_layer(
+    config: &AppConfig,
+    extensions: &Extensions,
+    launch: toolhost_confine::process::LaunchPolicy,
+) -> Option<Arc<dyn ToolLayer>> {
     if config.acp_agents.is_empty() {
         return None;
     }
@@ -108,7 +116,11 @@ pub fn acp_layer(config: &AppConfig, extensions: &Extensions) -> Option<Arc<dyn 
         })
         .collect();
     let tool: Arc<dyn Tool> =
-        Arc::new(toolhost_acp::InvokeAcpAgentTool::new(config.acp_agents.clone()).with_mcp_servers(servers));
+        Arc::new(
+            toolhost_acp::InvokeAcpAgentTool::new(config.acp_agents.clone())
+                .with_mcp_servers(servers)
+                .with_launch_policy(launch),
+        );
     Some(Arc::new(AcpLayer { tool }))
 }
 

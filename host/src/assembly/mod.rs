@@ -4,6 +4,7 @@
 //! out (`toolhost tools --explain`).
 
 mod builtins;
+pub mod children;
 mod deferred;
 mod host_bash;
 mod layers;

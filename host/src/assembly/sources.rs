@@ -65,6 +65,8 @@ pub(crate) struct Sources {
     pub public_skills: toolhost_skills::PublicSkillStates,
     /// What host bash's commands get, line by line (when a config entry offers host bash).
     pub host_bash: Option<Vec<String>>,
+    /// How each stdio MCP server and ACP agent is started, and what it gets.
+    pub children: Vec<super::children::ChildReport>,
 }
 
 impl Sources {
@@ -142,14 +144,54 @@ impl Sources {
         problems.extend(runtime_problems(c, runtime));
         let builtins = super::builtins::builtins(c, skills.clone(), task);
         let mut layers: Vec<Arc<dyn ToolLayer>> = Vec::new();
+        let policy = super::children::ChildPolicy::new(c, &opts.data_dir, &opts.env);
         if let Some(path) = &opts.extensions {
-            layers.push(super::layers::mcp_layer(path.clone(), opts.env.clone()));
+            layers.push(super::layers::mcp_layer(path.clone(), opts.env.clone(), policy.as_launch_policy()));
         }
-        if let Some(acp) = super::layers::acp_layer(c, &extensions) {
+        if let Some(acp) = super::layers::acp_layer(c, &extensions, policy.as_launch_policy()) {
             layers.push(acp);
         }
-        Sources { entries, builtins, layers, shared, skills, public_skills, host_bash: host_bash.flatten() }
+        let children = child_reports(c, &extensions, &policy, problems);
+        Sources { entries, builtins, layers, shared, skills, public_skills, host_bash: host_bash.flatten(), children }
     }
+}
+
+/// How every stdio MCP server and ACP agent will be started; a server that will not start, or
+/// that runs unconfined by choice, is a warning.
+fn child_reports(
+    c: &AppConfig,
+    extensions: &Extensions,
+    policy: &super::children::ChildPolicy,
+    problems: &mut Vec<Problem>,
+) -> Vec<super::children::ChildReport> {
+    use toolhost_confine::process::{LaunchRequest, ProcessKind};
+    let mut reports = Vec::new();
+    for (name, server) in extensions.enabled_servers() {
+        if server.transport().ok() != Some(toolhost_mcp::Transport::Stdio) {
+            continue;
+        }
+        let command = server.command.as_deref().unwrap_or("");
+        reports.push(policy.report(&LaunchRequest {
+            kind: ProcessKind::McpServer,
+            name,
+            command,
+            args: &server.args,
+        }));
+    }
+    for (name, agent) in &c.acp_agents {
+        reports.push(policy.report(&LaunchRequest {
+            kind: ProcessKind::AcpAgent,
+            name,
+            command: &agent.command,
+            args: &agent.args,
+        }));
+    }
+    for r in &reports {
+        if r.refused || r.unconfined {
+            problems.push(Problem::warning(format!("{}: {}", r.label, r.verdict)));
+        }
+    }
+    reports
 }
 
 /// What building one `tools:` entry gives.

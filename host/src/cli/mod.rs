@@ -439,6 +439,9 @@ async fn tools(
         "warnings": assembly.warnings,
         "pipeline": host.pipeline_layers(),
         "host_bash_confinement": confinement,
+        "processes": host.process_reports().iter().map(|r| serde_json::json!({
+            "name": r.label, "verdict": r.verdict, "gets": r.lines,
+        })).collect::<Vec<_>>(),
         "deferred_prompt_section": prompt_section,
     });
     let mut text = String::new();
@@ -463,8 +466,21 @@ async fn tools(
         }
         None => text += &format!("host bash confinement: {}\n", toolhost::confinement_line()),
     }
+    text += &process_report_text(&host);
     let notes = host.problems().iter().map(|p| format!("{}: {}", severity(p.severity), p.message)).collect();
     Ok(Output::new(json, text).notes(notes))
+}
+
+/// The MCP servers and ACP agents toolhost starts, and what each gets.
+fn process_report_text(host: &toolhost::Toolhost) -> String {
+    let mut text = String::new();
+    for r in host.process_reports() {
+        text += &format!("{}: {}\n", r.label, r.verdict);
+        for l in &r.lines {
+            text += &format!("  {l}\n");
+        }
+    }
+    text
 }
 
 /// `toolhost call`: one call through the pipeline; exit code 2 when the tool answered an error.
@@ -676,6 +692,7 @@ async fn check(cli: &Cli) -> anyhow::Result<Output> {
     }
     let n_err = host.problems().iter().filter(|p| p.severity == Severity::Error).count();
     let assembly = host.get_available_tools(&AssemblyRequest::default()).await;
+    out += &process_report_text(&host);
     out += &format!(
         "{}: {} error(s), {} warning(s); {} tool(s) assemble\n",
         cli.config.display(),
@@ -683,7 +700,12 @@ async fn check(cli: &Cli) -> anyhow::Result<Output> {
         host.problems().len() - n_err,
         assembly.specs().len()
     );
-    let json = serde_json::json!({"problems": host.problems(), "tools": assembly.specs().len()});
+    let processes: Vec<Value> = host
+        .process_reports()
+        .iter()
+        .map(|r| serde_json::json!({"name": r.label, "verdict": r.verdict, "gets": r.lines}))
+        .collect();
+    let json = serde_json::json!({"problems": host.problems(), "tools": assembly.specs().len(), "processes": processes});
     Ok(Output::new(json, out).code(if n_err > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }))
 }
 

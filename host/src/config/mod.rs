@@ -3,6 +3,7 @@
 //! name the file, line and column.
 
 mod env;
+mod processes;
 mod uses;
 
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub use env::expand_env;
+pub use processes::{GrantPath, ProcessGrantConfig, ProcessNetwork};
 
 use crate::options::{ConfigSource, Environment};
 pub use uses::{resolve_use, ResolvedUse, BASH_TOOL_USE};
@@ -194,6 +196,20 @@ pub struct SandboxConfig {
     pub bash_env: Vec<EnvName>,
     pub bash_shell: Option<String>,
     pub bash_max_file_size_mb: FileSizeMb,
+    /// Processes one command's tree may run at once (a fork bomb stops there).
+    #[serde(deserialize_with = "positive_count")]
+    pub bash_max_processes: Option<u64>,
+    /// Memory of one command's tree, in MB.
+    #[serde(deserialize_with = "positive_count")]
+    pub bash_memory_mb: Option<u64>,
+}
+
+fn positive_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Option::<u64>::deserialize(d)? {
+        Some(0) => Err(serde::de::Error::custom("must be at least 1; leave it out for the default")),
+        Some(n) if n > 1 << 30 => Err(serde::de::Error::custom("must be at most 1073741824")),
+        other => Ok(other),
+    }
 }
 
 fn positive_mb<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
@@ -221,6 +237,8 @@ impl Default for SandboxConfig {
             bash_env: Vec::new(),
             bash_shell: None,
             bash_max_file_size_mb: FileSizeMb::default(),
+            bash_max_processes: None,
+            bash_memory_mb: None,
         }
     }
 }

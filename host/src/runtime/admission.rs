@@ -29,7 +29,7 @@ impl Default for ConcurrencyLimits {
 
 /// The `toolhost:` section: settings of toolhost itself, beside DeerFlow's sections (DeerFlow's
 /// loader ignores top-level keys it does not know).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToolhostConfig {
     /// Component calls running at once in the whole process; more wait in line (first come,
@@ -41,12 +41,22 @@ pub struct ToolhostConfig {
     pub concurrent_calls_per_thread: usize,
     /// `toolhost serve`: sessions and thread expiry.
     pub serve: crate::serve_config::ServeConfig,
+    /// What each stdio MCP server of `extensions_config.json` may reach, by server name.
+    pub mcp_servers: indexmap::IndexMap<String, crate::config::ProcessGrantConfig>,
+    /// What each `acp_agents` entry may reach, by agent name.
+    pub acp_agents: indexmap::IndexMap<String, crate::config::ProcessGrantConfig>,
 }
 
 impl Default for ToolhostConfig {
     fn default() -> Self {
         let d = ConcurrencyLimits::default();
-        Self { concurrent_calls: d.global, concurrent_calls_per_thread: d.per_thread, serve: Default::default() }
+        Self {
+            concurrent_calls: d.global,
+            concurrent_calls_per_thread: d.per_thread,
+            serve: Default::default(),
+            mcp_servers: Default::default(),
+            acp_agents: Default::default(),
+        }
     }
 }
 

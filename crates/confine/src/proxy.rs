@@ -1,4 +1,5 @@
-//! The HTTPS proxy of `sandbox.bash_network` allow-list mode: commands reach the network only
+//! The HTTPS proxy of a confined process's network grant (host bash's `sandbox.bash_network`
+//! allow-list, an MCP server's or ACP agent's `network:`): the process reaches the network only
 //! through it, and it applies the rules of a component's `capabilities.network` (from
 //! `toolhost-net`): `CONNECT` to an allowed host and port, the name resolved once and refused
 //! when private unless allowed, the tunnel connected to that checked address, and the TLS
@@ -32,10 +33,22 @@ const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(15);
 const MAX_HEAD: usize = 8 * 1024;
 /// Tunnels open at once; more wait (a command cannot exhaust the host's descriptors).
 const MAX_TUNNELS: usize = 256;
-/// Where a refusal says the allow-list lives.
-const WHOSE: &str = "sandbox.bash_network.allow";
-/// How the private-address refusal names the setting.
-const SETTING: &str = "sandbox.bash_network has";
+/// Where refusals say the grant lives, e.g. `sandbox.bash_network.allow` and
+/// `sandbox.bash_network has`.
+#[derive(Debug, Clone)]
+pub struct GrantNames {
+    /// The allow-list, in "not in WHOSE [..]".
+    pub whose: String,
+    /// The setting, in "refused unless SETTING allow_private_addresses: true".
+    pub setting: String,
+}
+
+impl GrantNames {
+    /// Host bash's names.
+    pub fn bash() -> Self {
+        Self { whose: "sandbox.bash_network.allow".into(), setting: "sandbox.bash_network has".into() }
+    }
+}
 /// Refusals kept per call.
 const MAX_REFUSALS: usize = 16;
 
@@ -144,6 +157,7 @@ pub struct Proxy {
     port: u16,
     secret: String,
     grant: Arc<NetGrant>,
+    names: GrantNames,
     refusals: Mutex<HashMap<String, Vec<String>>>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -161,7 +175,12 @@ impl Drop for Proxy {
 impl Proxy {
     /// Serve `endpoint` on the current runtime. `lifetime` bounds each tunnel (a command's
     /// timeout: a backgrounded download cannot hold a tunnel forever).
-    pub fn start(endpoint: &Endpoint, grant: Arc<NetGrant>, lifetime: Duration) -> io::Result<Arc<Self>> {
+    pub fn start(
+        endpoint: &Endpoint,
+        grant: Arc<NetGrant>,
+        names: GrantNames,
+        lifetime: Duration,
+    ) -> io::Result<Arc<Self>> {
         let listener = endpoint
             .listener
             .lock()
@@ -174,6 +193,7 @@ impl Proxy {
             port: endpoint.port,
             secret: random_secret()?,
             grant,
+            names,
             refusals: Mutex::new(HashMap::new()),
             task: Mutex::new(None),
         });
@@ -219,7 +239,7 @@ impl Proxy {
     }
 
     fn refuse(&self, call: Option<&str>, why: String) {
-        tracing::warn!("bash proxy refused: {why}");
+        tracing::warn!("network proxy refused: {why}");
         if let (Some(call), Ok(mut r)) = (call, self.refusals.lock()) {
             if let Some(list) = r.get_mut(call) {
                 if list.len() < MAX_REFUSALS {
@@ -267,11 +287,11 @@ impl Proxy {
             .ok_or_else(|| (400, format!("CONNECT {}: expected host:port", request.target)))?;
         let target = format!("https://{}", request.target);
         if !self.grant.allows(&host, port) {
-            return Err((403, not_granted_refusal(&target, WHOSE, &self.grant)));
+            return Err((403, not_granted_refusal(&target, &self.names.whose, &self.grant)));
         }
         let deadline = tokio::time::Instant::now() + UPSTREAM_TIMEOUT;
         let vetted = resolve_checked(&host, port, self.grant.allow_private(), deadline).await.map_err(|e| match e {
-            ResolveError::Prohibited(refused) => (403, private_address_refusal(&target, &refused, SETTING)),
+            ResolveError::Prohibited(refused) => (403, private_address_refusal(&target, &refused, &self.names.setting)),
             other => (502, format!("{target}: {other}")),
         })?;
         let mut last = None;

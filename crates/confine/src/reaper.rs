@@ -15,6 +15,24 @@ pub struct ReaperPlan {
     status: OwnedFd,
     /// `/dev/null`, to let go of the command's stdout and stderr.
     null: OwnedFd,
+    /// Where toolhost's own command line lies in memory (`/proc/self/stat`'s `arg_start` and
+    /// `arg_end`): the supervisor is a fork of toolhost and, as init of a pid namespace, is the
+    /// one process the command sees; its copy of that line is cleared.
+    argv: Option<(usize, usize)>,
+}
+
+/// `arg_start` and `arg_end` of this process, read once.
+fn argv_area() -> Option<(usize, usize)> {
+    static AREA: std::sync::OnceLock<Option<(usize, usize)>> = std::sync::OnceLock::new();
+    *AREA.get_or_init(|| {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        // Fields after the command name (which may hold spaces), counted from field 3.
+        let rest = stat.rsplit_once(") ")?.1;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let start = fields.get(48 - 3)?.parse().ok()?;
+        let end = fields.get(49 - 3)?.parse().ok()?;
+        (end > start).then_some((start, end))
+    })
 }
 
 /// The parent's side: the status pipe's read end.
@@ -30,12 +48,32 @@ impl ReaperPlan {
         // SAFETY: both were just created.
         let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let null = OwnedFd::from(std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?);
-        Ok((Self { status: write, null }, StatusPipe(read)))
+        Ok((Self { status: write, null, argv: argv_area() }, StatusPipe(read)))
     }
 
     /// The first `pre_exec` step. Returns in the command's process; the supervisor never
-    /// returns from here.
-    pub fn fork_in_child(&self) -> io::Result<()> {
+    /// returns from here. With `pid_namespace` the command is init of a new pid namespace: when
+    /// it dies, the kernel kills everything else in it, and a `/proc` mounted there shows only
+    /// the tree.
+    pub fn fork_in_child(&self, pid_namespace: bool) -> io::Result<()> {
+        if pid_namespace {
+            // The process toolhost started stays in toolhost's pid namespace and only waits:
+            // it dies with toolhost (and then the supervisor, its child, ends the tree).
+            // SAFETY: prctl with integer arguments.
+            if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: unshare in the single-threaded child; it applies to the fork below.
+            if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: fork in a single-threaded child.
+            match unsafe { libc::fork() } {
+                -1 => return Err(io::Error::last_os_error()),
+                0 => self.clear_argv(),
+                init => self.wait_and_exit(init),
+            }
+        }
         // SAFETY: prctl with integer arguments.
         if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
             return Err(io::Error::last_os_error());
@@ -63,11 +101,45 @@ impl ReaperPlan {
                 unsafe { libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
                 Ok(())
             }
-            shell => self.supervise(shell, &wanted),
+            shell => self.supervise(shell, &wanted, pid_namespace),
         }
     }
 
-    fn supervise(&self, shell: libc::pid_t, wanted: &libc::sigset_t) -> ! {
+    /// Zero this process's copy of toolhost's command line (what `/proc/1/cmdline` shows in
+    /// the namespace).
+    fn clear_argv(&self) {
+        if let Some((start, end)) = self.argv {
+            // SAFETY: the argument area of this process's own stack, mapped and writable (this
+            // process is a fork of the one that read the addresses).
+            unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
+        }
+    }
+
+    /// The process toolhost started, outside the namespace: let go of every descriptor, wait
+    /// for the namespace's init, and exit with its status.
+    fn wait_and_exit(&self, init: libc::pid_t) -> ! {
+        // SAFETY: descriptor juggling on descriptors this process owns.
+        unsafe {
+            libc::dup2(self.null.as_raw_fd(), 0);
+            libc::dup2(self.null.as_raw_fd(), 1);
+            libc::dup2(self.null.as_raw_fd(), 2);
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+        }
+        loop {
+            let mut status: libc::c_int = 0;
+            // SAFETY: waits for the one child.
+            let pid = unsafe { libc::waitpid(init, &mut status, 0) };
+            if pid == init {
+                let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
+                exit(code);
+            }
+            if pid < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                exit(127);
+            }
+        }
+    }
+
+    fn supervise(&self, shell: libc::pid_t, wanted: &libc::sigset_t, init: bool) -> ! {
         // Let go of everything but the status pipe: the command's pipes must reach EOF when the
         // command's tree closes them, and std's spawn-error pipe when the shell execs.
         // SAFETY: descriptor juggling on descriptors this process owns.
@@ -83,7 +155,12 @@ impl ReaperPlan {
             // SAFETY: waits for one of the blocked signals.
             let sig = unsafe { libc::sigwaitinfo(wanted, std::ptr::null_mut()) };
             if sig == libc::SIGTERM {
-                kill_children();
+                // As init of the namespace, exiting is the kill: the kernel ends every process
+                // in it (and pids read from /proc here would be the host's, not this
+                // namespace's).
+                if !init {
+                    kill_children();
+                }
                 exit(0);
             }
             loop {

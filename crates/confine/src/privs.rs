@@ -115,6 +115,8 @@ pub struct Identity {
     setpcap: bool,
     /// RLIMIT_FSIZE, in bytes; `None`: unlimited.
     pub max_file_bytes: Option<u64>,
+    /// RLIMIT_NPROC where no cgroup caps the tree's processes (the kernel exempts uid 0).
+    pub max_processes: Option<u64>,
 }
 
 impl Identity {
@@ -124,7 +126,13 @@ impl Identity {
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(63);
         let setpcap = CapSets::current().is_some_and(|c| c.has(CAP_SETPCAP));
-        Self { user, last_cap, setpcap, max_file_bytes }
+        Self { user, last_cap, setpcap, max_file_bytes, max_processes: None }
+    }
+
+    /// Cap the processes of the user with `RLIMIT_NPROC` (the fallback where no cgroup can).
+    pub fn with_max_processes(mut self, max: Option<u64>) -> Self {
+        self.max_processes = max;
+        self
     }
 
     /// Whether the parent can switch to the configured user.
@@ -167,6 +175,9 @@ impl Identity {
         limit(libc::RLIMIT_CORE, 0)?;
         if let Some(bytes) = self.max_file_bytes {
             limit(libc::RLIMIT_FSIZE, bytes)?;
+        }
+        if let Some(n) = self.max_processes {
+            limit(libc::RLIMIT_NPROC, n)?;
         }
         if self.setpcap && self.user.is_none() {
             // SAFETY: prctl with integer arguments.

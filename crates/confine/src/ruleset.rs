@@ -17,7 +17,7 @@ use landlock::{
     RulesetCreated, RulesetCreatedAttr, RulesetError, Scope, ABI,
 };
 
-use crate::dirs::open_path;
+use crate::paths::open_path;
 
 /// The newest ABI whose filesystem rights toolhost asks for (v9 adds `ResolveUnix`, the connect
 /// right on pathname UNIX sockets). Rights a kernel lacks are dropped (best effort) and the
@@ -125,7 +125,7 @@ pub enum NetRule {
 }
 
 /// The handles of one command's rules. Thread directories come as open directories from
-/// [`crate::dirs::thread_dir`]; the rest are opened from configured paths.
+/// the caller; the rest are opened from configured paths.
 #[derive(Default)]
 pub struct FsRules {
     pub read_write: Vec<OwnedFd>,
@@ -328,6 +328,44 @@ pub fn restrict_in_child(ruleset: &mut Option<RulesetCreated>) -> io::Result<()>
         },
         None => Ok(()),
     }
+}
+
+/// The `pre_exec` step after a fresh `/proc` was mounted: its inodes are new, so the system
+/// rule on the old one does not cover them; add the same read rule on the new one to the
+/// ruleset (`ruleset_fd`, a clone of the prepared ruleset's descriptor) before it is enforced.
+pub fn allow_fresh_proc_in_child(ruleset_fd: &OwnedFd) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+    #[repr(C, packed)]
+    struct PathBeneathAttr {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    // SAFETY: a static NUL-terminated path; the descriptor is closed below.
+    let fd = unsafe { libc::open(c"/proc".as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let attr = PathBeneathAttr { allowed_access: read_rights().bits(), parent_fd: fd };
+    // SAFETY: landlock_add_rule with a valid ruleset descriptor and attribute struct.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset_fd.as_raw_fd(),
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        )
+    };
+    let result = if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) };
+    // SAFETY: closing the descriptor opened above.
+    unsafe { libc::close(fd) };
+    result
+}
+
+/// A second handle on a prepared ruleset (rules added through it go to the same ruleset).
+pub fn ruleset_fd(ruleset: &RulesetCreated) -> io::Result<Option<OwnedFd>> {
+    Ok(ruleset.try_clone()?.into())
 }
 
 /// Whether the directory behind `fd` is owned by `uid` (the bash user's directories).

@@ -100,16 +100,32 @@ impl Writable {
     }
 }
 
-/// The thread's `user-data` — one writable clone, so renames between `workspace`, `uploads`,
-/// `outputs` and the bash tmp and home directories stay within one mount; Landlock still keeps
-/// `user-data` itself unchangeable — plus writable mounts, and the workspace to start in.
+/// Where the confined process starts inside the view.
+enum Workdir {
+    /// The directory of this name inside the first writable clone (a thread's `workspace`
+    /// inside its `user-data`).
+    InFirst { name: CString, id: Id },
+    /// A writable directory's place, by its absolute path (a server's home).
+    At { path: CString, id: Id },
+}
+
+/// The host read-only but for some writable clones: for a bash command the thread's
+/// `user-data` — one writable clone, so renames between `workspace`, `uploads`, `outputs` and
+/// the bash tmp and home directories stay within one mount; Landlock still keeps `user-data`
+/// itself unchangeable — plus writable mounts; for a server its home, tmp and granted
+/// directories. With `fresh_proc` a new `/proc` is mounted, showing only the process's own pid
+/// namespace.
 pub struct ReadOnlyView {
-    user_data: OwnedFd,
-    workspace: Id,
+    /// The directory relative targets (`.`) are seen from.
+    base: OwnedFd,
+    workdir: Workdir,
     writable: Vec<Writable>,
+    fresh_proc: bool,
 }
 
 impl ReadOnlyView {
+    /// A bash command's view: `user_data` writable (seen at `.`, the command's base), `mounts`,
+    /// and the start in `workspace` (checked to be the directory the parent opened).
     pub fn new(user_data: OwnedFd, workspace: &OwnedFd, mounts: Vec<Writable>) -> io::Result<Self> {
         if mounts.len() + 1 > MAX_WRITABLE {
             return Err(io::Error::new(
@@ -119,14 +135,36 @@ impl ReadOnlyView {
         }
         let mut writable = vec![Writable::new(user_data.try_clone()?, Path::new("."))?];
         writable.extend(mounts);
-        Ok(Self { user_data, workspace: Id::of(workspace)?, writable })
+        let workdir = Workdir::InFirst { name: c"workspace".to_owned(), id: Id::of(workspace)? };
+        Ok(Self { base: user_data, workdir, writable, fresh_proc: false })
+    }
+
+    /// A view whose writable directories are seen at their absolute paths, starting in
+    /// `workdir` (one of them, or any directory the process may read).
+    pub fn at_paths(writable: Vec<Writable>, workdir: &OwnedFd, workdir_path: &Path) -> io::Result<Self> {
+        if writable.len() > MAX_WRITABLE {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("at most {MAX_WRITABLE} writable directories, not {}", writable.len()),
+            ));
+        }
+        let path = CString::new(workdir_path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
+        let base = OwnedFd::from(std::fs::File::open("/")?);
+        Ok(Self { base, workdir: Workdir::At { path, id: Id::of(workdir)? }, writable, fresh_proc: false })
+    }
+
+    /// Mount a fresh `/proc` in the view (the process runs in a pid namespace of its own).
+    pub fn with_fresh_proc(mut self, on: bool) -> Self {
+        self.fresh_proc = on;
+        self
     }
 
     /// The `pre_exec` step. Writable clones are taken from the handles before the namespace
     /// exists (a handle keeps pointing into the host's namespace); then a private namespace,
-    /// every mount read-only, each clone attached where the command sees its directory — after
-    /// checking that place is the same directory — and the working directory moved onto the
-    /// workspace inside the clone of `user-data`.
+    /// every mount read-only, each clone attached where the process sees its directory — after
+    /// checking that place is the same directory — a fresh `/proc` if asked, and the working
+    /// directory moved onto the start directory inside the view.
     pub fn apply_in_child(&self) -> io::Result<()> {
         let mut trees = [-1 as libc::c_int; MAX_WRITABLE];
         let result = self.attach(&mut trees);
@@ -151,20 +189,8 @@ impl ReadOnlyView {
         }
         // The working directory crosses into the new namespace: `.` resolves there.
         // SAFETY: fchdir on an open directory.
-        check(unsafe { libc::fchdir(self.user_data.as_raw_fd()) } as libc::c_long)?;
-        // SAFETY: unshare in the single-threaded child.
-        check(unsafe { libc::unshare(libc::CLONE_NEWNS) } as libc::c_long)?;
-        // Nothing done here may propagate back to the host's mounts.
-        // SAFETY: static NUL-terminated strings.
-        check(unsafe {
-            libc::mount(
-                std::ptr::null(),
-                c"/".as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_SLAVE,
-                std::ptr::null(),
-            )
-        } as libc::c_long)?;
+        check(unsafe { libc::fchdir(self.base.as_raw_fd()) } as libc::c_long)?;
+        private_namespace()?;
         let ro = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
         mount_setattr(libc::AT_FDCWD, c"/", AT_RECURSIVE, &ro)?;
         for (tree, dir) in trees.iter().zip(&self.writable) {
@@ -188,21 +214,35 @@ impl ReadOnlyView {
                 )
             })?;
         }
-        // SAFETY: openat below the attached clone of user-data, links not followed.
-        let ws = check(unsafe {
-            libc::openat(
-                trees[0],
-                c"workspace".as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        } as libc::c_long)? as libc::c_int;
+        if self.fresh_proc {
+            mount_proc()?;
+        }
+        let (ws, id) = match &self.workdir {
+            // SAFETY: openat below the attached first clone, links not followed.
+            Workdir::InFirst { name, id } => (
+                unsafe {
+                    libc::openat(
+                        trees[0],
+                        name.as_ptr(),
+                        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                    )
+                },
+                id,
+            ),
+            // SAFETY: open of a NUL-terminated absolute path in the new namespace.
+            Workdir::At { path, id } => (
+                unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) },
+                id,
+            ),
+        };
+        let ws = check(ws as libc::c_long)? as libc::c_int;
         // SAFETY: a zeroed stat is valid output space.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: fstat and fchdir on the descriptor just opened, which is closed after.
         let moved = unsafe {
             if libc::fstat(ws, &mut st) != 0 {
                 Err(io::Error::last_os_error())
-            } else if !self.workspace.matches(&st) {
+            } else if !id.matches(&st) {
                 Err(io::Error::from_raw_os_error(libc::ESTALE))
             } else if libc::fchdir(ws) != 0 {
                 Err(io::Error::last_os_error())
@@ -213,5 +253,46 @@ impl ReadOnlyView {
         // SAFETY: closing the descriptor opened above.
         unsafe { libc::close(ws) };
         moved
+    }
+}
+
+/// A private mount namespace whose changes never propagate back to the host's mounts.
+fn private_namespace() -> io::Result<()> {
+    // SAFETY: unshare in the single-threaded child.
+    check(unsafe { libc::unshare(libc::CLONE_NEWNS) } as libc::c_long)?;
+    // SAFETY: static NUL-terminated strings.
+    check(unsafe {
+        libc::mount(std::ptr::null(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_SLAVE, std::ptr::null())
+    } as libc::c_long)
+    .map(drop)
+}
+
+/// A new `/proc` for the process's own pid namespace: the processes of the host, of toolhost
+/// and of other commands are not in it, so their command lines and environments are not there
+/// to read.
+fn mount_proc() -> io::Result<()> {
+    // SAFETY: static NUL-terminated strings.
+    check(unsafe {
+        libc::mount(
+            c"proc".as_ptr(),
+            c"/proc".as_ptr(),
+            c"proc".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            std::ptr::null(),
+        )
+    } as libc::c_long)
+    .map(drop)
+}
+
+/// A private `/proc` without the read-only view (a process that runs as a configured
+/// unprivileged user: it owns nothing of the host's, so only `/proc` needs replacing).
+#[derive(Debug, Default)]
+pub struct ProcView;
+
+impl ProcView {
+    /// The `pre_exec` step: a private mount namespace with a fresh `/proc`.
+    pub fn apply_in_child(&self) -> io::Result<()> {
+        private_namespace()?;
+        mount_proc()
     }
 }

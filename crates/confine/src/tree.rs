@@ -3,6 +3,11 @@
 //! and which `setsid` cannot leave; `cgroup.kill` ends it (or SIGKILL to every member until it
 //! is empty, on kernels without `cgroup.kill`). Where no cgroup2 hierarchy is writable, the
 //! command runs under a subreaper supervisor instead (`crate::reaper`).
+//!
+//! The tree's process and memory caps ([`TreeLimits`]) are `pids.max` and `memory.max` of that
+//! cgroup where the v2 hierarchy has those controllers; on a hybrid host whose `pids` and
+//! `memory` controllers are mounted as cgroup v1 hierarchies, a cgroup per tree in each of those
+//! (`pids.max`, `memory.limit_in_bytes`), joined the same way.
 
 use std::fs;
 use std::io;
@@ -15,12 +20,80 @@ use std::time::{Duration, Instant};
 /// How long a kill waits for the tree to be gone before giving up on removing its cgroup.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
+/// How many processes and how much memory a whole tree may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TreeLimits {
+    /// Processes (and threads) alive at once in the tree.
+    pub max_processes: Option<u64>,
+    /// Memory of the whole tree, in bytes (the kernel's OOM killer acts inside the tree).
+    pub memory_bytes: Option<u64>,
+}
+
+/// Where each cap is enforced, for `--explain`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LimitMechanism {
+    CgroupV2,
+    CgroupV1(PathBuf),
+    /// No controller: `RLIMIT_NPROC` (not for uid 0, whom the kernel exempts) or nothing.
+    Rlimit,
+}
+
 /// The toolhost-owned cgroup that holds one cgroup per command.
 #[derive(Debug, Clone)]
 pub struct CgroupParent {
     pub dir: PathBuf,
     /// `cgroup.kill` exists (Linux 5.14+).
     pub has_kill: bool,
+    /// `pids` is enabled for the per-tree cgroups in the v2 hierarchy, else its v1 parent.
+    pub pids: LimitMechanism,
+    /// `memory` likewise.
+    pub memory: LimitMechanism,
+}
+
+/// A v1 hierarchy's toolhost parent for `controller`: `<mount><own path>/toolhost`, created.
+fn v1_parent(controller: &str) -> Option<PathBuf> {
+    let info = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = info.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let mut fields = right.split_whitespace();
+        if fields.next()? != "cgroup" {
+            return None;
+        }
+        let options = fields.nth(1)?;
+        options
+            .split(',')
+            .any(|o| o == controller)
+            .then(|| left.split_whitespace().nth(4).map(|p| PathBuf::from(unescape_mountinfo(p))))?
+    })?;
+    let own = fs::read_to_string("/proc/self/cgroup").ok()?;
+    let own = own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let _id = parts.next()?;
+        let controllers = parts.next()?;
+        controllers.split(',').any(|c| c == controller).then(|| parts.next().map(str::to_string))?
+    })?;
+    let dir = mount.join(own.trim_start_matches('/')).join("toolhost");
+    match fs::create_dir(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(_) => return None,
+    }
+    Some(dir)
+}
+
+/// Enable `controller` for the per-tree cgroups under `dir` in the v2 hierarchy: in its parent's
+/// `cgroup.subtree_control` (possible when that is the hierarchy's root, or holds no process) and
+/// in its own.
+fn enable_v2(dir: &Path, controller: &str) -> bool {
+    let available = |d: &Path| {
+        fs::read_to_string(d.join("cgroup.controllers")).is_ok_and(|c| c.split_whitespace().any(|x| x == controller))
+    };
+    if !available(dir) {
+        if let Some(parent) = dir.parent() {
+            let _ = fs::write(parent.join("cgroup.subtree_control"), format!("+{controller}"));
+        }
+    }
+    available(dir) && fs::write(dir.join("cgroup.subtree_control"), format!("+{controller}")).is_ok()
 }
 
 /// The cgroup2 mount point, from `/proc/self/mountinfo`.
@@ -75,14 +148,26 @@ pub fn cgroup_parent() -> Result<CgroupParent, String> {
                 Err(e) => return Err(format!("cannot create the cgroup {}: {e}", dir.display())),
             }
             let has_kill = dir.join("cgroup.kill").exists();
-            let parent = CgroupParent { dir, has_kill };
+            let mechanism = |controller: &str| {
+                if enable_v2(&dir, controller) {
+                    LimitMechanism::CgroupV2
+                } else if let Some(v1) = v1_parent(controller) {
+                    LimitMechanism::CgroupV1(v1)
+                } else {
+                    LimitMechanism::Rlimit
+                }
+            };
+            let (pids, memory) = (mechanism("pids"), mechanism("memory"));
+            let parent = CgroupParent { dir, has_kill, pids, memory };
             sweep_dead(&parent);
             Ok(parent)
         })
         .clone()
 }
 
-/// Remove empty cgroups left by toolhost processes that are gone (names are `<pid>-<n>`).
+/// Remove the cgroups left by toolhost processes that are gone (names are `<pid>-<n>`), killing
+/// what still runs in them: a tree never outlives the toolhost that started it by more than
+/// the next start (the supervisor kills it at once where there is one).
 fn sweep_dead(parent: &CgroupParent) {
     let Ok(entries) = fs::read_dir(&parent.dir) else { return };
     for entry in entries.flatten() {
@@ -91,7 +176,26 @@ fn sweep_dead(parent: &CgroupParent) {
             continue;
         };
         if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = fs::remove_dir(entry.path());
+            let stale = Cgroup { dir: entry.path(), has_kill: parent.has_kill, v1: Vec::new() };
+            if stale.populated() {
+                stale.kill();
+            }
+        }
+    }
+    for mechanism in [&parent.pids, &parent.memory] {
+        if let LimitMechanism::CgroupV1(dir) = mechanism {
+            let Ok(entries) = fs::read_dir(dir) else { continue };
+            for entry in entries.flatten() {
+                let dead = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.split('-').next())
+                    .and_then(|p| p.parse::<u32>().ok())
+                    .is_some_and(|pid| pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists());
+                if dead {
+                    let _ = fs::remove_dir(entry.path());
+                }
+            }
         }
     }
 }
@@ -102,23 +206,50 @@ fn sweep_dead(parent: &CgroupParent) {
 pub struct Cgroup {
     dir: PathBuf,
     has_kill: bool,
+    /// The tree's cgroups in v1 controller hierarchies (its caps on a hybrid host).
+    v1: Vec<PathBuf>,
 }
 
 impl Cgroup {
-    /// Create a fresh cgroup and open its `cgroup.procs` for the child.
-    pub fn create(parent: &CgroupParent) -> io::Result<(Self, OwnedFd)> {
+    /// Create a fresh cgroup with `limits` and open its `cgroup.procs` (and those of its v1
+    /// controller cgroups) for the child to join.
+    pub fn create(parent: &CgroupParent, limits: TreeLimits) -> io::Result<(Self, Vec<OwnedFd>)> {
         static SEQ: AtomicU64 = AtomicU64::new(0);
         let name = format!("{}-{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed));
-        let dir = parent.dir.join(name);
+        let dir = parent.dir.join(&name);
         fs::create_dir(&dir)?;
-        let procs = fs::OpenOptions::new().write(true).open(dir.join("cgroup.procs"));
-        match procs {
-            Ok(f) => Ok((Self { dir, has_kill: parent.has_kill }, OwnedFd::from(f))),
-            Err(e) => {
-                let _ = fs::remove_dir(&dir);
-                Err(e)
+        // From here on, dropping `cgroup` removes what was made.
+        let mut cgroup = Self { dir, has_kill: parent.has_kill, v1: Vec::new() };
+        let open_procs =
+            |d: &Path| fs::OpenOptions::new().write(true).open(d.join("cgroup.procs")).map(OwnedFd::from);
+        let mut procs = vec![open_procs(&cgroup.dir)?];
+        let caps = [
+            (&parent.pids, limits.max_processes, "pids.max", "pids.max"),
+            (&parent.memory, limits.memory_bytes, "memory.max", "memory.limit_in_bytes"),
+        ];
+        for (mechanism, value, v2_file, v1_file) in caps {
+            let Some(value) = value else { continue };
+            match mechanism {
+                LimitMechanism::CgroupV2 => fs::write(cgroup.dir.join(v2_file), value.to_string())?,
+                LimitMechanism::CgroupV1(v1_parent) => {
+                    let dir = v1_parent.join(&name);
+                    fs::create_dir(&dir)?;
+                    cgroup.v1.push(dir.clone());
+                    fs::write(dir.join(v1_file), value.to_string())?;
+                    procs.push(open_procs(&dir)?);
+                }
+                LimitMechanism::Rlimit => {}
             }
         }
+        Ok((cgroup, procs))
+    }
+
+    /// Whether the process cap was reached at least once (`pids.events`' `max` counter).
+    pub fn hit_process_cap(&self) -> bool {
+        std::iter::once(&self.dir).chain(&self.v1).any(|d| {
+            fs::read_to_string(d.join("pids.events"))
+                .is_ok_and(|e| e.lines().any(|l| l.strip_prefix("max ").is_some_and(|n| n.trim() != "0")))
+        })
     }
 
     /// Whether any process of the tree is alive.
@@ -177,7 +308,13 @@ impl Cgroup {
 
     /// Remove the cgroup if nothing is left in it.
     pub fn remove(&self) -> bool {
-        !self.populated() && fs::remove_dir(&self.dir).is_ok()
+        if self.populated() {
+            return false;
+        }
+        for dir in &self.v1 {
+            let _ = fs::remove_dir(dir);
+        }
+        fs::remove_dir(&self.dir).is_ok()
     }
 }
 
@@ -185,6 +322,9 @@ impl Drop for Cgroup {
     /// An empty cgroup goes with its handle (a spawn that failed, a call that errored before
     /// it); a populated one cannot be removed and stays for `sweep_dead` of a later process.
     fn drop(&mut self) {
+        for dir in &self.v1 {
+            let _ = fs::remove_dir(dir);
+        }
         let _ = fs::remove_dir(&self.dir);
     }
 }

@@ -1,0 +1,701 @@
+//! Long-lived confined processes: MCP stdio servers and ACP agents. They get the boundary host
+//! bash commands get — no capabilities (or an unprivileged user) with `no_new_privs`, Landlock,
+//! seccomp, a read-only view of the host for uid 0, a private pid namespace and `/proc`, a
+//! cgroup with process and memory caps, a supervisor that ends the tree when toolhost dies,
+//! network only through the allow-list proxy — with grants in the vocabulary of a component's
+//! `capabilities:` instead of a thread's directories.
+//!
+//! What a process may touch by default: the system read-only (what a runtime needs), the
+//! install directories of its command (a venv, a `node_modules`, a toolchain prefix), a private
+//! home (with its tmp) that is its own, and the directory it is started in (a thread's
+//! workspace). Nothing of toolhost's data dir besides: no other thread, no keys, no cache.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use toolhost_net::NetGrant;
+
+use crate::child::{ChildPlan, TreeSetup};
+use crate::mountns::{ProcView, ReadOnlyView, Writable};
+use crate::privs::{BashUser, CapSets, Identity};
+use crate::proxy::{Endpoint, GrantNames, Proxy};
+use crate::reaper::ReaperPlan;
+use crate::ruleset::{self, ConfinementStatus, FsRules, NetRule};
+use crate::seccomp::{Filter, SeccompPolicy, SocketPolicy};
+use crate::tree::{self, Cgroup, CgroupParent, TreeLimits};
+use crate::{can_make_namespaces, paths, seccomp};
+
+/// Processes a confined server or agent may run at once, by default (node and npm start a few
+/// dozen threads; a fork bomb stops here).
+pub const DEFAULT_MAX_PROCESSES: u64 = 512;
+/// Memory of a confined server's or agent's whole tree, by default.
+pub const DEFAULT_MEMORY_BYTES: u64 = 2 << 30;
+/// Largest file a confined process may write, by default.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 30;
+/// How long one tunnel through the proxy may stay open.
+const TUNNEL_LIFETIME: Duration = Duration::from_secs(3600);
+
+/// Outbound network of a confined process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Network {
+    /// No sockets of the internet families at all.
+    None,
+    /// HTTPS through the host's proxy, to what this grant allows.
+    Proxy(Arc<NetGrant>),
+}
+
+/// What a process may reach besides the defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grants {
+    /// Files or directories it may read (and execute).
+    pub read_only: Vec<PathBuf>,
+    /// Directories it may change.
+    pub read_write: Vec<PathBuf>,
+    pub network: Network,
+    pub limits: TreeLimits,
+    /// RLIMIT_FSIZE; `None`: unlimited.
+    pub max_file_bytes: Option<u64>,
+}
+
+impl Default for Grants {
+    fn default() -> Self {
+        Self {
+            read_only: Vec::new(),
+            read_write: Vec::new(),
+            network: Network::Proxy(Arc::new(NetGrant::any_public_https())),
+            limits: TreeLimits {
+                max_processes: Some(DEFAULT_MAX_PROCESSES),
+                memory_bytes: Some(DEFAULT_MEMORY_BYTES),
+            },
+            max_file_bytes: Some(DEFAULT_MAX_FILE_BYTES),
+        }
+    }
+}
+
+/// One configured program (an MCP server, an ACP agent) and its grants.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    /// What it is, for messages: `MCP server 'github'`.
+    pub label: String,
+    /// Where its grants are configured, for refusals: `toolhost.mcp_servers.github`.
+    pub setting: String,
+    /// The command and its arguments, as configured (its install directories are granted).
+    pub command: String,
+    pub args: Vec<String>,
+    /// `PATH` the command is looked up in.
+    pub path_env: Option<String>,
+    /// Host environment variables passed through besides the front end's allow-list.
+    pub env: Vec<String>,
+    /// Its private home, created 0700 (its tmp is `home/tmp`).
+    pub home: PathBuf,
+    pub grants: Grants,
+    /// Run as this user rather than uid 0 without capabilities (`sandbox.bash_user`).
+    pub user: Option<BashUser>,
+}
+
+/// Why a process cannot be started confined.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfineError {
+    /// The kernel or the process's privileges cannot provide the boundary.
+    #[error("confinement is unavailable: {0}")]
+    Unavailable(String),
+    /// A step of preparing it failed.
+    #[error("cannot confine {what}: {source}")]
+    Io { what: String, source: io::Error },
+    #[error("cannot confine the process: {0}")]
+    Rules(#[from] ruleset::ConfineError),
+    /// The start-up self-test found a hole.
+    #[error("the confinement self-test failed: {0}")]
+    SelfTest(String),
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> ConfineError {
+    let what = what.into();
+    move |source| ConfineError::Io { what, source }
+}
+
+/// Which kind of program a launch is, for messages and configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessKind {
+    /// A stdio server of `extensions_config.json`.
+    McpServer,
+    /// An `acp_agents` entry (also a custom subagent with `acp:`).
+    AcpAgent,
+}
+
+/// What a front end asks about one program before it starts it.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchRequest<'a> {
+    pub kind: ProcessKind,
+    pub name: &'a str,
+    pub command: &'a str,
+    pub args: &'a [String],
+}
+
+/// How one program is started.
+#[derive(Clone)]
+pub enum Launch {
+    /// Under this confinement.
+    Confined(Arc<Confiner>),
+    /// As a plain subprocess, because the configuration says `confine: false` for it.
+    Unconfined,
+    /// Not at all, and why (confinement is unavailable and nobody chose to go without it).
+    Refused(String),
+}
+
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Launch::Confined(c) => write!(f, "Confined({})", c.spec.label),
+            Launch::Unconfined => f.write_str("Unconfined"),
+            Launch::Refused(why) => write!(f, "Refused({why})"),
+        }
+    }
+}
+
+/// Decides how each program is started; the host builds it from its configuration.
+pub type LaunchPolicy = Arc<dyn Fn(&LaunchRequest<'_>) -> Launch + Send + Sync>;
+
+/// Prepares confined launches of one configured program; shared by all its launches (one
+/// proxy, one filter, one self-test).
+pub struct Confiner {
+    spec: ProcessSpec,
+    identity: Identity,
+    /// uid 0 with CAP_SYS_ADMIN in the parent: the read-only view, a pid namespace, `/proc`.
+    namespaces: bool,
+    seccomp: Arc<Filter>,
+    /// Directories granted read-only because the command lives there.
+    install_roots: Vec<PathBuf>,
+    endpoint: OnceLock<Result<Arc<Endpoint>, String>>,
+    proxy: tokio::sync::OnceCell<Arc<Proxy>>,
+    self_test: OnceLock<Result<Vec<String>, String>>,
+}
+
+impl Confiner {
+    /// Check that the kernel and this process can confine `spec`, and prepare what every launch
+    /// shares.
+    pub fn new(spec: ProcessSpec) -> Result<Self, ConfineError> {
+        let abi = match ruleset::confinement_status() {
+            ConfinementStatus::Active { abi } => abi,
+            ConfinementStatus::Unavailable { reason } => return Err(ConfineError::Unavailable(reason)),
+        };
+        if matches!(spec.grants.network, Network::Proxy(_)) && abi < ruleset::NET_ABI {
+            return Err(ConfineError::Unavailable(format!(
+                "network through the proxy needs Landlock network rules (ABI {}, Linux 6.7); this kernel has ABI \
+                 {abi} (grant `network: none` to run it without network)",
+                ruleset::NET_ABI
+            )));
+        }
+        let nproc_fallback = match tree::cgroup_parent() {
+            Ok(CgroupParent { pids: tree::LimitMechanism::Rlimit, .. }) | Err(_) => spec.grants.limits.max_processes,
+            Ok(_) => None,
+        };
+        let identity = Identity::new(spec.user, spec.grants.max_file_bytes).with_max_processes(nproc_fallback);
+        identity.check().map_err(ConfineError::Unavailable)?;
+        let namespaces = identity.is_uid0() && can_make_namespaces();
+        let caps = CapSets::current().unwrap_or_default();
+        if spec.user.is_some() && !caps.has(crate::CAP_SYS_ADMIN) {
+            return Err(ConfineError::Unavailable("sandbox.bash_user needs toolhost to run as root".into()));
+        }
+        let filter = Filter::new(&policy(&spec.grants.network, &identity, namespaces))
+            .map_err(|e| ConfineError::Unavailable(format!("cannot build the seccomp filter: {e}")))?;
+        let install_roots = install_roots(&spec.command, &spec.args, spec.path_env.as_deref());
+        ruleset::warm_up();
+        Ok(Self {
+            spec,
+            identity,
+            namespaces,
+            seccomp: Arc::new(filter),
+            install_roots,
+            endpoint: OnceLock::new(),
+            proxy: tokio::sync::OnceCell::new(),
+            self_test: OnceLock::new(),
+        })
+    }
+
+    pub fn spec(&self) -> &ProcessSpec {
+        &self.spec
+    }
+
+    /// The directories granted read-only because the command lives there.
+    pub fn install_roots(&self) -> &[PathBuf] {
+        &self.install_roots
+    }
+
+    fn endpoint(&self) -> Result<Arc<Endpoint>, String> {
+        self.endpoint
+            .get_or_init(|| {
+                let isolated = CapSets::current()
+                    .is_some_and(|c| c.has(crate::CAP_SYS_ADMIN))
+                    .then(|| Endpoint::bind(true))
+                    .and_then(|r| r.map_err(|e| tracing::warn!("network proxy: no network namespace: {e}")).ok());
+                match isolated {
+                    Some(endpoint) => Ok(Arc::new(endpoint)),
+                    None => Endpoint::bind(false).map(Arc::new).map_err(|e| format!("cannot bind the network proxy: {e}")),
+                }
+            })
+            .clone()
+    }
+
+    async fn proxy(&self, grant: &Arc<NetGrant>) -> Result<Arc<Proxy>, ConfineError> {
+        let endpoint = self.endpoint().map_err(ConfineError::Unavailable)?;
+        let names = GrantNames {
+            whose: format!("{}.network", self.spec.setting),
+            setting: format!("{} has", self.spec.setting),
+        };
+        self.proxy
+            .get_or_try_init(|| async {
+                Proxy::start(&endpoint, grant.clone(), names, TUNNEL_LIFETIME).map_err(io_err("the network proxy"))
+            })
+            .await
+            .cloned()
+    }
+
+    /// Prepare one launch. `workdir` is where the process starts (a thread's workspace for an
+    /// MCP server, its acp-workspace for an agent), writable; without one it starts in its home.
+    pub async fn prepare(&self, workdir: Option<&Path>) -> Result<Prepared, ConfineError> {
+        let (proxy, netns) = match &self.spec.grants.network {
+            Network::None => (None, None),
+            Network::Proxy(grant) => {
+                let proxy = self.proxy(grant).await?;
+                let netns = match self.endpoint().map_err(ConfineError::Unavailable)?.netns() {
+                    Some(ns) => Some(ns.try_clone().map_err(io_err("the proxy's network namespace"))?),
+                    None => None,
+                };
+                (Some(proxy), netns)
+            }
+        };
+        self.prepare_with(workdir, proxy, netns)
+    }
+
+    fn prepare_with(
+        &self,
+        workdir: Option<&Path>,
+        proxy: Option<Arc<Proxy>>,
+        netns: Option<OwnedFd>,
+    ) -> Result<Prepared, ConfineError> {
+        let home = &self.spec.home;
+        let tmp = home.join("tmp");
+        for dir in [home, &tmp] {
+            make_private_dir(dir, self.spec.user).map_err(io_err(format!("its home {}", dir.display())))?;
+        }
+        let mut env = vec![
+            ("HOME".to_string(), home.to_string_lossy().into_owned()),
+            ("TMPDIR".to_string(), tmp.to_string_lossy().into_owned()),
+            ("TMP".to_string(), tmp.to_string_lossy().into_owned()),
+            ("TEMP".to_string(), tmp.to_string_lossy().into_owned()),
+        ];
+        let mut fs = FsRules::default();
+        let mut writable_paths: Vec<PathBuf> = vec![home.clone()];
+        if let Some(dir) = workdir {
+            writable_paths.push(dir.to_path_buf());
+        }
+        writable_paths.extend(self.spec.grants.read_write.iter().cloned());
+        let mut view_dirs = Vec::new();
+        let mut seen = BTreeSet::new();
+        for path in &writable_paths {
+            if !seen.insert(path.clone()) {
+                continue;
+            }
+            let fd = paths::open_dir(path).map_err(io_err(format!("the writable directory {}", path.display())))?;
+            if let Some(user) = self.spec.user {
+                give_to(&fd, user).map_err(io_err(format!("{} to its user", path.display())))?;
+            }
+            if self.namespaces {
+                let clone = fd.try_clone().map_err(io_err(path.display().to_string()))?;
+                view_dirs.push(Writable::new(clone, path).map_err(io_err(path.display().to_string()))?);
+            }
+            fs.read_write.push(fd);
+        }
+        for path in self.spec.grants.read_only.iter().chain(&self.install_roots) {
+            fs.add_path(path, false)?;
+        }
+        let start = workdir.unwrap_or(home);
+        let start_fd = paths::open_dir(start).map_err(io_err(format!("its start directory {}", start.display())))?;
+        let net_rule = match &proxy {
+            Some(p) => {
+                env.extend(p.env("process"));
+                NetRule::ConnectOnly(p.port())
+            }
+            None => NetRule::DenyAll,
+        };
+        let ruleset = ruleset::build_ruleset(&fs, net_rule)?;
+        let mut plan = ChildPlan {
+            netns,
+            identity: Some(self.identity),
+            seccomp: Some(self.seccomp.clone()),
+            ..Default::default()
+        };
+        let (reaper, status) = ReaperPlan::new().map_err(io_err("its supervisor"))?;
+        plan.reaper = Some(reaper);
+        if self.namespaces {
+            plan.pid_namespace = true;
+            plan.fresh_proc_rule = ruleset::ruleset_fd(&ruleset).map_err(io_err("its ruleset"))?;
+            plan.view = Some(
+                ReadOnlyView::at_paths(view_dirs, &start_fd, start)
+                    .map_err(io_err("the read-only view"))?
+                    .with_fresh_proc(true),
+            );
+        } else if self.spec.user.is_some() {
+            plan.pid_namespace = true;
+            plan.fresh_proc_rule = ruleset::ruleset_fd(&ruleset).map_err(io_err("its ruleset"))?;
+            plan.proc_view = Some(ProcView);
+        }
+        plan.workdir = Some(start_fd);
+        plan.ruleset = Some(ruleset);
+        let cgroup = match tree::cgroup_parent() {
+            Ok(parent) => {
+                let (cgroup, procs) =
+                    Cgroup::create(&parent, self.spec.grants.limits).map_err(io_err("its cgroup"))?;
+                plan.cgroup_procs = procs;
+                Some(cgroup)
+            }
+            Err(e) => {
+                tracing::debug!("{}: no cgroup ({e}); the supervisor holds the tree", self.spec.label);
+                None
+            }
+        };
+        Ok(Prepared { env, plan, tree: TreeSetup { cgroup, status: Some(status) }, proxy })
+    }
+
+    /// Prove the confinement engages for this program, once: a shell prepared exactly as a
+    /// launch is must report no capabilities, `no_new_privs` and a seccomp filter, be refused a
+    /// file outside its grants, and see no process of the host in `/proc`.
+    pub async fn self_test(&self) -> Result<Vec<String>, ConfineError> {
+        if let Some(done) = self.self_test.get() {
+            return done.clone().map_err(ConfineError::SelfTest);
+        }
+        let prepared = self.prepare(None).await?;
+        let result = tokio::task::spawn_blocking(move || probe(prepared))
+            .await
+            .unwrap_or_else(|e| Err(format!("the probe panicked: {e}")));
+        let _ = self.self_test.set(result.clone());
+        result.map_err(ConfineError::SelfTest)
+    }
+
+    /// What a launch gets, line by line, for `toolhost tools --explain` and `check`.
+    pub fn explain(&self) -> Vec<String> {
+        let g = &self.spec.grants;
+        let mut lines = vec![match self.spec.user {
+            Some(u) => format!("identity: {u}, no capabilities, no_new_privs"),
+            None => "identity: uid 0 with every capability dropped (SECBIT_NOROOT), no_new_privs".to_string(),
+        }];
+        let list = |paths: &[PathBuf]| {
+            if paths.is_empty() {
+                "-".to_string()
+            } else {
+                paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            }
+        };
+        lines.push(format!(
+            "files: system read-only (/usr, /bin, /lib*, /opt, /etc as an unprivileged user sees it); install \
+             directories read-only: {}; home (read-write): {}",
+            list(&self.install_roots),
+            self.spec.home.display()
+        ));
+        lines.push(format!("files granted: read-only {}; read-write {}", list(&g.read_only), list(&g.read_write)));
+        lines.push(match &g.network {
+            Network::None => "network: none (no internet sockets)".to_string(),
+            Network::Proxy(grant) => format!(
+                "network: HTTPS through toolhost's proxy to {}; private, loopback, link-local and metadata addresses \
+                 refused{}",
+                grant.describe(),
+                if grant.allow_private() { " unless allowed (allow_private_addresses)" } else { "" }
+            ),
+        });
+        let limit = |v: Option<u64>| v.map_or("unlimited".to_string(), |v| v.to_string());
+        let mechanism = match tree::cgroup_parent() {
+            Ok(p) => format!("pids: {:?}, memory: {:?}", p.pids, p.memory),
+            Err(e) => format!("no cgroup ({e}); supervisor only"),
+        };
+        lines.push(format!(
+            "limits: {} processes, {} bytes of memory, files up to {} bytes ({mechanism})",
+            limit(g.limits.max_processes),
+            limit(g.limits.memory_bytes),
+            limit(g.max_file_bytes)
+        ));
+        lines.push(if self.namespaces {
+            "processes: private pid namespace and /proc, host read-only outside its writable directories; the tree \
+             dies with toolhost"
+                .to_string()
+        } else {
+            "processes: a supervisor ends the tree when toolhost dies; other processes stay visible in /proc (no \
+             CAP_SYS_ADMIN for a pid namespace)"
+                .to_string()
+        });
+        lines.extend(seccomp::describe(&policy(&g.network, &self.identity, self.namespaces)));
+        lines
+    }
+}
+
+fn policy(network: &Network, identity: &Identity, namespaces: bool) -> SeccompPolicy {
+    SeccompPolicy {
+        sockets: match network {
+            Network::None => SocketPolicy::None,
+            Network::Proxy(_) => SocketPolicy::TcpClient,
+        },
+        unix: ruleset::abi() >= ruleset::RESOLVE_UNIX_ABI,
+        // With the read-only view, chmod outside the writable directories fails with EROFS.
+        uid0: identity.is_uid0() && !namespaces,
+    }
+}
+
+/// One launch, ready to be installed on its command.
+pub struct Prepared {
+    env: Vec<(String, String)>,
+    plan: ChildPlan,
+    tree: TreeSetup,
+    proxy: Option<Arc<Proxy>>,
+}
+
+impl Prepared {
+    /// Variables the launch needs (its home and tmp, the proxy): set them after the caller's own.
+    pub fn env(&self) -> &[(String, String)] {
+        &self.env
+    }
+
+    /// Set the environment and register the confinement as `cmd`'s `pre_exec` hook. Keep the
+    /// returned guard as long as the process: dropping it kills the whole tree.
+    pub fn install(self, cmd: &mut std::process::Command) -> TreeGuard {
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        self.plan.install(cmd);
+        TreeGuard { cgroup: self.tree.cgroup, _status: self.tree.status, _proxy: self.proxy }
+    }
+}
+
+/// Holds a launched tree: dropping it kills everything in it.
+pub struct TreeGuard {
+    cgroup: Option<Cgroup>,
+    _status: Option<crate::reaper::StatusPipe>,
+    _proxy: Option<Arc<Proxy>>,
+}
+
+impl TreeGuard {
+    /// Whether the tree ever hit its process cap.
+    pub fn hit_process_cap(&self) -> bool {
+        self.cgroup.as_ref().is_some_and(Cgroup::hit_process_cap)
+    }
+}
+
+impl Drop for TreeGuard {
+    fn drop(&mut self) {
+        if let Some(cgroup) = self.cgroup.take() {
+            cgroup.signal_kill();
+            // Removed once empty, off whatever thread dropped the guard.
+            std::thread::spawn(move || {
+                cgroup.kill();
+                cgroup.remove();
+            });
+        }
+    }
+}
+
+/// Directories a command needs to read to run: the prefix of its executable (`/x/venv` for
+/// `/x/venv/bin/python`, also after following links, so a venv's base interpreter comes too),
+/// the outermost `node_modules` above a script and the directory holding it, the interpreter
+/// of a `#!` line, and the directory of each argument that names an existing file (`python
+/// server.py`). System prefixes (`/usr`, `/`) are left out: the system is read-only already.
+pub fn install_roots(command: &str, args: &[String], path_env: Option<&str>) -> Vec<PathBuf> {
+    let mut roots = BTreeSet::new();
+    let resolved = resolve_command(command, path_env);
+    if let Some(exe) = &resolved {
+        add_roots_of(exe, &mut roots);
+        if let Some(interp) = shebang_interpreter(exe, path_env) {
+            add_roots_of(&interp, &mut roots);
+        }
+    }
+    for arg in args {
+        let path = Path::new(arg);
+        if path.is_absolute() || arg.starts_with("./") || arg.starts_with("../") {
+            if path.is_file() {
+                add_roots_of(path, &mut roots);
+                if let Some(dir) = path.parent() {
+                    roots.insert(dir.to_path_buf());
+                }
+            }
+        }
+    }
+    roots.into_iter().filter(|r| !is_system(r)).collect()
+}
+
+fn is_system(path: &Path) -> bool {
+    const SYSTEM: [&str; 11] = ["/", "/usr", "/usr/local", "/bin", "/sbin", "/lib", "/lib64", "/opt", "/etc", "/proc", "/usr/lib"];
+    SYSTEM.iter().any(|s| path == Path::new(s))
+}
+
+fn add_roots_of(path: &Path, roots: &mut BTreeSet<PathBuf>) {
+    let mut candidates = vec![path.to_path_buf()];
+    if let Ok(real) = std::fs::canonicalize(path) {
+        candidates.push(real);
+    }
+    for file in candidates {
+        if let Some(root) = prefix_of(&file) {
+            roots.insert(root);
+        }
+        // The outermost node_modules (packages require their siblings) and the project above it.
+        let modules = file.ancestors().filter(|a| a.file_name().is_some_and(|n| n == "node_modules")).last();
+        if let Some(modules) = modules {
+            if let Some(project) = modules.parent() {
+                roots.insert(project.to_path_buf());
+            }
+        }
+    }
+}
+
+/// `/p` for `/p/bin/x` (or `sbin`, pyenv's `shims`); the directory of the file otherwise.
+fn prefix_of(file: &Path) -> Option<PathBuf> {
+    let dir = file.parent()?;
+    match dir.file_name().and_then(|n| n.to_str()) {
+        Some("bin" | "sbin" | "shims") => dir.parent().map(Path::to_path_buf),
+        _ => Some(dir.to_path_buf()),
+    }
+}
+
+fn resolve_command(command: &str, path_env: Option<&str>) -> Option<PathBuf> {
+    if command.contains('/') {
+        let p = PathBuf::from(command);
+        return p.is_file().then_some(p);
+    }
+    path_env?.split(':').filter(|d| !d.is_empty()).map(|d| Path::new(d).join(command)).find(|p| p.is_file())
+}
+
+/// The interpreter of a `#!` script: `/usr/bin/env node` → `node` on `PATH`.
+fn shebang_interpreter(exe: &Path, path_env: Option<&str>) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(exe).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = std::str::from_utf8(line.split(|b| *b == b'\n').next()?).ok()?;
+    let mut words = line.split_whitespace();
+    let first = words.next()?;
+    if first.ends_with("/env") {
+        let name = words.find(|w| !w.starts_with('-'))?;
+        resolve_command(name, path_env)
+    } else {
+        Some(PathBuf::from(first))
+    }
+}
+
+fn make_private_dir(dir: &Path, user: Option<BashUser>) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    if let Some(user) = user {
+        let fd = paths::open_dir(dir)?;
+        give_to(&fd, user)?;
+    }
+    Ok(())
+}
+
+fn give_to(fd: &OwnedFd, user: BashUser) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    if ruleset::owned_by(fd, user.uid)? {
+        return Ok(());
+    }
+    // SAFETY: fchown on an open directory.
+    if unsafe { libc::fchown(fd.as_raw_fd(), user.uid, user.gid) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The probe script: what the process sees, printed for the parent to judge.
+const PROBE: &str = r#"
+grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status
+if cat "$PROBE_OUTSIDE" >/dev/null 2>&1; then echo "READ outside: allowed"; fi
+if echo x > "$HOME/probe-inside" 2>/dev/null; then echo "WRITE home: allowed"; fi
+echo "PIDS: $(ls /proc | grep -cE '^[0-9]+$')"
+"#;
+
+fn probe(prepared: Prepared) -> Result<Vec<String>, String> {
+    let scratch = std::env::temp_dir().join(format!("toolhost-confine-probe-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&scratch);
+    let outside = scratch.join("sentinel");
+    std::fs::write(&outside, "probe").map_err(|e| format!("cannot write {}: {e}", outside.display()))?;
+    let namespaces = prepared.plan.pid_namespace;
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(PROBE)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("PROBE_OUTSIDE", &outside)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let guard = prepared.install(&mut cmd);
+    let output = cmd.output().map_err(|e| format!("the probe could not start: {e}"));
+    drop(guard);
+    let _ = std::fs::remove_dir_all(&scratch);
+    let output = output?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let mut proven = Vec::new();
+    let caps = CapSets::parse(&text)
+        .ok_or_else(|| format!("the probe did not report: {}", String::from_utf8_lossy(&output.stderr).trim()))?;
+    if caps.effective | caps.permitted | caps.inheritable | caps.ambient != 0 {
+        return Err(format!("capabilities were not dropped: {caps:?}"));
+    }
+    if !text.lines().any(|l| l.starts_with("NoNewPrivs:") && l.trim_end().ends_with('1')) {
+        return Err("no_new_privs is not set".into());
+    }
+    if !text.lines().any(|l| l.starts_with("Seccomp:") && l.trim_end().ends_with('2')) {
+        return Err("no seccomp filter is installed".into());
+    }
+    proven.push("capabilities 0, no_new_privs, seccomp".to_string());
+    if text.contains("READ outside: allowed") {
+        return Err("Landlock did not engage: the probe read a file outside its grants".into());
+    }
+    if !text.contains("WRITE home: allowed") {
+        return Err("the probe could not write in its own home".into());
+    }
+    proven.push("Landlock refused a file outside its grants; its home is writable".to_string());
+    if namespaces {
+        let pids: usize =
+            text.lines().find_map(|l| l.strip_prefix("PIDS: ")).and_then(|n| n.trim().parse().ok()).unwrap_or(usize::MAX);
+        if pids > 8 {
+            return Err(format!("the process sees {pids} processes in /proc, not only its own tree"));
+        }
+        proven.push(format!("/proc shows only its own tree ({pids} processes)"));
+    }
+    Ok(proven)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_roots_cover_venvs_node_modules_and_scripts() {
+        let dir = tempfile::tempdir().unwrap();
+        let venv = dir.path().join("venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        std::fs::write(venv.join("bin/server"), "#!/bin/sh\n").unwrap();
+        let pkg = dir.path().join("proj/node_modules/@x/srv/dist");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("index.js"), "#!/usr/bin/env node\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("proj/node_modules/.bin")).unwrap();
+        std::os::unix::fs::symlink(pkg.join("index.js"), dir.path().join("proj/node_modules/.bin/srv")).unwrap();
+        let script = dir.path().join("scripts/s.py");
+        std::fs::create_dir_all(script.parent().unwrap()).unwrap();
+        std::fs::write(&script, "print(1)\n").unwrap();
+
+        let roots = install_roots(venv.join("bin/server").to_str().unwrap(), &[], None);
+        assert!(roots.contains(&venv), "{roots:?}");
+        let path = format!("{}", dir.path().join("proj/node_modules/.bin").display());
+        let roots = install_roots("srv", &[], Some(&path));
+        let real_proj = std::fs::canonicalize(dir.path().join("proj")).unwrap();
+        assert!(roots.contains(&real_proj), "{roots:?}");
+        let roots = install_roots("/bin/sh", &[script.to_string_lossy().into_owned(), "--flag".into()], None);
+        assert!(roots.contains(&script.parent().unwrap().to_path_buf()), "{roots:?}");
+        // The system is read-only anyway; a directory argument is never granted by itself.
+        let roots = install_roots("/bin/sh", &[dir.path().to_string_lossy().into_owned()], None);
+        assert!(roots.is_empty(), "{roots:?}");
+    }
+}
