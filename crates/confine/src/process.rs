@@ -278,7 +278,11 @@ impl Confiner {
         proxy: Option<Arc<Proxy>>,
         netns: Option<OwnedFd>,
     ) -> Result<Prepared, ConfineError> {
-        let home = &self.spec.home;
+        // The view attaches writable directories at their absolute paths.
+        let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let home = &absolute(&self.spec.home);
+        let workdir = workdir.map(absolute);
+        let workdir = workdir.as_deref();
         let tmp = home.join("tmp");
         for dir in [home, &tmp] {
             make_private_dir(dir, self.spec.user).map_err(io_err(format!("its home {}", dir.display())))?;
@@ -294,7 +298,7 @@ impl Confiner {
         if let Some(dir) = workdir {
             writable_paths.push(dir.to_path_buf());
         }
-        writable_paths.extend(self.spec.grants.read_write.iter().cloned());
+        writable_paths.extend(self.spec.grants.read_write.iter().map(|p| absolute(p)));
         let mut view_dirs = Vec::new();
         let mut seen = BTreeSet::new();
         for path in &writable_paths {
@@ -519,7 +523,9 @@ pub fn install_roots(command: &str, args: &[String], path_env: Option<&str>) -> 
             }
         }
     }
-    roots.into_iter().filter(|r| !is_system(r)).collect()
+    let roots: Vec<PathBuf> = roots.into_iter().filter(|r| !is_system(r)).collect();
+    // A directory inside another granted one adds nothing.
+    roots.iter().filter(|r| !roots.iter().any(|o| o != *r && r.starts_with(o))).cloned().collect()
 }
 
 fn is_system(path: &Path) -> bool {

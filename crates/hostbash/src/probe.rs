@@ -309,7 +309,7 @@ mod tests {
     use super::*;
     use crate::BashConfig;
 
-    const GOOD: &str = "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\nWRITE inside: allowed\nCHMOD inside: allowed\nTCP denied port: /bin/bash: socket: Operation not permitted\nSLEEPER 42\n";
+    const GOOD: &str = "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\nWRITE inside: allowed\nCHMOD inside: allowed\nTCP denied port: /bin/bash: socket: Operation not permitted\nPIDS: 3\nPID1 cmdline bytes: 0\nSLEEPER 42\n";
 
     /// The verdict must refuse each sign that a mechanism did not engage, one at a time.
     #[test]
@@ -337,7 +337,16 @@ mod tests {
                 "did not refuse an AF_INET socket",
             ),
             (GOOD.replace("Operation not permitted", "connected"), "succeeded"),
-        ] {
+        ]
+        .into_iter()
+        .chain(tool.pid_namespace().then(|| {
+            [
+                (GOOD.replace("PIDS: 3", "PIDS: 240"), "processes outside its tree"),
+                (GOOD.replace("PID1 cmdline bytes: 0", "PID1 cmdline bytes: 31"), "toolhost's command line"),
+                (GOOD.replace("SLEEPER 42\n", "HOST cmdline: visible\nSLEEPER 42\n"), "processes outside its tree"),
+            ]
+        }).into_iter().flatten())
+        {
             let err = verdict(&tool, &broken, outside.path(), Some(true), false).unwrap_err();
             assert!(err.contains(why), "{why}: {err}");
         }

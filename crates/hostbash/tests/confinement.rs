@@ -11,7 +11,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{ctx, processes_with, run, running, tool};
+use common::{ctx, processes_with, run, tool};
 use toolhost_core::Status;
 use toolhost_hostbash::{confinement_status, ConfinementStatus, TreeMode};
 
@@ -208,9 +208,7 @@ async fn timeout_kills_the_tree(mode: TreeMode, marker: &str) {
         .map(|l| l.trim().parse().unwrap())
         .collect();
     assert_eq!(pids.len(), 3, "every escapee was started");
-    for pid in &pids {
-        assert!(!running(*pid), "{pid} survived the timeout");
-    }
+    // The pids are the command's own pid namespace's (as root): the host-side scan decides.
     assert_eq!(processes_with(marker), Vec::<i32>::new(), "something of the tree survived");
 
     // A call that is cancelled (its future dropped) takes its tree with it.

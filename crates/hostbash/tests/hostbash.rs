@@ -104,19 +104,23 @@ async fn timeout_kills_the_whole_group() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = ctx(dir.path(), "t1");
     let t = BashTool::new(BashConfig { allow_host_bash: true, command_timeout_secs: 1, ..BashConfig::default() });
-    let marker = c.paths().workspace().join("child.pid");
     let started = std::time::Instant::now();
-    let (text, _) = run(&t, &c, "sleep 30 & echo $! > child.pid; echo started; wait").await;
+    let (text, _) = run(&t, &c, "sleep 30.4711 & echo started; wait").await;
     // The timeout is 1 s and the command would take 30 s without it: 10 s leaves a loaded
     // machine room and still proves the timeout ended the call.
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
     assert!(text.starts_with("started\n\nCommand timed out after 1 second and was terminated."), "{text}");
-    let pid: i32 = std::fs::read_to_string(&marker).expect("pid file").trim().parse().expect("pid");
     std::thread::sleep(std::time::Duration::from_millis(200));
-    // Gone, or a zombie waiting for a reaper (this container's init may not reap).
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-    let running = state.as_deref().and_then(|s| s.rsplit(") ").next()).is_some_and(|rest| !rest.starts_with('Z'));
-    assert!(!running, "the group's `sleep` child survived the timeout: {state:?}");
+    // Found from the host by its command line (a pid printed inside is the command's own pid
+    // namespace's): gone, or a zombie waiting for a reaper (this container's init may not reap).
+    let survivors: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\030.4711\0"))
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|s| s.rsplit(") ").next().is_some_and(|rest| !rest.starts_with('Z')))
+        .collect();
+    assert!(survivors.is_empty(), "the group's `sleep` child survived the timeout: {survivors:?}");
 }
 
 #[tokio::test]
