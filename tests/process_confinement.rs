@@ -39,10 +39,7 @@ fn https_server() -> u16 {
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-        )
+        .with_single_cert(vec![cert.der().clone()], rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()))
         .unwrap();
     let config = Arc::new(config);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -94,7 +91,7 @@ fn sentinels(dir: &Path, data: &Path) -> Sentinels {
         key: write(&data.join("keys/sentinel.key"), "KEY-SECRET"),
         cache: write(&data.join("cache/sentinel"), "CACHE-SECRET"),
         outside: write(&dir.join("outside/secret.txt"), "OUTSIDE-SECRET"),
-        granted: write(&dir.join("granted/readme.txt"), "granted-content"),
+        granted: write(&dir.join("granted/readme.txt"), "granted-content").parent().unwrap().to_path_buf(),
         granted_rw: dir.join("granted-rw"),
     };
     std::fs::create_dir_all(&s.granted_rw).unwrap();
@@ -182,7 +179,7 @@ fn check_probes(what: &str, r: &Value, s: &Sentinels) {
     }
     let https = r["https"].as_object().unwrap();
     let granted = https.iter().find(|(u, _)| u.starts_with("https://localhost")).unwrap().1;
-    assert_eq!(granted, "ok:hello", "{what}: the granted loopback server through the proxy: {https}");
+    assert_eq!(granted, "ok:hello", "{what}: the granted loopback server through the proxy: {https:?}");
     let other = https.iter().find(|(u, _)| u.contains("example.invalid")).unwrap().1;
     assert!(!ok(other), "{what}: a host outside the grant: {other}");
     let pids = r["pids"].as_array().unwrap();
@@ -222,7 +219,13 @@ async fn a_hostile_mcp_server_is_refused_every_probe_and_a_normal_call_still_wor
     let req = AssemblyRequest::default();
     let marker = format!("3{}.5", std::process::id() % 1000);
     let r = host
-        .call(&req, "t1", "probe_probe", json!({"spec": spec(&s, listener.local_addr().unwrap().port(), https, &marker)}), None)
+        .call(
+            &req,
+            "t1",
+            "probe_probe",
+            json!({"spec": spec(&s, listener.local_addr().unwrap().port(), https, &marker)}),
+            None,
+        )
         .await
         .unwrap();
     let text = r.outcome.text_content();
@@ -231,7 +234,10 @@ async fn a_hostile_mcp_server_is_refused_every_probe_and_a_normal_call_still_wor
     assert!(result["home"].as_str().unwrap().starts_with(&dir.path().join("data/processes").display().to_string()));
     assert_eq!(sleepers(&marker).len(), 1, "the left-behind process runs while its server does");
     // A normal call still works.
-    let r = host.call(&req, "t1", "probe_probe", json!({"spec": {"read": [s.granted.join("readme.txt")]}}), None).await.unwrap();
+    let r = host
+        .call(&req, "t1", "probe_probe", json!({"spec": {"read": [s.granted.join("readme.txt")]}}), None)
+        .await
+        .unwrap();
     assert!(r.outcome.text_content().contains("ok:granted-content"), "{}", r.outcome.text_content());
     // The host goes: its servers' whole trees go, the setsid sleeper with them.
     drop(host);
@@ -280,7 +286,13 @@ async fn a_hostile_acp_agent_is_refused_every_probe() {
     }
     assert!(sleepers(&marker).is_empty(), "a setsid process outlived the agent's call");
     let r = host
-        .call(&req, "t1", "invoke_acp_agent", json!({"agent": "probe", "prompt": json!({"read": [s.granted.join("readme.txt")]}).to_string()}), None)
+        .call(
+            &req,
+            "t1",
+            "invoke_acp_agent",
+            json!({"agent": "probe", "prompt": json!({"read": [s.granted.join("readme.txt")]}).to_string()}),
+            None,
+        )
         .await
         .unwrap();
     assert!(r.outcome.text_content().contains("ok:granted-content"), "{}", r.outcome.text_content());
@@ -316,10 +328,8 @@ async fn real_servers_work_confined_with_defaults_or_one_grant() {
     assert_eq!(r.outcome.text_content(), "Echo: hi");
     let r = host.call(&req, "t1", "time_get_current_time", json!({"timezone": "UTC"}), None).await.unwrap();
     assert!(r.outcome.text_content().contains("\"timezone\": \"UTC\""), "{}", r.outcome.text_content());
-    let r = host
-        .call(&req, "t1", "files_read_text_file", json!({"path": shared.join("notes.txt")}), None)
-        .await
-        .unwrap();
+    let r =
+        host.call(&req, "t1", "files_read_text_file", json!({"path": shared.join("notes.txt")}), None).await.unwrap();
     assert!(r.outcome.text_content().contains("shared notes"), "{}", r.outcome.text_content());
     let r = host
         .call(&req, "t1", "files_write_file", json!({"path": shared.join("new.txt"), "content": "made"}), None)

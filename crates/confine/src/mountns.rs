@@ -230,10 +230,9 @@ impl ReadOnlyView {
                 id,
             ),
             // SAFETY: open of a NUL-terminated absolute path in the new namespace.
-            Workdir::At { path, id } => (
-                unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) },
-                id,
-            ),
+            Workdir::At { path, id } => {
+                (unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) }, id)
+            }
         };
         let ws = check(ws as libc::c_long)? as libc::c_int;
         // SAFETY: a zeroed stat is valid output space.

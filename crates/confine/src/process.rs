@@ -67,10 +67,7 @@ impl Default for Grants {
             read_only: Vec::new(),
             read_write: Vec::new(),
             network: Network::Proxy(Arc::new(NetGrant::any_public_https())),
-            limits: TreeLimits {
-                max_processes: Some(DEFAULT_MAX_PROCESSES),
-                memory_bytes: Some(DEFAULT_MEMORY_BYTES),
-            },
+            limits: TreeLimits { max_processes: Some(DEFAULT_MAX_PROCESSES), memory_bytes: Some(DEFAULT_MEMORY_BYTES) },
             max_file_bytes: Some(DEFAULT_MAX_FILE_BYTES),
         }
     }
@@ -235,7 +232,9 @@ impl Confiner {
                     .and_then(|r| r.map_err(|e| tracing::warn!("network proxy: no network namespace: {e}")).ok());
                 match isolated {
                     Some(endpoint) => Ok(Arc::new(endpoint)),
-                    None => Endpoint::bind(false).map(Arc::new).map_err(|e| format!("cannot bind the network proxy: {e}")),
+                    None => {
+                        Endpoint::bind(false).map(Arc::new).map_err(|e| format!("cannot bind the network proxy: {e}"))
+                    }
                 }
             })
             .clone()
@@ -353,8 +352,7 @@ impl Confiner {
         plan.ruleset = Some(ruleset);
         let cgroup = match tree::cgroup_parent() {
             Ok(parent) => {
-                let (cgroup, procs) =
-                    Cgroup::create(&parent, self.spec.grants.limits).map_err(io_err("its cgroup"))?;
+                let (cgroup, procs) = Cgroup::create(&parent, self.spec.grants.limits).map_err(io_err("its cgroup"))?;
                 plan.cgroup_procs = procs;
                 Some(cgroup)
             }
@@ -529,7 +527,8 @@ pub fn install_roots(command: &str, args: &[String], path_env: Option<&str>) -> 
 }
 
 fn is_system(path: &Path) -> bool {
-    const SYSTEM: [&str; 11] = ["/", "/usr", "/usr/local", "/bin", "/sbin", "/lib", "/lib64", "/opt", "/etc", "/proc", "/usr/lib"];
+    const SYSTEM: [&str; 11] =
+        ["/", "/usr", "/usr/local", "/bin", "/sbin", "/lib", "/lib64", "/opt", "/etc", "/proc", "/usr/lib"];
     SYSTEM.iter().any(|s| path == Path::new(s))
 }
 
@@ -663,8 +662,11 @@ fn probe(prepared: Prepared) -> Result<Vec<String>, String> {
     }
     proven.push("Landlock refused a file outside its grants; its home is writable".to_string());
     if namespaces {
-        let pids: usize =
-            text.lines().find_map(|l| l.strip_prefix("PIDS: ")).and_then(|n| n.trim().parse().ok()).unwrap_or(usize::MAX);
+        let pids: usize = text
+            .lines()
+            .find_map(|l| l.strip_prefix("PIDS: "))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(usize::MAX);
         if pids > 8 {
             return Err(format!("the process sees {pids} processes in /proc, not only its own tree"));
         }

@@ -130,7 +130,8 @@ impl ReaperPlan {
             // SAFETY: waits for the one child.
             let pid = unsafe { libc::waitpid(init, &mut status, 0) };
             if pid == init {
-                let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
+                let code =
+                    if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
                 exit(code);
             }
             if pid < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {

@@ -220,8 +220,7 @@ impl Cgroup {
         fs::create_dir(&dir)?;
         // From here on, dropping `cgroup` removes what was made.
         let mut cgroup = Self { dir, has_kill: parent.has_kill, v1: Vec::new() };
-        let open_procs =
-            |d: &Path| fs::OpenOptions::new().write(true).open(d.join("cgroup.procs")).map(OwnedFd::from);
+        let open_procs = |d: &Path| fs::OpenOptions::new().write(true).open(d.join("cgroup.procs")).map(OwnedFd::from);
         let mut procs = vec![open_procs(&cgroup.dir)?];
         let caps = [
             (&parent.pids, limits.max_processes, "pids.max", "pids.max"),

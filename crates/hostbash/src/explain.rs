@@ -102,7 +102,8 @@ pub(crate) fn lines(tool: &BashTool) -> Vec<String> {
     } else {
         "processes: other processes stay visible in /proc (no CAP_SYS_ADMIN for a pid namespace); their environments and memory are not readable".to_string()
     });
-    let cap = |v: Option<u64>, unit: &str, scale: u64| v.map_or("unlimited".to_string(), |v| format!("{} {unit}", v / scale));
+    let cap =
+        |v: Option<u64>, unit: &str, scale: u64| v.map_or("unlimited".to_string(), |v| format!("{} {unit}", v / scale));
     let mechanism = |m: &LimitMechanism| match m {
         LimitMechanism::CgroupV2 => "cgroup v2".to_string(),
         LimitMechanism::CgroupV1(dir) => format!("cgroup v1 {}", dir.display()),

@@ -25,9 +25,9 @@ use toolhost_audit::{mcp_allowed_paths, truncate_middle, validate_local_bash_com
 use toolhost_core::{CallContext, Tool, ToolOutcome, ToolSource, ToolSpec, VIRTUAL_ACP, VIRTUAL_SKILLS};
 use toolhost_net::NetGrant;
 
-pub use toolhost_confine::{confinement_status, harden_process, BashUser, ConfinementStatus};
 pub use rewrite::Mapping;
 pub use run::CAPTURE_LIMIT_BYTES;
+pub use toolhost_confine::{confinement_status, harden_process, BashUser, ConfinementStatus};
 
 use dirs::{thread_dir, ThreadDir};
 use toolhost_confine::child::{ChildPlan, TreeSetup};
@@ -401,7 +401,8 @@ impl BashTool {
         let mut tree = TreeSetup::default();
         match self.cgroup_parent() {
             Ok(parent) => {
-                let limits = if self.config.confine == ConfineMode::Full { self.limits() } else { TreeLimits::default() };
+                let limits =
+                    if self.config.confine == ConfineMode::Full { self.limits() } else { TreeLimits::default() };
                 let (cgroup, procs) = tree::Cgroup::create(&parent, limits)
                     .map_err(|e| format!("Error: Cannot create the command's cgroup: {e}"))?;
                 plan.cgroup_procs = procs;
@@ -501,7 +502,8 @@ impl BashTool {
         };
         let ruleset = confine::build_ruleset(&fs, net_rule).map_err(confine_err)?;
         if plan.pid_namespace {
-            plan.fresh_proc_rule = confine::ruleset_fd(&ruleset).map_err(|e| format!("Error: Cannot confine the command: {e}"))?;
+            plan.fresh_proc_rule =
+                confine::ruleset_fd(&ruleset).map_err(|e| format!("Error: Cannot confine the command: {e}"))?;
             match plan.view.take() {
                 Some(view) => plan.view = Some(view.with_fresh_proc(true)),
                 None => plan.proc_view = Some(mountns::ProcView),

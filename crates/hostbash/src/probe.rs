@@ -339,14 +339,21 @@ mod tests {
             (GOOD.replace("Operation not permitted", "connected"), "succeeded"),
         ]
         .into_iter()
-        .chain(tool.pid_namespace().then(|| {
-            [
-                (GOOD.replace("PIDS: 3", "PIDS: 240"), "processes outside its tree"),
-                (GOOD.replace("PID1 cmdline bytes: 0", "PID1 cmdline bytes: 31"), "toolhost's command line"),
-                (GOOD.replace("SLEEPER 42\n", "HOST cmdline: visible\nSLEEPER 42\n"), "processes outside its tree"),
-            ]
-        }).into_iter().flatten())
-        {
+        .chain(
+            tool.pid_namespace()
+                .then(|| {
+                    [
+                        (GOOD.replace("PIDS: 3", "PIDS: 240"), "processes outside its tree"),
+                        (GOOD.replace("PID1 cmdline bytes: 0", "PID1 cmdline bytes: 31"), "toolhost's command line"),
+                        (
+                            GOOD.replace("SLEEPER 42\n", "HOST cmdline: visible\nSLEEPER 42\n"),
+                            "processes outside its tree",
+                        ),
+                    ]
+                })
+                .into_iter()
+                .flatten(),
+        ) {
             let err = verdict(&tool, &broken, outside.path(), Some(true), false).unwrap_err();
             assert!(err.contains(why), "{why}: {err}");
         }

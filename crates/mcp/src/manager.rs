@@ -230,7 +230,8 @@ impl McpManager {
             }
             let runtime = match old.remove(name).filter(|rt| rt.config() == entry) {
                 Some(rt) => rt,
-                None => match ServerHandle::new(name, entry.clone(), self.signal.clone(), self.launch_for(name, entry)) {
+                None => match ServerHandle::new(name, entry.clone(), self.signal.clone(), self.launch_for(name, entry))
+                {
                     Ok(handle) => Arc::new(ServerRuntime::new(handle)),
                     Err(e) => {
                         failed.insert(name.clone(), unusable(name, entry, e.to_string()));

@@ -221,8 +221,11 @@ impl ChildPolicy {
 /// never share a home.
 fn dir_name(name: &str) -> String {
     use sha2::Digest;
-    let safe: String =
-        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).take(48).collect();
+    let safe: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .take(48)
+        .collect();
     let digest = hex::encode(&sha2::Sha256::digest(name.as_bytes())[..4]);
     format!("{safe}-{digest}")
 }

@@ -115,12 +115,11 @@ pub fn acp_layer(
             headers: s.headers.clone(),
         })
         .collect();
-    let tool: Arc<dyn Tool> =
-        Arc::new(
-            toolhost_acp::InvokeAcpAgentTool::new(config.acp_agents.clone())
-                .with_mcp_servers(servers)
-                .with_launch_policy(launch),
-        );
+    let tool: Arc<dyn Tool> = Arc::new(
+        toolhost_acp::InvokeAcpAgentTool::new(config.acp_agents.clone())
+            .with_mcp_servers(servers)
+            .with_launch_policy(launch),
+    );
     Some(Arc::new(AcpLayer { tool }))
 }
 

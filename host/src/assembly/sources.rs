@@ -171,12 +171,7 @@ fn child_reports(
             continue;
         }
         let command = server.command.as_deref().unwrap_or("");
-        reports.push(policy.report(&LaunchRequest {
-            kind: ProcessKind::McpServer,
-            name,
-            command,
-            args: &server.args,
-        }));
+        reports.push(policy.report(&LaunchRequest { kind: ProcessKind::McpServer, name, command, args: &server.args }));
     }
     for (name, agent) in &c.acp_agents {
         reports.push(policy.report(&LaunchRequest {

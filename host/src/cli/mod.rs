@@ -705,7 +705,8 @@ async fn check(cli: &Cli) -> anyhow::Result<Output> {
         .iter()
         .map(|r| serde_json::json!({"name": r.label, "verdict": r.verdict, "gets": r.lines}))
         .collect();
-    let json = serde_json::json!({"problems": host.problems(), "tools": assembly.specs().len(), "processes": processes});
+    let json =
+        serde_json::json!({"problems": host.problems(), "tools": assembly.specs().len(), "processes": processes});
     Ok(Output::new(json, out).code(if n_err > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS }))
 }
 

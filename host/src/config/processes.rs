@@ -174,7 +174,9 @@ mod tests {
         assert_eq!(g.filesystem.read_only, [GrantPath("/a".into())]);
         assert_eq!(g.filesystem.read_write, [GrantPath("/b".into())]);
         match g.network {
-            Some(ProcessNetwork::Allow(n)) => assert!(n.allows("api.example.com", 443) && !n.allows("x.example.com", 443)),
+            Some(ProcessNetwork::Allow(n)) => {
+                assert!(n.allows("api.example.com", 443) && !n.allows("x.example.com", 443))
+            }
             other => panic!("{other:?}"),
         }
         assert!(g.confine);
