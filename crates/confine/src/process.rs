@@ -512,12 +512,10 @@ pub fn install_roots(command: &str, args: &[String], path_env: Option<&str>) -> 
     }
     for arg in args {
         let path = Path::new(arg);
-        if path.is_absolute() || arg.starts_with("./") || arg.starts_with("../") {
-            if path.is_file() {
-                add_roots_of(path, &mut roots);
-                if let Some(dir) = path.parent() {
-                    roots.insert(dir.to_path_buf());
-                }
+        if (path.is_absolute() || arg.starts_with("./") || arg.starts_with("../")) && path.is_file() {
+            add_roots_of(path, &mut roots);
+            if let Some(dir) = path.parent() {
+                roots.insert(dir.to_path_buf());
             }
         }
     }

@@ -116,7 +116,7 @@ async fn timeout_kills_the_whole_group() {
     let survivors: Vec<String> = std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
-        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\030.4711\0"))
+        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == b"sleep\x0030.4711\0"))
         .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
         .filter(|s| s.rsplit(") ").next().is_some_and(|rest| !rest.starts_with('Z')))
         .collect();

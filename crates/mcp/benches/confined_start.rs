@@ -76,7 +76,7 @@ fn main() {
             }
         }
         let ctx = |t: &str| {
-            let fs = ThreadFs::open(dir.path().join("data"), t).expect("thread");
+            let fs = ThreadFs::open(&dir.path().join("data"), t).expect("thread");
             fs.ensure_tool_dirs().expect("dirs");
             CallContext::new(Arc::new(fs), "c", Arc::new(ThreadState::default()))
         };
