@@ -27,8 +27,11 @@ pub struct ChildPolicy {
     acp: IndexMap<String, ProcessGrantConfig>,
     user: Option<BashUser>,
     path_env: Option<String>,
-    decided: Mutex<HashMap<(Kind, String), (Launch, Vec<String>)>>,
+    decided: Mutex<HashMap<(Kind, String), Decided>>,
 }
+
+/// A program's launch and what it gets, line by line.
+type Decided = (Launch, Vec<String>);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
@@ -82,7 +85,7 @@ impl ChildPolicy {
             data_dir,
             mcp: config.toolhost.mcp_servers.clone(),
             acp: config.toolhost.acp_agents.clone(),
-            user: config.sandbox.as_ref().and_then(|s| s.bash_user.clone()).map(|u| u.0),
+            user: config.sandbox.as_ref().and_then(|s| s.bash_user).map(|u| u.0),
             path_env: env.get("PATH"),
             decided: Mutex::new(HashMap::new()),
         })

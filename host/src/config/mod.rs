@@ -558,7 +558,7 @@ mod tests {
                 .unwrap();
         assert_eq!(
             c.toolhost,
-            ToolhostConfig { concurrent_calls: 8, concurrent_calls_per_thread: 2, serve: Default::default() }
+            ToolhostConfig { concurrent_calls: 8, concurrent_calls_per_thread: 2, ..Default::default() }
         );
         let (c, _) = parse(
             "toolhost:\n  serve: {max_sessions: 5, session_idle_timeout_s: 9, thread_ttl_s: 0, sse_poll_after_s: 30}\n",
