@@ -597,7 +597,8 @@ fn make_private_dir(dir: &Path, user: Option<BashUser>) -> io::Result<()> {
     Ok(())
 }
 
-fn give_to(fd: &OwnedFd, user: BashUser) -> io::Result<()> {
+/// Hand a directory to `user` (it must write there; everything above stays root's).
+pub fn give_to(fd: &OwnedFd, user: BashUser) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     if ruleset::owned_by(fd, user.uid)? {
         return Ok(());

@@ -73,6 +73,19 @@ impl Endpoint {
         Ok(Self { listener: Mutex::new(Some(listener)), port, netns })
     }
 
+    /// Bind in a namespace of its own where this process may make one (CAP_SYS_ADMIN), else on
+    /// the host's loopback.
+    pub fn bind_best() -> Result<Self, String> {
+        let isolated = crate::CapSets::current()
+            .is_some_and(|c| c.has(crate::CAP_SYS_ADMIN))
+            .then(|| Self::bind(true))
+            .and_then(|r| r.map_err(|e| tracing::warn!("network proxy: no network namespace: {e}")).ok());
+        match isolated {
+            Some(endpoint) => Ok(endpoint),
+            None => Self::bind(false).map_err(|e| format!("cannot bind the network proxy: {e}")),
+        }
+    }
+
     pub fn port(&self) -> u16 {
         self.port
     }

@@ -33,7 +33,8 @@ use dirs::{thread_dir, ThreadDir};
 use toolhost_confine::child::{ChildPlan, TreeSetup};
 use toolhost_confine::mountns;
 use toolhost_confine::privs::{self, Identity};
-use toolhost_confine::proxy::{self, GrantNames};
+use toolhost_confine::process::give_to;
+use toolhost_confine::proxy::{self, Endpoint, GrantNames};
 use toolhost_confine::reaper;
 use toolhost_confine::ruleset::{self as confine, FsRules, NetRule};
 use toolhost_confine::seccomp::{Filter, SeccompPolicy, SocketPolicy};
@@ -327,21 +328,7 @@ impl BashTool {
 
     /// The proxy endpoint (allow-list mode), bound once.
     pub(crate) fn endpoint(&self) -> Result<Arc<proxy::Endpoint>, String> {
-        self.endpoint
-            .get_or_init(|| {
-                // A namespace of its own where toolhost may make one; else the host's loopback.
-                let isolated = privs::CapSets::current()
-                    .is_some_and(|c| c.has(CAP_SYS_ADMIN))
-                    .then(|| proxy::Endpoint::bind(true))
-                    .and_then(|r| r.map_err(|e| tracing::warn!("bash proxy: no network namespace: {e}")).ok());
-                match isolated {
-                    Some(endpoint) => Ok(Arc::new(endpoint)),
-                    None => proxy::Endpoint::bind(false)
-                        .map(Arc::new)
-                        .map_err(|e| format!("cannot bind the bash network proxy: {e}")),
-                }
-            })
-            .clone()
+        self.endpoint.get_or_init(|| Endpoint::bind_best().map(Arc::new)).clone()
     }
 
     /// The running proxy, started on the first allow-list call.
@@ -582,25 +569,11 @@ fn view_entry(fd: &std::os::fd::OwnedFd, target: &std::path::Path) -> Result<mou
         .map_err(|e| format!("Error: Cannot confine the command: {e}"))
 }
 
-/// Hand a thread directory to the bash user (it must write there; everything above stays
-/// root's).
 /// Add search (not read) permission for group and others to a directory.
 fn make_searchable(fd: &std::os::fd::OwnedFd) -> std::io::Result<()> {
     let mode = rustix::fs::fstat(fd)?.st_mode;
     if mode & 0o011 != 0o011 {
         rustix::fs::fchmod(fd, rustix::fs::Mode::from_raw_mode((mode | 0o011) & 0o7777))?;
-    }
-    Ok(())
-}
-
-fn give_to(fd: &std::os::fd::OwnedFd, user: BashUser) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    if confine::owned_by(fd, user.uid)? {
-        return Ok(());
-    }
-    // SAFETY: fchown on an open directory.
-    if unsafe { libc::fchown(fd.as_raw_fd(), user.uid, user.gid) } != 0 {
-        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }
