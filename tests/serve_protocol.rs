@@ -409,15 +409,31 @@ fn http_takes_a_host_name_and_still_refuses_a_public_bind_without_a_token() {
 async fn a_config_listing_toolhost_itself_starts_no_second_toolhost() {
     let s = Setup::new(false, false);
     let bin = env!("CARGO_BIN_EXE_toolhost");
-    let log = s.dir.path().join("wrapper.log");
     let config = s.config();
-    let data = s.data();
-    let wrapper = format!("echo started >> '{}'; exec '{bin}' serve --config '{}'", log.display(), config.display());
+    // The wrapped toolhost runs confined: it sees its own directory (its log and its config) and
+    // the binary's, and keeps its data in its own working directory, not in ours.
+    let wrap = s.dir.path().join("wrap");
+    std::fs::create_dir(&wrap).unwrap();
+    let log = wrap.join("wrapper.log");
+    std::fs::copy(&config, wrap.join("config.yaml")).unwrap();
+    let bin_dir = std::path::Path::new(bin).parent().unwrap();
+    let mut yaml = std::fs::read_to_string(&config).unwrap();
+    yaml.push_str(&format!(
+        "toolhost:\n  mcp_servers:\n    wrapped:\n      filesystem: {{read_only: ['{}'], read_write: ['{}']}}\n",
+        bin_dir.display(),
+        wrap.display()
+    ));
+    std::fs::write(&config, yaml).unwrap();
+    let wrapper = format!(
+        "echo started >> '{}'; exec '{bin}' serve --config '{}'",
+        log.display(),
+        wrap.join("config.yaml").display()
+    );
     std::fs::write(
         s.dir.path().join("extensions_config.json"),
         serde_json::to_vec_pretty(&json!({"mcpServers": {
             "itself": {"type": "stdio", "command": bin, "args": ["serve", "--config", config]},
-            "wrapped": {"type": "stdio", "command": "sh", "args": ["-c", wrapper], "env": {"TOOLHOST_HOME": data}},
+            "wrapped": {"type": "stdio", "command": "sh", "args": ["-c", wrapper]},
         }}))
         .unwrap(),
     )
@@ -432,7 +448,11 @@ async fn a_config_listing_toolhost_itself_starts_no_second_toolhost() {
     assert!(!listed.iter().any(|n| n.starts_with("itself")), "{listed:?}");
     // Through a wrapper the binary check cannot see it; the child knows it was started by a
     // toolhost and starts no MCP servers, so it stops there.
-    assert!(listed.contains(&"wrapped_hello".to_string()), "{listed:?}");
+    assert!(
+        listed.contains(&"wrapped_hello".to_string()),
+        "{listed:?}\n{}",
+        std::fs::read_to_string(&stderr).unwrap_or_default()
+    );
     assert!(!listed.iter().any(|n| n.starts_with("wrapped_wrapped") || n.starts_with("wrapped_itself")), "{listed:?}");
     assert_eq!(text(&call(&c, "hello", json!({"name": "top"})).await), "Hello, top.");
     tokio::time::sleep(Duration::from_millis(500)).await;
