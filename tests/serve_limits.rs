@@ -39,12 +39,17 @@ fn start(s: &Setup) -> HttpServer {
 
 /// A connection to `addr` from loopback address `src` (any of 127/8 is this machine).
 fn connect_from(src: &str, addr: &str) -> TcpStream {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().unwrap();
     let stream = rt
         .block_on(async {
             let socket = tokio::net::TcpSocket::new_v4()?;
             socket.bind(format!("{src}:0").parse().unwrap())?;
-            socket.connect(addr.parse().unwrap()).await
+            // A server that stopped accepting leaves the connection in a full backlog: fail in
+            // seconds, not after the kernel's minutes of retries.
+            match tokio::time::timeout(Duration::from_secs(10), socket.connect(addr.parse().unwrap())).await {
+                Ok(connected) => connected,
+                Err(_) => Err(std::io::Error::new(ErrorKind::TimedOut, "not accepted within 10 s")),
+            }
         })
         .unwrap_or_else(|e| panic!("connect from {src}: {e}"));
     let stream = stream.into_std().unwrap();
@@ -204,7 +209,8 @@ fn half_open_connections_cannot_exhaust_descriptors_and_authenticated_clients_st
     let addr = server.addr.clone();
 
     let held = flood(&addr, 400);
-    assert!(held.len() >= 300, "the flood itself failed: {} connections", held.len());
+    // More than the server has descriptors (the kernel may stop taking some on its own).
+    assert!(held.len() > FILES as usize, "the flood itself failed: {} connections", held.len());
     // Another client, and the flooding address itself, still get sessions and calls through.
     let other = session_from("127.0.0.2", &addr).expect("a session from another address during the flood");
     let same = session_from("127.0.0.1", &addr).expect("a session from the flooding address during the flood");
