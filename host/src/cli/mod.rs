@@ -408,7 +408,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 filter: toolhost::server::ToolFilter { only: tools.clone(), exclude: exclude.clone() },
                 limits: Default::default(),
             };
-            let flags = (*max_sessions, *max_sessions_per_client, *session_idle_timeout, *thread_ttl, *sse_poll_after);
+            let flags = LimitFlags {
+                max_sessions: *max_sessions,
+                max_sessions_per_client: *max_sessions_per_client,
+                session_idle_timeout: *session_idle_timeout,
+                thread_ttl: *thread_ttl,
+                sse_poll_after: *sse_poll_after,
+            };
             serve(&cli, opts, flags).await
         }
         Command::Check => render(check(&cli).await?, false),
@@ -591,6 +597,15 @@ fn audit(command: &str) -> Output {
     Output::new(serde_json::json!({"verdict": verdict.as_str(), "message": message}), text)
 }
 
+/// `serve`'s flags that override `toolhost: serve:` keys.
+struct LimitFlags {
+    max_sessions: Option<usize>,
+    max_sessions_per_client: Option<usize>,
+    session_idle_timeout: Option<u64>,
+    thread_ttl: Option<u64>,
+    sse_poll_after: Option<u64>,
+}
+
 /// The token in `path`: its first line without the line end (an empty one is refused later,
 /// like an empty `--token`).
 fn read_token_file(path: &std::path::Path) -> anyhow::Result<String> {
@@ -617,13 +632,7 @@ fn raise_file_limit() {
 async fn serve(
     cli: &Cli,
     mut opts: toolhost::server::ServeOptions,
-    (max_sessions, max_sessions_per_client, session_idle_timeout, thread_ttl, sse_poll_after): (
-        Option<usize>,
-        Option<usize>,
-        Option<u64>,
-        Option<u64>,
-        Option<u64>,
-    ),
+    LimitFlags { max_sessions, max_sessions_per_client, session_idle_timeout, thread_ttl, sse_poll_after }: LimitFlags,
 ) -> anyhow::Result<ExitCode> {
     if let Some(addr) = &opts.http {
         toolhost::server::check_auth(&opts.http_options(addr)?)?;
