@@ -154,7 +154,11 @@ fn http_answers_every_malformed_message_and_keeps_serving() {
 #[test]
 fn sessions_are_capped_expire_when_idle_and_end_with_delete() {
     let s = Setup::new(false, false);
-    let server = HttpServer::start(&s, &["--max-sessions", "2", "--session-idle-timeout", "3"]);
+    // Both sessions come from 127.0.0.1: the per-client share must not be what refuses here.
+    let server = HttpServer::start(
+        &s,
+        &["--max-sessions", "2", "--max-sessions-per-client", "2", "--session-idle-timeout", "3"],
+    );
     // Wait for the host: a cold start compiles the components in the background, and rmcp
     // counts a session whose only request waits longer than the idle timeout as idle.
     let started = Instant::now();

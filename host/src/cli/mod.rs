@@ -145,9 +145,15 @@ enum Command {
         /// HTTP: accept this Host (and Origin) besides the loopback names; repeatable.
         #[arg(long = "allow-host", value_name = "HOST[:PORT]")]
         allow_host: Vec<String>,
-        /// HTTP: require `Authorization: Bearer TOKEN` (needed on a non-loopback address).
-        #[arg(long, hide_env_values = true)]
+        /// HTTP: require `Authorization: Bearer TOKEN` (needed on a non-loopback address). Visible
+        /// to every process on the machine in /proc/PID/cmdline: prefer --token-file or
+        /// TOOLHOST_SERVE_TOKEN.
+        #[arg(long, hide_env_values = true, conflicts_with = "token_file")]
         token: Option<String>,
+        /// HTTP: read the bearer token from this file (its first line), keeping it off the
+        /// command line.
+        #[arg(long, value_name = "PATH")]
+        token_file: Option<PathBuf>,
         /// HTTP: serve a non-loopback address without a token (anyone who reaches it can call tools).
         #[arg(long)]
         insecure_no_auth: bool,
@@ -175,6 +181,10 @@ enum Command {
         /// HTTP: sessions open at once (default: toolhost.serve.max_sessions, 1000).
         #[arg(long, value_name = "N")]
         max_sessions: Option<usize>,
+        /// HTTP: sessions one client address may hold (default:
+        /// toolhost.serve.max_sessions_per_client, a quarter of max sessions).
+        #[arg(long, value_name = "N")]
+        max_sessions_per_client: Option<usize>,
         /// HTTP: close a session idle this long (default: toolhost.serve.session_idle_timeout_s, 300).
         #[arg(long, value_name = "SECONDS")]
         session_idle_timeout: Option<u64>,
@@ -349,6 +359,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             thread,
             allow_host,
             token,
+            token_file,
             insecure_no_auth,
             groups,
             model,
@@ -358,15 +369,25 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             tools,
             exclude,
             max_sessions,
+            max_sessions_per_client,
             session_idle_timeout,
             thread_ttl,
             sse_poll_after,
         } => {
             // Read here rather than by clap: clap takes an empty variable for an unset one, and
             // an empty token must be refused, never mean "no authentication".
-            let token = match token {
-                Some(t) => Some(t.clone()),
-                None => std::env::var("TOOLHOST_SERVE_TOKEN").ok(),
+            let token = match (token, token_file) {
+                (Some(t), _) => {
+                    eprintln!(
+                        "toolhost: warning: --token puts the secret on the command line, where every process on \
+                         this machine can read it (/proc/{}/cmdline, ps); use --token-file PATH or \
+                         TOOLHOST_SERVE_TOKEN instead",
+                        std::process::id()
+                    );
+                    Some(t.clone())
+                }
+                (None, Some(path)) => Some(read_token_file(path)?),
+                (None, None) => std::env::var("TOOLHOST_SERVE_TOKEN").ok(),
             };
             let request = AssemblyRequest {
                 groups: groups.clone(),
@@ -387,7 +408,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 filter: toolhost::server::ToolFilter { only: tools.clone(), exclude: exclude.clone() },
                 limits: Default::default(),
             };
-            serve(&cli, opts, (*max_sessions, *session_idle_timeout, *thread_ttl, *sse_poll_after)).await
+            let flags = LimitFlags {
+                max_sessions: *max_sessions,
+                max_sessions_per_client: *max_sessions_per_client,
+                session_idle_timeout: *session_idle_timeout,
+                thread_ttl: *thread_ttl,
+                sse_poll_after: *sse_poll_after,
+            };
+            serve(&cli, opts, flags).await
         }
         Command::Check => render(check(&cli).await?, false),
         Command::New { name, lang, dir } => {
@@ -585,20 +613,46 @@ fn audit(command: &str) -> Output {
     Output::new(serde_json::json!({"verdict": verdict.as_str(), "message": message}), text)
 }
 
+/// `serve`'s flags that override `toolhost: serve:` keys.
+struct LimitFlags {
+    max_sessions: Option<usize>,
+    max_sessions_per_client: Option<usize>,
+    session_idle_timeout: Option<u64>,
+    thread_ttl: Option<u64>,
+    sse_poll_after: Option<u64>,
+}
+
+/// The token in `path`: its first line without the line end (an empty one is refused later,
+/// like an empty `--token`).
+fn read_token_file(path: &std::path::Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read --token-file {}", path.display()))?;
+    Ok(text.lines().next().unwrap_or_default().to_string())
+}
+
+/// Raise the soft limit on open files to the hard one, as servers do (Go's runtime does it for
+/// every program): `serve --http` sizes its connection cap to fit it.
+fn raise_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let limit = getrlimit(Resource::Nofile);
+    // The soft limit is never above the hard one: different means lower.
+    if limit.current != limit.maximum {
+        let raised = rustix::process::Rlimit { current: limit.maximum, maximum: limit.maximum };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            tracing::debug!("cannot raise the open-file limit: {e}");
+        }
+    }
+}
+
 /// `toolhost serve`: refuses an unauthenticated public bind before loading anything; answers
 /// `initialize` at once while the host opens in the background (a cold start compiles components).
 async fn serve(
     cli: &Cli,
     mut opts: toolhost::server::ServeOptions,
-    (max_sessions, session_idle_timeout, thread_ttl, sse_poll_after): (
-        Option<usize>,
-        Option<u64>,
-        Option<u64>,
-        Option<u64>,
-    ),
+    LimitFlags { max_sessions, max_sessions_per_client, session_idle_timeout, thread_ttl, sse_poll_after }: LimitFlags,
 ) -> anyhow::Result<ExitCode> {
     if let Some(addr) = &opts.http {
         toolhost::server::check_auth(&opts.http_options(addr)?)?;
+        raise_file_limit();
     }
     // The `toolhost:` section now; the rest of the config and the components load in the
     // background while the first session starts.
@@ -607,6 +661,10 @@ async fn serve(
     if let Some(n) = max_sessions {
         anyhow::ensure!(n >= 1, "--max-sessions must be at least 1");
         limits.max_sessions = n;
+    }
+    if let Some(n) = max_sessions_per_client {
+        anyhow::ensure!(n >= 1, "--max-sessions-per-client must be at least 1");
+        limits.max_sessions_per_client = Some(n);
     }
     if let Some(s) = session_idle_timeout {
         anyhow::ensure!(s >= 1, "--session-idle-timeout must be at least 1 second");

@@ -570,6 +570,22 @@ mod tests {
         assert_eq!(c.toolhost.serve.thread_ttl(), None);
         assert_eq!(c.toolhost.serve.sse_poll_after(), Some(std::time::Duration::from_secs(30)));
         assert_eq!(ToolhostConfig::default().serve.sse_poll_after(), None);
+        let (c, _) = parse(
+            "toolhost:\n  serve: {max_sessions: 8, max_sessions_per_client: 3, header_timeout_s: 4, body_timeout_s: 5, \
+             max_connections: 64, max_connections_per_client: 9, reserved_connections: 10}\n",
+            "c",
+            &Environment::default(),
+        )
+        .unwrap();
+        let serve = c.toolhost.serve;
+        assert_eq!((serve.sessions_per_client(), serve.header_timeout_s, serve.body_timeout_s), (3, 4, 5));
+        assert_eq!(
+            (serve.max_connections, serve.max_connections_per_client, serve.reserved_connections),
+            (64, Some(9), Some(10))
+        );
+        // Unset, the per-client session share is a quarter of max_sessions (at least 1).
+        let quarter = |max_sessions| crate::ServeConfig { max_sessions, ..Default::default() }.sessions_per_client();
+        assert_eq!((quarter(1000), quarter(10), quarter(1)), (250, 3, 1));
         assert_eq!(parse("tools: []\n", "c", &Environment::default()).unwrap().0.toolhost, ToolhostConfig::default());
         for (text, needle) in [
             (
@@ -584,6 +600,20 @@ mod tests {
             ("toolhost:\n  serve: {max_sessions: 0}\n", "max_sessions must be between 1 and 1000000"),
             ("toolhost:\n  serve: {idle: 3}\n", "unknown field `idle`"),
             ("toolhost:\n  serve: {sse_poll_after_s: 90000}\n", "sse_poll_after_s must be between 0 and 86400"),
+            ("toolhost:\n  serve: {header_timeout_s: 0}\n", "header_timeout_s must be between 1 and 600"),
+            ("toolhost:\n  serve: {max_connections: 1}\n", "max_connections must be between 2 and 1000000"),
+            (
+                "toolhost:\n  serve: {max_sessions: 10, max_sessions_per_client: 11}\n",
+                "max_sessions_per_client (11) must be at most max_sessions (10)",
+            ),
+            (
+                "toolhost:\n  serve: {max_connections_per_client: 2000}\n",
+                "max_connections_per_client (2000) must be at most max_connections (1024)",
+            ),
+            (
+                "toolhost:\n  serve: {max_connections: 8, reserved_connections: 8}\n",
+                "reserved_connections (8) must be at most max_connections (7) minus 1",
+            ),
         ] {
             let load = parse(text, "c.yaml", &Environment::default()).unwrap_err();
             assert_eq!(load.line, 2, "{load}");

@@ -39,7 +39,8 @@ pub struct ToolhostConfig {
     /// Component calls running at once in one thread (one `serve` session is one thread).
     #[serde(deserialize_with = "concurrent_calls_per_thread")]
     pub concurrent_calls_per_thread: usize,
-    /// `toolhost serve`: sessions and thread expiry.
+    /// `toolhost serve`: sessions, connections and thread expiry.
+    #[serde(deserialize_with = "crate::serve_config::checked")]
     pub serve: crate::serve_config::ServeConfig,
     /// What each stdio MCP server of `extensions_config.json` may reach, by server name.
     pub mcp_servers: indexmap::IndexMap<String, crate::config::ProcessGrantConfig>,

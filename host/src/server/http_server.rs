@@ -1,24 +1,27 @@
 //! `toolhost serve --http`: rmcp's streamable HTTP service at `/mcp` behind a small hyper front
-//! door. The door checks the bearer token, screens every POSTed message (JSON-RPC errors for
-//! what rmcp would misfile), caps the number of sessions, and answers `DELETE` as the official
-//! SDKs expect. rmcp checks Host (loopback plus `--allow-host`) and Origin (the same hosts, any
-//! port) against DNS rebinding and cross-origin pages, and closes idle sessions.
+//! door. The door admits connections (caps and shedding: `connections`), times out slow request
+//! heads and bodies, checks the bearer token, screens every POSTed message (JSON-RPC errors for
+//! what rmcp would misfile), caps sessions (in all and per client), and answers `DELETE` as the
+//! official SDKs expect. rmcp checks Host (loopback plus `--allow-host`) and Origin (the same
+//! hosts, any port) against DNS rebinding and cross-origin pages, and closes idle sessions.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt as _, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::model::{ClientRequest, JsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use super::connections::{fd_limit, ClientKey, ConnectionLimits, Connections, Refusal, Ticket};
 use super::handler::{McpSessionHandler, Opening};
 use super::jsonrpc::{screen, ErrorReply, Screened, INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES};
 use super::sse_poll::SsePolls;
@@ -46,6 +49,19 @@ pub struct HttpOptions {
     pub insecure_no_auth: bool,
     /// Sessions open at once.
     pub max_sessions: usize,
+    /// Sessions one client address may hold at once.
+    pub max_sessions_per_client: usize,
+    /// TCP connections open at once (lowered to fit the process's file limit).
+    pub max_connections: usize,
+    /// Connections one client address may hold; `None`: a quarter of `max_connections`.
+    pub max_connections_per_client: Option<usize>,
+    /// Slots only for connections that passed the token check; `None`: an eighth.
+    pub reserved_connections: Option<usize>,
+    /// A connection must send a complete request head this soon after opening or after its last
+    /// response.
+    pub header_timeout: Duration,
+    /// A POST's body must have arrived this soon after its head.
+    pub body_timeout: Duration,
     /// A session without requests for this long is closed.
     pub session_idle_timeout: Duration,
     /// End a `tools/call`'s SSE stream after this long; the client polls for the rest.
@@ -175,6 +191,11 @@ struct Door {
     sessions: Arc<LocalSessionManager>,
     token: Option<Arc<str>>,
     max_sessions: usize,
+    max_sessions_per_client: usize,
+    /// Who opened each session (by `Mcp-Session-Id`), for the per-client share. Entries of
+    /// sessions rmcp has closed are dropped at the next `initialize`.
+    owners: Mutex<HashMap<Arc<str>, ClientKey>>,
+    body_timeout: Duration,
     /// Held from the session count to the session's creation, so the cap is exact.
     opening: tokio::sync::Mutex<()>,
     allowed: Allowed,
@@ -183,7 +204,7 @@ struct Door {
 }
 
 impl Door {
-    async fn route(&self, req: Request<Incoming>) -> Response<Body> {
+    async fn route(&self, req: Request<Incoming>, conn: &Ticket) -> Response<Body> {
         if req.uri().path() != MCP_PATH {
             return plain(StatusCode::NOT_FOUND, "Not Found: the MCP endpoint is /mcp");
         }
@@ -195,11 +216,12 @@ impl Door {
                 return r;
             }
         }
+        conn.prove();
         match *req.method() {
             http::Method::GET if self.polls.is_some() && Self::last_event_id(&req).is_some_and(SsePolls::owns) => {
                 self.poll(req).await
             }
-            http::Method::POST => self.post(req).await,
+            http::Method::POST => self.post(req, conn.client()).await,
             http::Method::DELETE => self.delete(req).await,
             _ => self.svc.handle(req).await,
         }
@@ -239,9 +261,21 @@ impl Door {
         req.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_string)
     }
 
-    async fn post(&self, req: Request<Incoming>) -> Response<Body> {
+    async fn post(&self, req: Request<Incoming>, client: ClientKey) -> Response<Body> {
         let (parts, body) = req.into_parts();
-        let bytes = match Limited::new(body, MAX_MESSAGE_BYTES).collect().await {
+        let Ok(read) = tokio::time::timeout(self.body_timeout, Limited::new(body, MAX_MESSAGE_BYTES).collect()).await
+        else {
+            let message = format!(
+                "Invalid Request: the body did not arrive within {} s (toolhost.serve.body_timeout_s)",
+                self.body_timeout.as_secs()
+            );
+            let reply = ErrorReply { id: serde_json::Value::Null, code: INVALID_REQUEST, message };
+            let mut r = json_error(StatusCode::REQUEST_TIMEOUT, &reply);
+            // The rest of the body may still come: this connection cannot carry another request.
+            r.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+            return r;
+        };
+        let bytes = match read {
             Ok(b) => b.to_bytes(),
             Err(e) => {
                 let too_large = e.downcast_ref::<http_body_util::LengthLimitError>().is_some();
@@ -313,7 +347,12 @@ impl Door {
             return self.svc.handle(req).await;
         }
         let _opening = self.opening.lock().await;
-        let open = self.sessions.sessions.read().await.len();
+        let (open, mine) = {
+            let live = self.sessions.sessions.read().await;
+            let mut owners = self.owners.lock().unwrap_or_else(|e| e.into_inner());
+            owners.retain(|id, _| live.contains_key(id));
+            (live.len(), owners.values().filter(|c| **c == client).count())
+        };
         if open >= self.max_sessions {
             tracing::warn!("refused a new session: {open} open (max_sessions)");
             let reply = ErrorReply {
@@ -328,7 +367,25 @@ impl Door {
             r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("5"));
             return r;
         }
-        self.svc.handle(req).await
+        if mine >= self.max_sessions_per_client {
+            tracing::warn!("refused a new session from {client}: it holds {mine} (max_sessions_per_client)");
+            let reply = ErrorReply {
+                id: serde_json::Value::Null,
+                code: -32000,
+                message: format!(
+                    "Too many sessions from {client}: it has {mine} MCP sessions open, the most one client address \
+                     keeps (toolhost.serve.max_sessions_per_client); end one with DELETE or retry later"
+                ),
+            };
+            let mut r = json_error(StatusCode::TOO_MANY_REQUESTS, &reply);
+            r.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("5"));
+            return r;
+        }
+        let r = self.svc.handle(req).await;
+        if let Some(id) = r.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+            self.owners.lock().unwrap_or_else(|e| e.into_inner()).insert(Arc::from(id), client);
+        }
+        r
     }
 
     /// A request of a revision that removed its method (2026-07-28 has no `initialize`, `ping`,
@@ -405,22 +462,55 @@ pub async fn serve_http(
         sessions,
         token: opts.token.map(Arc::from),
         max_sessions: opts.max_sessions,
+        max_sessions_per_client: opts.max_sessions_per_client,
+        owners: Mutex::default(),
+        body_timeout: opts.body_timeout,
         opening: tokio::sync::Mutex::new(()),
         allowed,
         // At most one ended call per session waiting for its client, on average.
         polls: opts.sse_poll_after.map(|after| SsePolls::new(after, opts.max_sessions)),
     });
+    let (limits, lowered) = ConnectionLimits::new(
+        opts.max_connections,
+        opts.max_connections_per_client,
+        opts.reserved_connections,
+        fd_limit(),
+    );
+    if let Some(why) = lowered {
+        tracing::warn!("{why}");
+    }
+    let connections = Connections::new(limits);
+    let draining = Arc::new(tokio::sync::Semaphore::new(REFUSALS_DRAINED));
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    // The header timeout also closes a keep-alive connection idle for that long: hyper restarts
+    // it whenever the connection waits for a request head.
+    http1.timer(TokioTimer::new()).header_read_timeout(opts.header_timeout);
     let addr = opts.addrs[0];
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })?;
     let bound = listener.local_addr().map_err(|source| ServeError::Bind { addr, source })?;
     on_bound(bound);
+    let mut backoff = ACCEPT_BACKOFF_MIN;
     loop {
         let (stream, peer) = match listener.accept().await {
-            Ok(c) => c,
+            Ok(c) => {
+                backoff = ACCEPT_BACKOFF_MIN;
+                c
+            }
             Err(e) => {
-                // Running out of file descriptors and the like: keep serving the others.
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                // Out of file descriptors (EMFILE/ENFILE) and the like: wait for some to be
+                // released instead of spinning on an accept that fails at once, and keep
+                // serving the connections already open.
+                tracing::warn!("accept failed: {e}; retrying in {} ms", backoff.as_millis());
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                continue;
+            }
+        };
+        let ticket = match connections.admit(peer.ip()) {
+            Ok(t) => Arc::new(t),
+            Err(refusal) => {
+                tracing::warn!("refused a connection from {peer}: {refusal}");
+                refuse(stream, &refusal, &draining);
                 continue;
             }
         };
@@ -430,18 +520,57 @@ pub async fn serve_http(
             tracing::debug!("TCP_NODELAY for {peer}: {e}");
         }
         let door = door.clone();
+        let http1 = http1.clone();
         tokio::spawn(async move {
+            let conn = ticket.clone();
             let service = hyper::service::service_fn(move |req| {
                 let door = door.clone();
-                async move { Ok::<_, Infallible>(door.route(req).await) }
+                let conn = conn.clone();
+                async move { Ok::<_, Infallible>(door.route(req, &conn).await) }
             });
-            if let Err(e) =
-                hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await
-            {
-                tracing::debug!("connection from {peer}: {e}");
+            tokio::select! {
+                served = http1.serve_connection(TokioIo::new(stream), service) => {
+                    if let Err(e) = served {
+                        tracing::debug!("connection from {peer}: {e}");
+                    }
+                }
+                () = ticket.shed() => tracing::debug!("shed connection from {peer}: it never passed the token check"),
             }
         });
     }
+}
+
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// Refused connections drained at once (each holds its descriptor up to a second); past this,
+/// a refused connection is closed at once.
+const REFUSALS_DRAINED: usize = 32;
+
+/// Answer a connection that was not admitted with a 503 and close it, without waiting for it:
+/// a client that does not read gets only what fits the socket buffer.
+fn refuse(stream: tokio::net::TcpStream, refusal: &Refusal, draining: &Arc<tokio::sync::Semaphore>) {
+    let reply = ErrorReply { id: serde_json::Value::Null, code: -32000, message: refusal.to_string() };
+    let body = reply.to_bytes();
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 5\r\n\
+         Connection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.try_write(&[head.as_bytes(), &body].concat());
+    let Ok(permit) = draining.clone().try_acquire_owned() else { return };
+    // Closing with the request unread would reset the connection and could discard the answer
+    // before the client reads it: shut the write side and drain briefly, off the accept loop.
+    tokio::spawn(async move {
+        let _permit = permit;
+        use tokio::io::AsyncReadExt as _;
+        let mut stream = stream;
+        let mut sink = [0u8; 1024];
+        let drain = async {
+            let _ = tokio::io::AsyncWriteExt::shutdown(&mut stream).await;
+            while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+    });
 }
 
 #[cfg(test)]
@@ -468,6 +597,12 @@ mod tests {
             token: token.map(str::to_string),
             insecure_no_auth: insecure,
             max_sessions: 1,
+            max_sessions_per_client: 1,
+            max_connections: 2,
+            max_connections_per_client: None,
+            reserved_connections: None,
+            header_timeout: Duration::from_secs(1),
+            body_timeout: Duration::from_secs(1),
             session_idle_timeout: Duration::from_secs(1),
             sse_poll_after: None,
         };

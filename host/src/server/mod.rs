@@ -1,10 +1,11 @@
 //! `toolhost serve`: the assembled tool set as an MCP server, over stdio or streamable HTTP.
 //! Owns the mapping MCP session → toolhost thread (and the threads a request names), tools/list
 //! and tools/call in that thread, the screening of what clients send, and the HTTP front door
-//! (Host/Origin checks, bearer token, session cap).
+//! (connection caps and timeouts, Host/Origin checks, bearer token, session caps).
 
 mod call_log;
 mod client;
+mod connections;
 mod handler;
 mod http_server;
 pub mod jsonrpc;
@@ -147,6 +148,12 @@ impl ServeOptions {
             token: self.token.clone(),
             insecure_no_auth: self.insecure_no_auth,
             max_sessions: self.limits.max_sessions,
+            max_sessions_per_client: self.limits.sessions_per_client(),
+            max_connections: self.limits.max_connections,
+            max_connections_per_client: self.limits.max_connections_per_client,
+            reserved_connections: self.limits.reserved_connections,
+            header_timeout: self.limits.header_timeout(),
+            body_timeout: self.limits.body_timeout(),
             session_idle_timeout: self.limits.session_idle_timeout(),
             sse_poll_after: self.limits.sse_poll_after(),
         })
