@@ -5,10 +5,14 @@
 //! 1. the scheme is `https` — or `http` to a host the grant lists with an `http://` entry (a
 //!    self-hosted service without TLS);
 //! 2. the host (and port) is in the tool's `network:` grant;
-//! 3. every address the name resolves to is public — loopback, private, link-local, cloud
-//!    metadata, CGNAT, multicast and reserved ranges are refused unless the tool has
-//!    `allow_private_addresses: true`. The connection goes to a vetted address, never to a
-//!    second lookup, so DNS rebinding cannot slip past the check.
+//! 3. every address the name resolves to is public — loopback, private, link-local, CGNAT,
+//!    multicast and reserved ranges (also inside an IPv6 address that carries them) are refused
+//!    unless the tool has `allow_private_addresses: true`; cloud metadata needs that and an entry
+//!    naming the metadata address or host name exactly. The connection goes to a vetted address,
+//!    never to a second lookup, so DNS rebinding cannot slip past the check.
+//!
+//! `resolve-host` answers only names the grant covers: a lookup is itself a message to whoever
+//! serves the name's zone, so a name outside the grant is never asked of DNS.
 //!
 //! A call's remaining time budget bounds DNS, connect, TLS, the response head and every body
 //! read: a host future cannot be stopped by the epoch deadline, so it carries the deadline itself.
@@ -25,7 +29,8 @@ use std::time::Instant;
 use http::uri::Scheme;
 use rustls::pki_types::{CertificateDer, ServerName};
 use toolhost_net::{
-    normalize_host, not_granted_refusal, private_address_refusal, NetGrant, ResolveError, HTTPS_PORT, HTTP_PORT,
+    metadata_refusal, normalize_host, not_granted_refusal, private_address_refusal, NetGrant, ResolveError,
+    HTTPS_PORT, HTTP_PORT,
 };
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
@@ -130,8 +135,9 @@ impl NetHooks {
         Self { grant, shared, deadline, refusals: Arc::default(), lookups: 0 }
     }
 
-    /// `resolve-host` for the guest: only a tool with a network grant may ask, a few times per
-    /// call, and the answer comes from the same table and resolver its own requests use.
+    /// `resolve-host` for the guest: only a tool with a network grant may ask, only for names
+    /// that grant covers (unless it allows any name), a few times per call, and the answer comes
+    /// from the same table and resolver its own requests use. A refused name is never looked up.
     pub fn resolve_for_guest(&mut self, name: &str) -> Result<Vec<String>, String> {
         if self.grant.is_empty() {
             return Err("this tool has no network grant, so it may not resolve names".into());
@@ -140,12 +146,21 @@ impl NetHooks {
         if self.lookups > MAX_GUEST_LOOKUPS {
             return Err(format!("at most {MAX_GUEST_LOOKUPS} name lookups per call"));
         }
-        let name = name.trim().to_string();
+        let name = normalize_host(name.trim());
         if name.is_empty() || name.len() > 253 {
             return Err("not a host name".into());
         }
+        // An address literal asks nothing of DNS.
         if let Ok(ip) = name.parse::<IpAddr>() {
             return Ok(vec![ip.to_string()]);
+        }
+        if !self.grant.may_look_up(&name) {
+            let why = format!(
+                "resolve-host {name}: not in this tool's network grant {}; only names the grant covers are resolved",
+                self.grant.describe()
+            );
+            refuse(&self.refusals, why.clone());
+            return Err(why);
         }
         if let Some(found) = self.shared.static_host(&name) {
             return Ok(found.iter().map(IpAddr::to_string).collect());
@@ -238,14 +253,14 @@ impl WasiHttpHooks for NetHooks {
             }
         };
         let tls = self.shared.tls();
-        let allow_private = self.grant.allow_private();
+        let grant = self.grant.clone();
         let deadline = tokio::time::Instant::from_std(self.deadline);
         let refusals = self.refusals.clone();
         let shared = self.shared.clone();
         Box::new(async move {
             let tls = if plain { None } else { Some(tls) };
             let (response, io) =
-                send(request, host, port, allow_private, tls, deadline, options, &refusals, &shared).await?;
+                send(request, host, port, &grant, tls, deadline, options, &refusals, &shared).await?;
             Ok((response, io))
         })
     }
@@ -256,7 +271,7 @@ async fn send(
     mut request: http::Request<WasiBody>,
     host: String,
     port: u16,
-    allow_private: bool,
+    grant: &NetGrant,
     tls: Option<Arc<rustls::ClientConfig>>,
     deadline: tokio::time::Instant,
     options: Option<RequestOptions>,
@@ -271,20 +286,8 @@ async fn send(
         None => deadline,
     };
 
-    // Resolve once; connect only to addresses that passed the check.
-    // Resolve once (names a test pinned resolve from its table); connect only to addresses that
-    // passed the check.
-    let candidates: Vec<std::net::SocketAddr> =
-        shared.lookup(&host, deadline).await?.into_iter().map(|ip| std::net::SocketAddr::new(ip, port)).collect();
-    let vetted = match toolhost_net::check_addresses(candidates, allow_private) {
-        Ok(vetted) => vetted,
-        Err(ResolveError::Prohibited(refused)) => {
-            let scheme = if tls.is_some() { "https" } else { "http" };
-            refuse(refusals, private_address_refusal(&format!("{scheme}://{host}:{port}"), &refused, "the tool has"));
-            return Err(HttpError::DestinationIpProhibited);
-        }
-        Err(_) => return Err(HttpError::DestinationNotFound),
-    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let vetted = vetted_addresses(shared, grant, scheme, &host, port, deadline, refusals).await?;
 
     let connect_deadline = step_deadline(options.and_then(|o| o.connect_timeout));
     let mut last_err = None;
@@ -338,6 +341,34 @@ async fn send(
         DeadlineBody { incoming, deadline: Box::pin(tokio::time::sleep_until(deadline)), _conn: conn }.boxed_unsync()
     });
     Ok((response, Box::new(async { Ok(()) })))
+}
+
+/// Resolve `host` once (names a test pinned resolve from its table) and keep the addresses
+/// `grant` may reach; the caller connects only to these. A refusal is recorded with its rule.
+async fn vetted_addresses(
+    shared: &NetShared,
+    grant: &NetGrant,
+    scheme: &str,
+    host: &str,
+    port: u16,
+    deadline: tokio::time::Instant,
+    refusals: &Mutex<Vec<String>>,
+) -> Result<Vec<std::net::SocketAddr>, HttpError> {
+    let candidates: Vec<std::net::SocketAddr> =
+        shared.lookup(host, deadline).await?.into_iter().map(|ip| std::net::SocketAddr::new(ip, port)).collect();
+    let target = format!("{scheme}://{host}:{port}");
+    match grant.check_addresses(host, candidates) {
+        Ok(vetted) => Ok(vetted),
+        Err(ResolveError::Prohibited(refused)) => {
+            refuse(refusals, private_address_refusal(&target, &refused, "the tool has"));
+            Err(HttpError::DestinationIpProhibited)
+        }
+        Err(ResolveError::Metadata(refused)) => {
+            refuse(refusals, metadata_refusal(&target, &refused, "the tool has"));
+            Err(HttpError::DestinationIpProhibited)
+        }
+        Err(_) => Err(HttpError::DestinationNotFound),
+    }
 }
 
 /// An HTTP/1 client connection over `stream`, its driver running as a task that ends with the
