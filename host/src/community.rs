@@ -25,6 +25,9 @@ pub struct Provider {
     /// A self-hosted service: DeerFlow's `allow_private_addresses` on the entry also lets the
     /// component reach a private address (its own server on the local network).
     pub self_hosted: bool,
+    /// Its tools that check their target URL first as DeerFlow's `url_safety` does, resolving
+    /// the URL's host (any name, not the provider's): these get `resolve_any_host`.
+    pub checks_urls: &'static [&'static str],
 }
 
 /// Every community module toolhost serves.
@@ -34,86 +37,86 @@ pub const PROVIDERS: &[Provider] = &[
         tools: &["web_search", "image_search"],
         network: &["google.serper.dev"],
         env: &["SERPER_API_KEY"],
-        self_hosted: false,
+        self_hosted: false, checks_urls: &[],
     },
     Provider {
         module: "brave",
         tools: &["web_search", "image_search"],
         network: &["api.search.brave.com"],
         env: &["BRAVE_SEARCH_API_KEY"],
-        self_hosted: false,
+        self_hosted: false, checks_urls: &[],
     },
     Provider {
         module: "exa",
         tools: &["web_search", "web_fetch"],
         network: &["api.exa.ai"],
         env: &["EXA_API_KEY"],
-        self_hosted: false,
+        self_hosted: false, checks_urls: &[],
     },
     Provider {
         module: "firecrawl",
         tools: &["web_search", "web_fetch"],
         network: &["api.firecrawl.dev"],
         env: &["FIRECRAWL_API_KEY"],
-        self_hosted: false,
+        self_hosted: false, checks_urls: &[],
     },
     Provider {
         module: "fastcrw",
         tools: &["web_search", "web_fetch"],
         network: &["fastcrw.com"],
         env: &["CRW_API_KEY", "CRW_API_URL"],
-        self_hosted: true,
+        self_hosted: true, checks_urls: &["web_fetch"],
     },
     Provider {
         module: "groundroute",
         tools: &["web_search", "web_fetch"],
         network: &["api.groundroute.ai"],
         env: &["GROUNDROUTE_API_KEY"],
-        self_hosted: false,
+        self_hosted: false, checks_urls: &[],
     },
-    Provider { module: "searxng", tools: &["web_search"], network: &[], env: &[], self_hosted: true },
+    Provider { module: "searxng", tools: &["web_search"], network: &[], env: &[], self_hosted: true, checks_urls: &[] },
     Provider {
         module: "jina_ai",
         tools: &["web_fetch"],
         network: &["r.jina.ai"],
         env: &["JINA_API_KEY"],
-        self_hosted: false,
+        self_hosted: false, checks_urls: &[],
     },
     Provider {
         module: "tavily",
         tools: &["web_search", "web_fetch"],
         network: &["api.tavily.com"],
         env: &["TAVILY_API_KEY"],
-        self_hosted: false,
+        self_hosted: false, checks_urls: &[],
     },
     Provider {
         module: "infoquest",
         tools: &["web_search", "web_fetch", "image_search"],
         network: &["search.infoquest.bytepluses.com", "reader.infoquest.bytepluses.com"],
         env: &["INFOQUEST_API_KEY"],
-        self_hosted: false,
+        self_hosted: false, checks_urls: &[],
     },
-    Provider { module: "crawl4ai", tools: &["web_fetch"], network: &[], env: &[], self_hosted: true },
+    Provider { module: "crawl4ai", tools: &["web_fetch"], network: &[], env: &[], self_hosted: true, checks_urls: &["web_fetch"] },
     Provider {
         module: "browserless",
         tools: &["web_fetch", "web_capture"],
         network: &[],
         env: &["BROWSERLESS_TOKEN"],
-        self_hosted: true,
+        self_hosted: true, checks_urls: &["web_fetch", "web_capture"],
     },
     Provider {
         module: "ddg_search",
         tools: &["web_search"],
         network: &["html.duckduckgo.com"],
         env: &[],
-        self_hosted: false,
+        self_hosted: false, checks_urls: &[],
     },
     Provider {
         module: "image_search",
         tools: &["image_search"],
         network: &["duckduckgo.com"],
         env: &[],
-        self_hosted: false,
+        self_hosted: false, checks_urls: &[],
     },
 ];
 
@@ -209,6 +212,7 @@ pub fn capabilities(
         memory_mb: Some(256),
         timeout_s: Some(90.0),
         allow_private_addresses: (provider.self_hosted && allow_private(extra)).then_some(true),
+        resolve_any_host: provider.checks_urls.contains(&tool.as_str()).then_some(true),
         ..Default::default()
     })
 }

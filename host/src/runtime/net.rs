@@ -445,6 +445,97 @@ mod tests {
         NetGrant::new(entries.iter().map(|e| toolhost_net::HostRule::parse(e).unwrap()).collect(), false)
     }
 
+    fn grant_private(entries: &[&str], allow_private: bool) -> Arc<NetGrant> {
+        Arc::new(NetGrant::new(
+            entries.iter().map(|e| toolhost_net::HostRule::parse(e).unwrap()).collect(),
+            allow_private,
+        ))
+    }
+
+    /// A table that answers every name a test asks about, so nothing here goes to DNS: a name
+    /// for each address that must stay refused, and a public one.
+    fn pinned() -> Arc<NetShared> {
+        let shared = Arc::new(NetShared::new(None).unwrap());
+        let table = [
+            ("meta.example.com", "169.254.169.254"),
+            ("meta6.example.com", "fd00:ec2::254"),
+            ("mapped.example.com", "::ffff:169.254.169.254"),
+            ("nat64meta.example.com", "64:ff9b:1::a9fe:a9fe"),
+            ("mapped10.example.com", "::ffff:10.0.0.1"),
+            ("nat64lo.example.com", "64:ff9b::7f00:1"),
+            ("metadata.google.internal", "169.254.169.254"),
+            ("public.example.com", "8.8.8.8"),
+            ("secret-data.attacker.test", "8.8.4.4"),
+        ];
+        shared.set_static_hosts(table.iter().map(|(n, a)| (n.to_string(), vec![a.parse().unwrap()])).collect());
+        shared
+    }
+
+    async fn vet(shared: &NetShared, grant: &NetGrant, host: &str) -> (Result<usize, HttpError>, Vec<String>) {
+        let refusals = Mutex::new(Vec::new());
+        let far = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        let verdict = vetted_addresses(shared, grant, "https", host, 443, far, &refusals).await.map(|v| v.len());
+        (verdict, refusals.into_inner().unwrap())
+    }
+
+    /// The decision before any connection, for names that resolve to addresses carrying
+    /// metadata or private IPv4, with `allow_private_addresses` off and on. Nothing connects.
+    #[tokio::test]
+    async fn names_resolving_to_metadata_or_embedded_private_addresses_are_refused() {
+        let shared = pinned();
+        let metadata = ["meta.example.com", "meta6.example.com", "mapped.example.com", "nat64meta.example.com"];
+        let private = ["mapped10.example.com", "nat64lo.example.com"];
+        for allow_private in [false, true] {
+            let g = grant_private(&["*.example.com", "169.254.169.254"], allow_private);
+            for host in metadata {
+                let (verdict, refusals) = vet(&shared, &g, host).await;
+                assert!(matches!(verdict, Err(HttpError::DestinationIpProhibited)), "{host}: {verdict:?}");
+                assert!(
+                    refusals[0].contains("(cloud metadata), which is refused unless the tool has allow_private_addresses: true and a grant entry naming"),
+                    "{host}: {refusals:?}"
+                );
+            }
+            for host in private {
+                let (verdict, refusals) = vet(&shared, &g, host).await;
+                if allow_private {
+                    assert_eq!(verdict.unwrap(), 1, "{host}");
+                } else {
+                    assert!(matches!(verdict, Err(HttpError::DestinationIpProhibited)), "{host}");
+                    assert!(refusals[0].contains("refused unless the tool has allow_private_addresses: true"));
+                }
+            }
+            // The literal the grant names: reached only with allow_private_addresses.
+            let (verdict, _) = vet(&shared, &g, "169.254.169.254").await;
+            assert_eq!(verdict.is_ok(), allow_private, "{verdict:?}");
+            // Control: a public answer is kept either way.
+            assert_eq!(vet(&shared, &g, "public.example.com").await.0.unwrap(), 1);
+        }
+        // GCP's metadata name, named exactly, with allow_private_addresses.
+        let named = grant_private(&["http://metadata.google.internal"], true);
+        assert_eq!(vet(&shared, &named, "metadata.google.internal").await.0.unwrap(), 1);
+    }
+
+    /// `resolve-host` answers names the grant covers and refuses the rest before any lookup: the
+    /// pinned table would answer `secret-data.attacker.test`, and it is not asked.
+    #[test]
+    fn guest_lookups_stay_inside_the_grant() {
+        let far = Instant::now() + std::time::Duration::from_secs(5);
+        let mut hooks = NetHooks::new(grant_private(&["*.example.com"], false), pinned(), far);
+        let err = hooks.resolve_for_guest("secret-data.attacker.test").unwrap_err();
+        assert_eq!(
+            err,
+            "resolve-host secret-data.attacker.test: not in this tool's network grant [*.example.com]; only names the grant covers are resolved"
+        );
+        assert_eq!(hooks.refusals(), [err.clone()]);
+        assert_eq!(hooks.resolve_for_guest("Public.Example.com.").unwrap(), ["8.8.8.8"]);
+        // An address literal asks nothing of DNS and is answered as it is.
+        assert_eq!(hooks.resolve_for_guest("10.0.0.1").unwrap(), ["10.0.0.1"]);
+        // A grant that allows any name (a URL checker) answers it.
+        let any = Arc::new(NetGrant::clone(&grant_private(&["*.example.com"], false)).with_any_name_lookups(true));
+        let mut hooks = NetHooks::new(any, pinned(), far);
+        assert_eq!(hooks.resolve_for_guest("secret-data.attacker.test").unwrap(), ["8.8.4.4"]);
+    }
+
     #[test]
     fn admit_explains_refusals() {
         let shared = Arc::new(NetShared::new(None).unwrap());
