@@ -37,42 +37,48 @@ pub const PROVIDERS: &[Provider] = &[
         tools: &["web_search", "image_search"],
         network: &["google.serper.dev"],
         env: &["SERPER_API_KEY"],
-        self_hosted: false, checks_urls: &[],
+        self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "brave",
         tools: &["web_search", "image_search"],
         network: &["api.search.brave.com"],
         env: &["BRAVE_SEARCH_API_KEY"],
-        self_hosted: false, checks_urls: &[],
+        self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "exa",
         tools: &["web_search", "web_fetch"],
         network: &["api.exa.ai"],
         env: &["EXA_API_KEY"],
-        self_hosted: false, checks_urls: &[],
+        self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "firecrawl",
         tools: &["web_search", "web_fetch"],
         network: &["api.firecrawl.dev"],
         env: &["FIRECRAWL_API_KEY"],
-        self_hosted: false, checks_urls: &[],
+        self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "fastcrw",
         tools: &["web_search", "web_fetch"],
         network: &["fastcrw.com"],
         env: &["CRW_API_KEY", "CRW_API_URL"],
-        self_hosted: true, checks_urls: &["web_fetch"],
+        self_hosted: true,
+        checks_urls: &["web_fetch"],
     },
     Provider {
         module: "groundroute",
         tools: &["web_search", "web_fetch"],
         network: &["api.groundroute.ai"],
         env: &["GROUNDROUTE_API_KEY"],
-        self_hosted: false, checks_urls: &[],
+        self_hosted: false,
+        checks_urls: &[],
     },
     Provider { module: "searxng", tools: &["web_search"], network: &[], env: &[], self_hosted: true, checks_urls: &[] },
     Provider {
@@ -80,43 +86,56 @@ pub const PROVIDERS: &[Provider] = &[
         tools: &["web_fetch"],
         network: &["r.jina.ai"],
         env: &["JINA_API_KEY"],
-        self_hosted: false, checks_urls: &[],
+        self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "tavily",
         tools: &["web_search", "web_fetch"],
         network: &["api.tavily.com"],
         env: &["TAVILY_API_KEY"],
-        self_hosted: false, checks_urls: &[],
+        self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "infoquest",
         tools: &["web_search", "web_fetch", "image_search"],
         network: &["search.infoquest.bytepluses.com", "reader.infoquest.bytepluses.com"],
         env: &["INFOQUEST_API_KEY"],
-        self_hosted: false, checks_urls: &[],
+        self_hosted: false,
+        checks_urls: &[],
     },
-    Provider { module: "crawl4ai", tools: &["web_fetch"], network: &[], env: &[], self_hosted: true, checks_urls: &["web_fetch"] },
+    Provider {
+        module: "crawl4ai",
+        tools: &["web_fetch"],
+        network: &[],
+        env: &[],
+        self_hosted: true,
+        checks_urls: &["web_fetch"],
+    },
     Provider {
         module: "browserless",
         tools: &["web_fetch", "web_capture"],
         network: &[],
         env: &["BROWSERLESS_TOKEN"],
-        self_hosted: true, checks_urls: &["web_fetch", "web_capture"],
+        self_hosted: true,
+        checks_urls: &["web_fetch", "web_capture"],
     },
     Provider {
         module: "ddg_search",
         tools: &["web_search"],
         network: &["html.duckduckgo.com"],
         env: &[],
-        self_hosted: false, checks_urls: &[],
+        self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "image_search",
         tools: &["image_search"],
         network: &["duckduckgo.com"],
         env: &[],
-        self_hosted: false, checks_urls: &[],
+        self_hosted: false,
+        checks_urls: &[],
     },
 ];
 
@@ -280,6 +299,20 @@ mod tests {
         let cap = capabilities(&c, "browserless.web_capture", &Map::new(), &none).unwrap();
         assert_eq!(cap.filesystem, Some(FilesGrant::Outputs));
         assert!(capabilities(&ComponentRef::Bundled("hello".into()), "serper.web_search", &extra, &none).is_none());
+    }
+
+    /// Only the fetchers that check their target URL as DeerFlow does (which resolves the URL's
+    /// host, any name) may have names outside their grant resolved.
+    #[test]
+    fn only_url_checkers_resolve_any_host() {
+        let c = ComponentRef::Bundled(COMPONENT.into());
+        let none = |_: &str| None;
+        for tool in ["browserless.web_fetch", "browserless.web_capture", "crawl4ai.web_fetch", "fastcrw.web_fetch"] {
+            assert_eq!(capabilities(&c, tool, &Map::new(), &none).unwrap().resolve_any_host, Some(true), "{tool}");
+        }
+        for tool in ["fastcrw.web_search", "serper.web_search", "jina_ai.web_fetch", "firecrawl.web_fetch"] {
+            assert_eq!(capabilities(&c, tool, &Map::new(), &none).unwrap().resolve_any_host, None, "{tool}");
+        }
     }
 
     #[test]

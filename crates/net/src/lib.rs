@@ -346,7 +346,9 @@ fn embedded_v4(ip: Ipv6Addr) -> Option<(Vec<Ipv4Addr>, Option<&'static str>)> {
         // 2002::/16, 6to4 (RFC 3056): the IPv4 address of the tunnel's end.
         [0x2002, hi, lo, ..] => Some((vec![v4_of(hi, lo)], None)),
         // 2001::/32, Teredo (RFC 4380): the server's address, and the client's, inverted.
-        [0x2001, 0, server_hi, server_lo, _, _, hi, lo] => Some((vec![v4_of(!hi, !lo), v4_of(server_hi, server_lo)], None)),
+        [0x2001, 0, server_hi, server_lo, _, _, hi, lo] => {
+            Some((vec![v4_of(!hi, !lo), v4_of(server_hi, server_lo)], None))
+        }
         // ::/96 less :: and ::1, IPv4-compatible (deprecated by RFC 4291): no use on the Internet.
         [0, 0, 0, 0, 0, 0, hi, lo] if !(hi == 0 && lo <= 1) => {
             Some((vec![v4_of(hi, lo)], Some("deprecated IPv4-compatible")))

@@ -29,8 +29,8 @@ use std::time::Instant;
 use http::uri::Scheme;
 use rustls::pki_types::{CertificateDer, ServerName};
 use toolhost_net::{
-    metadata_refusal, normalize_host, not_granted_refusal, private_address_refusal, NetGrant, ResolveError,
-    HTTPS_PORT, HTTP_PORT,
+    metadata_refusal, normalize_host, not_granted_refusal, private_address_refusal, NetGrant, ResolveError, HTTPS_PORT,
+    HTTP_PORT,
 };
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
@@ -259,8 +259,7 @@ impl WasiHttpHooks for NetHooks {
         let shared = self.shared.clone();
         Box::new(async move {
             let tls = if plain { None } else { Some(tls) };
-            let (response, io) =
-                send(request, host, port, &grant, tls, deadline, options, &refusals, &shared).await?;
+            let (response, io) = send(request, host, port, &grant, tls, deadline, options, &refusals, &shared).await?;
             Ok((response, io))
         })
     }
