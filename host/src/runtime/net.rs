@@ -525,7 +525,7 @@ mod tests {
             err,
             "resolve-host secret-data.attacker.test: not in this tool's network grant [*.example.com]; only names the grant covers are resolved"
         );
-        assert_eq!(hooks.refusals(), [err.clone()]);
+        assert_eq!(hooks.refusals(), [err]);
         assert_eq!(hooks.resolve_for_guest("Public.Example.com.").unwrap(), ["8.8.8.8"]);
         // An address literal asks nothing of DNS and is answered as it is.
         assert_eq!(hooks.resolve_for_guest("10.0.0.1").unwrap(), ["10.0.0.1"]);
