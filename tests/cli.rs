@@ -95,6 +95,46 @@ fn check_reports_every_problem_with_location() {
     );
 }
 
+/// `capabilities.handles` above the process's own open-file limit is a config error with its
+/// location, naming the limit; the same value under a higher limit, and a value under the
+/// limit, are accepted.
+#[test]
+fn check_refuses_handles_above_the_process_fd_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("fds.yaml");
+    let config = |handles: u64| {
+        format!("tools:\n  - name: h\n    group: g\n    use: hello\n    capabilities: {{handles: {handles}}}\n")
+    };
+    // `toolhost check` with its soft RLIMIT_NOFILE set to `limit` by the shell that execs it.
+    let check_under = |limit: u64| {
+        Command::new("sh")
+            .args(["-c", &format!("ulimit -Sn {limit} && exec \"$0\" \"$@\"")])
+            .arg(env!("CARGO_BIN_EXE_toolhost"))
+            .args(["check", "--config", cfg.to_str().unwrap()])
+            .env("TOOLHOST_HOME", dir.path())
+            .env_remove("TOOLHOST_CONFIG")
+            .current_dir(root())
+            .output()
+            .unwrap()
+    };
+    std::fs::write(&cfg, config(4096)).unwrap();
+    let o = check_under(1024);
+    let out = stdout(&o);
+    assert!(!o.status.success(), "{out}");
+    assert!(out.contains("fds.yaml:5:"), "the value's line: {out}");
+    assert!(
+        out.contains("handles must be at most this process's open-file limit (RLIMIT_NOFILE 1024), got 4096"),
+        "{out}"
+    );
+    assert!(out.contains("1 error(s)"), "{out}");
+    // Controls: the same value where the process may open more files, and a smaller value.
+    let o = check_under(8192);
+    assert!(o.status.success() && stdout(&o).contains("0 error(s)"), "{}", stdout(&o));
+    std::fs::write(&cfg, config(512)).unwrap();
+    let o = check_under(1024);
+    assert!(o.status.success() && stdout(&o).contains("0 error(s)"), "{}", stdout(&o));
+}
+
 #[test]
 fn call_runs_a_component_and_prints_json() {
     let data = tempfile::tempdir().unwrap();

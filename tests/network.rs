@@ -499,3 +499,50 @@ async fn tavily_errors_read_as_deerflow_exceptions() {
     assert!(text.contains("request refused by the host"), "{text}");
     assert!(text.contains("not in this tool's network grant [api.tavily.com]"), "{text}");
 }
+
+/// `resolve-host` is a channel out: every lookup is a DNS query whose name the tool picks
+/// (`<secret>.attacker.test`). The host answers only names the tool's network grant covers and
+/// refuses the rest by name, before any lookup: the pinned table below would answer the
+/// attacker's name, and is never asked. Nothing here goes to DNS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resolve_host_answers_only_names_the_grant_covers() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = toolhost::runtime::Runtime::new(Some(dir.path().join("cache"))).unwrap();
+    runtime.set_static_hosts(
+        [("api.example.com", "8.8.8.8"), ("secret-data.attacker.test", "8.8.4.4"), ("b.example.org", "1.1.1.1")]
+            .iter()
+            .map(|(n, a)| (n.to_string(), vec![a.parse().unwrap()]))
+            .collect(),
+    );
+    let config = dir.path().join("config.yaml");
+    let hostile = hostile_wasm();
+    std::fs::write(
+        &config,
+        format!(
+            "tools:\n  - {{name: host_lookup, group: net, use: \"{w}:host_lookup\", capabilities: {{network: [api.example.com, \"*.example.org\"]}}}}\n  - {{name: ok, group: net, use: \"{w}:ok\"}}\n",
+            w = hostile.display()
+        ),
+    )
+    .unwrap();
+    let host = Toolhost::with_runtime(HostOptions::new(&config).data_dir(dir.path().join("data")), runtime).unwrap();
+    let errors: Vec<_> = host.problems().iter().filter(|p| p.severity == Severity::Error).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+
+    for name in ["secret-data.attacker.test", "example.org", "api.example.com.attacker.test"] {
+        let (text, err) = call(&host, "host_lookup", json!({ "host": name })).await;
+        assert!(err, "{name}: {text}");
+        assert!(
+            text.contains(&format!(
+                "denied: resolve-host {name}: not in this tool's network grant [api.example.com, *.example.org]"
+            )),
+            "{name}: {text}"
+        );
+        assert!(!text.contains("8.8.4.4"), "the table was not asked: {text}");
+    }
+    // Controls: names the grant covers are answered (exactly, and through '*.').
+    let (text, err) = call(&host, "host_lookup", json!({ "host": "API.example.com" })).await;
+    assert!(!err && text == "RESOLVED 8.8.8.8", "{text}");
+    let (text, err) = call(&host, "host_lookup", json!({ "host": "b.example.org" })).await;
+    assert!(!err && text == "RESOLVED 1.1.1.1", "{text}");
+    assert_ok_still_works(&host).await;
+}

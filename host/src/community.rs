@@ -25,6 +25,9 @@ pub struct Provider {
     /// A self-hosted service: DeerFlow's `allow_private_addresses` on the entry also lets the
     /// component reach a private address (its own server on the local network).
     pub self_hosted: bool,
+    /// Its tools that check their target URL first as DeerFlow's `url_safety` does, resolving
+    /// the URL's host (any name, not the provider's): these get `resolve_any_host`.
+    pub checks_urls: &'static [&'static str],
 }
 
 /// Every community module toolhost serves.
@@ -35,6 +38,7 @@ pub const PROVIDERS: &[Provider] = &[
         network: &["google.serper.dev"],
         env: &["SERPER_API_KEY"],
         self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "brave",
@@ -42,6 +46,7 @@ pub const PROVIDERS: &[Provider] = &[
         network: &["api.search.brave.com"],
         env: &["BRAVE_SEARCH_API_KEY"],
         self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "exa",
@@ -49,6 +54,7 @@ pub const PROVIDERS: &[Provider] = &[
         network: &["api.exa.ai"],
         env: &["EXA_API_KEY"],
         self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "firecrawl",
@@ -56,6 +62,7 @@ pub const PROVIDERS: &[Provider] = &[
         network: &["api.firecrawl.dev"],
         env: &["FIRECRAWL_API_KEY"],
         self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "fastcrw",
@@ -63,6 +70,7 @@ pub const PROVIDERS: &[Provider] = &[
         network: &["fastcrw.com"],
         env: &["CRW_API_KEY", "CRW_API_URL"],
         self_hosted: true,
+        checks_urls: &["web_fetch"],
     },
     Provider {
         module: "groundroute",
@@ -70,14 +78,16 @@ pub const PROVIDERS: &[Provider] = &[
         network: &["api.groundroute.ai"],
         env: &["GROUNDROUTE_API_KEY"],
         self_hosted: false,
+        checks_urls: &[],
     },
-    Provider { module: "searxng", tools: &["web_search"], network: &[], env: &[], self_hosted: true },
+    Provider { module: "searxng", tools: &["web_search"], network: &[], env: &[], self_hosted: true, checks_urls: &[] },
     Provider {
         module: "jina_ai",
         tools: &["web_fetch"],
         network: &["r.jina.ai"],
         env: &["JINA_API_KEY"],
         self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "tavily",
@@ -85,6 +95,7 @@ pub const PROVIDERS: &[Provider] = &[
         network: &["api.tavily.com"],
         env: &["TAVILY_API_KEY"],
         self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "infoquest",
@@ -92,14 +103,23 @@ pub const PROVIDERS: &[Provider] = &[
         network: &["search.infoquest.bytepluses.com", "reader.infoquest.bytepluses.com"],
         env: &["INFOQUEST_API_KEY"],
         self_hosted: false,
+        checks_urls: &[],
     },
-    Provider { module: "crawl4ai", tools: &["web_fetch"], network: &[], env: &[], self_hosted: true },
+    Provider {
+        module: "crawl4ai",
+        tools: &["web_fetch"],
+        network: &[],
+        env: &[],
+        self_hosted: true,
+        checks_urls: &["web_fetch"],
+    },
     Provider {
         module: "browserless",
         tools: &["web_fetch", "web_capture"],
         network: &[],
         env: &["BROWSERLESS_TOKEN"],
         self_hosted: true,
+        checks_urls: &["web_fetch", "web_capture"],
     },
     Provider {
         module: "ddg_search",
@@ -107,6 +127,7 @@ pub const PROVIDERS: &[Provider] = &[
         network: &["html.duckduckgo.com"],
         env: &[],
         self_hosted: false,
+        checks_urls: &[],
     },
     Provider {
         module: "image_search",
@@ -114,6 +135,7 @@ pub const PROVIDERS: &[Provider] = &[
         network: &["duckduckgo.com"],
         env: &[],
         self_hosted: false,
+        checks_urls: &[],
     },
 ];
 
@@ -209,6 +231,7 @@ pub fn capabilities(
         memory_mb: Some(256),
         timeout_s: Some(90.0),
         allow_private_addresses: (provider.self_hosted && allow_private(extra)).then_some(true),
+        resolve_any_host: provider.checks_urls.contains(&tool.as_str()).then_some(true),
         ..Default::default()
     })
 }
@@ -276,6 +299,20 @@ mod tests {
         let cap = capabilities(&c, "browserless.web_capture", &Map::new(), &none).unwrap();
         assert_eq!(cap.filesystem, Some(FilesGrant::Outputs));
         assert!(capabilities(&ComponentRef::Bundled("hello".into()), "serper.web_search", &extra, &none).is_none());
+    }
+
+    /// Only the fetchers that check their target URL as DeerFlow does (which resolves the URL's
+    /// host, any name) may have names outside their grant resolved.
+    #[test]
+    fn only_url_checkers_resolve_any_host() {
+        let c = ComponentRef::Bundled(COMPONENT.into());
+        let none = |_: &str| None;
+        for tool in ["browserless.web_fetch", "browserless.web_capture", "crawl4ai.web_fetch", "fastcrw.web_fetch"] {
+            assert_eq!(capabilities(&c, tool, &Map::new(), &none).unwrap().resolve_any_host, Some(true), "{tool}");
+        }
+        for tool in ["fastcrw.web_search", "serper.web_search", "jina_ai.web_fetch", "firecrawl.web_fetch"] {
+            assert_eq!(capabilities(&c, tool, &Map::new(), &none).unwrap().resolve_any_host, None, "{tool}");
+        }
     }
 
     #[test]

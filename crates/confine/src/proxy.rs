@@ -19,8 +19,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use toolhost_net::{
-    normalize_host, not_granted_refusal, private_address_refusal, resolve_checked, split_host_port, NetGrant,
-    ResolveError,
+    normalize_host, not_granted_refusal, private_address_refusal, split_host_port, NetGrant, ResolveError,
 };
 
 use crate::sni::{self, Hello};
@@ -303,8 +302,9 @@ impl Proxy {
             return Err((403, not_granted_refusal(&target, &self.names.whose, &self.grant)));
         }
         let deadline = tokio::time::Instant::now() + UPSTREAM_TIMEOUT;
-        let vetted = resolve_checked(&host, port, self.grant.allow_private(), deadline).await.map_err(|e| match e {
+        let vetted = self.grant.resolve(&host, port, deadline).await.map_err(|e| match e {
             ResolveError::Prohibited(refused) => (403, private_address_refusal(&target, &refused, &self.names.setting)),
+            e @ ResolveError::Metadata(_) => (403, format!("{target}: {e}")),
             other => (502, format!("{target}: {other}")),
         })?;
         let mut last = None;

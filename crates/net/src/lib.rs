@@ -117,16 +117,25 @@ impl HostRule {
             PortRule::Exact(p) => port == p,
             PortRule::Any => true,
         };
-        port_ok
-            && match &self.host {
-                HostPattern::Exact(h) => h == host,
-                HostPattern::Below(d) => {
-                    host.len() > d.len() + 1 && host.ends_with(d.as_str()) && {
-                        let cut = host.len() - d.len();
-                        host.as_bytes()[cut - 1] == b'.'
-                    }
+        port_ok && self.matches_host(host)
+    }
+
+    /// Whether this entry's host pattern covers `host`, whatever the port and scheme.
+    pub fn matches_host(&self, host: &str) -> bool {
+        match &self.host {
+            HostPattern::Exact(h) => h == host,
+            HostPattern::Below(d) => {
+                host.len() > d.len() + 1 && host.ends_with(d.as_str()) && {
+                    let cut = host.len() - d.len();
+                    host.as_bytes()[cut - 1] == b'.'
                 }
             }
+        }
+    }
+
+    /// Whether this entry names `host` exactly (not through `*.`).
+    fn names_exactly(&self, host: &str) -> bool {
+        matches!(&self.host, HostPattern::Exact(h) if h == host)
     }
 }
 
@@ -174,18 +183,59 @@ pub struct NetGrant {
     /// HTTPS (port 443) to any host whose addresses pass the private-address check: the
     /// default of a confined MCP server or ACP agent, which has no list of its own.
     any_public_https: bool,
+    /// Whether a component may have any name resolved (`resolve-host`), not only the names its
+    /// entries cover. See [`NetGrant::with_any_name_lookups`].
+    any_name_lookups: bool,
 }
 
 impl NetGrant {
     /// The grant of a `network:` list (its entries were checked when the config was read).
     pub fn new(rules: Vec<HostRule>, allow_private: bool) -> Self {
-        Self { rules, allow_private, any_public_https: false }
+        Self { rules, allow_private, any_public_https: false, any_name_lookups: false }
     }
 
     /// HTTPS to any public host (port 443); private, loopback, link-local and metadata
     /// addresses stay refused.
     pub fn any_public_https() -> Self {
-        Self { rules: Vec::new(), allow_private: false, any_public_https: true }
+        Self { rules: Vec::new(), allow_private: false, any_public_https: true, any_name_lookups: false }
+    }
+
+    /// Let [`may_look_up`](Self::may_look_up) answer any name. Each lookup is a DNS query whose
+    /// name the tool chooses, so this opens a small channel out through the resolver; it is for
+    /// a tool that must check a URL another service will fetch (DeerFlow's `url_safety` check in
+    /// browserless, crawl4ai and fastcrw resolves the URL's host), not for ordinary tools.
+    pub fn with_any_name_lookups(mut self, any: bool) -> Self {
+        self.any_name_lookups = any;
+        self
+    }
+
+    /// Whether any name may be looked up (see [`with_any_name_lookups`](Self::with_any_name_lookups)).
+    pub fn any_name_lookups(&self) -> bool {
+        self.any_name_lookups
+    }
+
+    /// Whether a tool may have `host` (as [`normalize_host`] returns it) resolved for it: a name
+    /// some entry covers, on any port, by the same matching as requests. A lookup is itself a
+    /// message to whoever serves the name's zone, so a name outside the grant is never asked.
+    pub fn may_look_up(&self, host: &str) -> bool {
+        self.any_name_lookups || self.rules.iter().any(|r| r.matches_host(host))
+    }
+
+    /// Whether an entry names `host` exactly and `host` is a cloud metadata address or one of
+    /// [`METADATA_NAMES`]: the only way (with `allow_private_addresses`) to reach metadata.
+    /// A `*.` entry, or a name that merely resolves to a metadata address, never grants it.
+    pub fn grants_metadata(&self, host: &str) -> bool {
+        let named = match host.parse::<IpAddr>() {
+            Ok(ip) => is_metadata(ip),
+            Err(_) => METADATA_NAMES.contains(&host),
+        };
+        named && self.rules.iter().any(|r| r.names_exactly(host))
+    }
+
+    /// Keep the addresses of `host` this grant may reach (see [`check_addresses`]); metadata
+    /// addresses only when [`grants_metadata`](Self::grants_metadata) says so.
+    pub fn check_addresses(&self, host: &str, candidates: Vec<SocketAddr>) -> Result<Vec<SocketAddr>, ResolveError> {
+        vet(candidates, self.allow_private, self.allow_private && self.grants_metadata(host))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -216,7 +266,33 @@ impl NetGrant {
     }
 }
 
-/// Why an address may not be reached without `allow_private_addresses`, if it may not.
+/// The reason [`forbidden_address`] gives for a cloud metadata address. Metadata is refused
+/// even with `allow_private_addresses`, unless the grant names it ([`NetGrant::grants_metadata`]).
+pub const METADATA: &str = "cloud metadata";
+
+/// Host names of cloud metadata services (GCP's, AWS's, Tencent's). Naming one exactly in a
+/// grant (with `allow_private_addresses`) is what lets a tool reach the metadata addresses it
+/// resolves to.
+pub const METADATA_NAMES: &[&str] =
+    &["metadata.google.internal", "metadata.goog", "instance-data.ec2.internal", "metadata.tencentyun.com"];
+
+/// Cloud metadata and credential endpoints: AWS, GCP, Azure, Oracle, OpenStack and most others
+/// (169.254.169.254), AWS ECS task credentials (169.254.170.2), EKS Pod Identity
+/// (169.254.170.23), Tencent (169.254.0.23), Alibaba (100.100.100.200).
+const METADATA_V4: [Ipv4Addr; 5] = [
+    Ipv4Addr::new(169, 254, 169, 254),
+    Ipv4Addr::new(169, 254, 170, 2),
+    Ipv4Addr::new(169, 254, 170, 23),
+    Ipv4Addr::new(169, 254, 0, 23),
+    Ipv4Addr::new(100, 100, 100, 200),
+];
+
+/// AWS's IPv6 instance metadata (fd00:ec2::254) and EKS Pod Identity (fd00:ec2::23).
+const METADATA_V6: [Ipv6Addr; 2] =
+    [Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254), Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x23)];
+
+/// Why an address may not be reached without `allow_private_addresses`, if it may not
+/// ([`METADATA`] for a cloud metadata address, which needs more than that setting).
 pub fn forbidden_address(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => forbidden_v4(v4),
@@ -224,10 +300,16 @@ pub fn forbidden_address(ip: IpAddr) -> Option<&'static str> {
     }
 }
 
+/// Whether `ip` is a cloud metadata address, also when an IPv6 address carries it
+/// (`::ffff:169.254.169.254`, `64:ff9b::a9fe:a9fe`).
+pub fn is_metadata(ip: IpAddr) -> bool {
+    forbidden_address(ip) == Some(METADATA)
+}
+
 fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
     let o = ip.octets();
-    if ip == Ipv4Addr::new(169, 254, 169, 254) || ip == Ipv4Addr::new(100, 100, 100, 200) {
-        return Some("cloud metadata");
+    if METADATA_V4.contains(&ip) {
+        return Some(METADATA);
     }
     if ip.is_loopback() {
         Some("loopback")
@@ -250,24 +332,56 @@ fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
     }
 }
 
+/// The IPv4 address in 16 bits `hi` and 16 bits `lo`.
+fn v4_of(hi: u16, lo: u16) -> Ipv4Addr {
+    Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo))
+}
+
+/// The IPv4 addresses an IPv6 address carries, and what an address of that block is when they
+/// are all public (`None`: judged by them alone). A packet to such an address may be delivered
+/// to the IPv4 address by a translator, a tunnel or the kernel itself, so it gets the IPv4 rules.
+fn embedded_v4(ip: Ipv6Addr) -> Option<(Vec<Ipv4Addr>, Option<&'static str>)> {
+    let s = ip.segments();
+    match s {
+        // ::ffff:a.b.c.d (IPv4-mapped) and ::ffff:0:a.b.c.d (IPv4-translated, RFC 2765).
+        [0, 0, 0, 0, 0, 0xffff, hi, lo] | [0, 0, 0, 0, 0xffff, 0, hi, lo] => Some((vec![v4_of(hi, lo)], None)),
+        // 64:ff9b::/96, NAT64's well-known prefix (RFC 6052).
+        [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => Some((vec![v4_of(hi, lo)], None)),
+        // 64:ff9b:1::/48, NAT64 for one network (RFC 8215): never global. The IPv4 address sits
+        // where the network's prefix length puts it: the last 32 bits (a /96) or bits 48-87 (a
+        // /48, around the reserved octet); each layout that holds one is judged (all zero bits
+        // hold none), and the block is private anyway.
+        [0x64, 0xff9b, 1, a, b, c, hi, lo] => {
+            let layouts = [v4_of(hi, lo), v4_of(a, ((b & 0xff) << 8) | (c >> 8))];
+            Some((layouts.into_iter().filter(|v4| !v4.is_unspecified()).collect(), Some("private (local-use NAT64)")))
+        }
+        // 2002::/16, 6to4 (RFC 3056): the IPv4 address of the tunnel's end.
+        [0x2002, hi, lo, ..] => Some((vec![v4_of(hi, lo)], None)),
+        // 2001::/32, Teredo (RFC 4380): the server's address, and the client's, inverted.
+        [0x2001, 0, server_hi, server_lo, _, _, hi, lo] => {
+            Some((vec![v4_of(!hi, !lo), v4_of(server_hi, server_lo)], None))
+        }
+        // ::/96 less :: and ::1, IPv4-compatible (deprecated by RFC 4291): no use on the Internet.
+        [0, 0, 0, 0, 0, 0, hi, lo] if !(hi == 0 && lo <= 1) => {
+            Some((vec![v4_of(hi, lo)], Some("deprecated IPv4-compatible")))
+        }
+        _ => None,
+    }
+}
+
 fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
     let s = ip.segments();
-    // Addresses that carry an IPv4 address are judged by it: mapped, NAT64, 6to4.
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return forbidden_v4(v4);
+    // An address that carries an IPv4 address is judged by it; metadata first, so a refusal
+    // names the rule that needs an explicit grant.
+    if let Some((v4s, block)) = embedded_v4(ip) {
+        let verdicts: Vec<_> = v4s.into_iter().filter_map(forbidden_v4).collect();
+        return verdicts.iter().copied().find(|&w| w == METADATA).or(verdicts.first().copied()).or(block);
     }
-    if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-        return forbidden_v4(Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8));
-    }
-    if s[0] == 0x2002 {
-        return forbidden_v4(Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8));
-    }
-    if ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254) {
-        Some("cloud metadata")
+    if METADATA_V6.contains(&ip) {
+        Some(METADATA)
     } else if ip.is_loopback() {
         Some("loopback")
-    } else if ip.is_unspecified() || s[0..6] == [0, 0, 0, 0, 0, 0] {
-        // `::` and the deprecated IPv4-compatible block.
+    } else if ip.is_unspecified() {
         Some("unspecified")
     } else if (s[0] & 0xfe00) == 0xfc00 {
         Some("private (unique local)")
@@ -291,45 +405,87 @@ pub enum ResolveError {
     Dns(std::io::Error),
     #[error("the name has no address")]
     NotFound,
-    /// Every address is private, loopback, metadata, …: each with the reason.
+    /// Every address is private, loopback, link-local, …: each with the reason.
     #[error("every address is refused: {}", .0.join(", "))]
     Prohibited(Vec<String>),
+    /// Every refused address is cloud metadata, which `allow_private_addresses` alone does not
+    /// open: each with the reason.
+    #[error(
+        "every address is refused: {}; cloud metadata is reached only with allow_private_addresses and a grant entry naming the address or a metadata host name exactly",
+        .0.join(", ")
+    )]
+    Metadata(Vec<String>),
 }
 
-/// Resolve `host` once and keep the addresses that may be reached: all of them with
-/// `allow_private`, else only public ones. The caller connects to these addresses and never
-/// resolves again, so a second answer (DNS rebinding) cannot slip past the check.
+/// Resolve `host` once and keep the addresses that may be reached: with `allow_private` all but
+/// cloud metadata, else only public ones. The caller connects to these addresses and never
+/// resolves again, so a second answer (DNS rebinding) cannot slip past the check. A grant that
+/// may name metadata explicitly uses [`NetGrant::resolve`] instead.
 pub async fn resolve_checked(
     host: &str,
     port: u16,
     allow_private: bool,
     deadline: tokio::time::Instant,
 ) -> Result<Vec<SocketAddr>, ResolveError> {
-    let candidates: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+    check_addresses(lookup(host, port, deadline).await?, allow_private)
+}
+
+impl NetGrant {
+    /// [`resolve_checked`] under this grant: the same, except that metadata addresses are kept
+    /// for a host the grant names as metadata ([`NetGrant::grants_metadata`]).
+    pub async fn resolve(
+        &self,
+        host: &str,
+        port: u16,
+        deadline: tokio::time::Instant,
+    ) -> Result<Vec<SocketAddr>, ResolveError> {
+        self.check_addresses(host, lookup(host, port, deadline).await?)
+    }
+}
+
+/// The addresses of `host`: an IP literal as is, else the system resolver's answer.
+async fn lookup(host: &str, port: u16, deadline: tokio::time::Instant) -> Result<Vec<SocketAddr>, ResolveError> {
+    Ok(match host.parse::<IpAddr>() {
         Ok(ip) => vec![SocketAddr::new(ip, port)],
         Err(_) => tokio::time::timeout_at(deadline, tokio::net::lookup_host((host, port)))
             .await
             .map_err(|_| ResolveError::Timeout)?
             .map_err(ResolveError::Dns)?
             .collect(),
-    };
-    check_addresses(candidates, allow_private)
+    })
 }
 
-/// Keep the addresses a grant may reach: all of them with `allow_private`, else the public ones.
-/// None left: `NotFound` when there were none, `Prohibited` with each refused address and why.
+/// Keep the addresses a grant may reach: with `allow_private` all but cloud metadata, else the
+/// public ones. None left: `NotFound` when there were none, else `Metadata` or `Prohibited`
+/// with each refused address and why.
 pub fn check_addresses(candidates: Vec<SocketAddr>, allow_private: bool) -> Result<Vec<SocketAddr>, ResolveError> {
+    vet(candidates, allow_private, false)
+}
+
+/// The one address check: `metadata` says whether cloud metadata addresses may be kept too
+/// (only ever with `allow_private`).
+fn vet(candidates: Vec<SocketAddr>, allow_private: bool, metadata: bool) -> Result<Vec<SocketAddr>, ResolveError> {
     let mut vetted = Vec::new();
     let mut refused = Vec::new();
+    let mut all_metadata = true;
     for addr in candidates {
-        match forbidden_address(addr.ip()) {
-            Some(why) if !allow_private => refused.push(format!("{} ({why})", addr.ip())),
-            _ => vetted.push(addr),
+        let allowed = match forbidden_address(addr.ip()) {
+            None => true,
+            Some(METADATA) => allow_private && metadata,
+            Some(_) => allow_private,
+        };
+        if allowed {
+            vetted.push(addr);
+        } else {
+            let why = forbidden_address(addr.ip()).unwrap_or_default();
+            all_metadata &= why == METADATA;
+            refused.push(format!("{} ({why})", addr.ip()));
         }
     }
     match (vetted.is_empty(), refused.is_empty()) {
         (false, _) => Ok(vetted),
         (true, true) => Err(ResolveError::NotFound),
+        (true, false) if all_metadata => Err(ResolveError::Metadata(refused)),
         (true, false) => Err(ResolveError::Prohibited(refused)),
     }
 }
@@ -341,6 +497,16 @@ pub fn private_address_refusal(target: &str, refused: &[String], setting: &str) 
     format!(
         "{target}: resolves to {}, which is refused unless {setting} allow_private_addresses: true",
         refused.join(", ")
+    )
+}
+
+/// The refusal of a name that resolves only to cloud metadata addresses
+/// ([`ResolveError::Metadata`]). `setting` as for [`private_address_refusal`].
+pub fn metadata_refusal(target: &str, refused: &[String], setting: &str) -> String {
+    format!(
+        "{target}: resolves to {}, which is refused unless {setting} allow_private_addresses: true and a grant entry naming that address or a metadata host name ({}) exactly; a '*.' entry or another name resolving to it never grants it",
+        refused.join(", "),
+        METADATA_NAMES[0]
     )
 }
 
@@ -449,6 +615,125 @@ mod tests {
         for ip in ["8.8.8.8", "1.1.1.1", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
             assert_eq!(forbidden_address(ip.parse().unwrap()), None, "{ip}");
         }
+    }
+
+    /// Every IPv6 form that carries an IPv4 address gets the IPv4 rules, metadata included.
+    #[test]
+    fn ipv6_carrying_ipv4_is_judged_by_it() {
+        for (ip, why) in [
+            // IPv4-mapped and IPv4-translated.
+            ("::ffff:169.254.169.254", METADATA),
+            ("::ffff:0:7f00:1", "loopback"),
+            // NAT64, well-known prefix and local-use prefix (the /96 and the /48 layout).
+            ("64:ff9b::7f00:1", "loopback"),
+            ("64:ff9b:1::a9fe:a9fe", METADATA),
+            ("64:ff9b:1::a00:1", "private"),
+            ("64:ff9b:1:7f00:0:100::", "loopback"),
+            ("64:ff9b:1:a9fe:a9:fe00::", METADATA),
+            ("64:ff9b:1::808:808", "private (local-use NAT64)"),
+            // IPv4-compatible.
+            ("::7f00:1", "loopback"),
+            ("::a9fe:a9fe", METADATA),
+            ("::808:808", "deprecated IPv4-compatible"),
+            // 6to4.
+            ("2002:a9fe:a9fe::1", METADATA),
+            ("2002:7f00:1::", "loopback"),
+            // Teredo: the client's address is stored inverted (127.0.0.1 -> 80ff:fffe).
+            ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"),
+            ("2001:0:a9fe:a9fe:8000:63bf:f7f7:f7f7", METADATA),
+            // AWS's IPv6 metadata and Pod Identity endpoints.
+            ("fd00:ec2::254", METADATA),
+            ("fd00:ec2::23", METADATA),
+            ("169.254.170.2", METADATA),
+        ] {
+            assert_eq!(forbidden_address(ip.parse().unwrap()), Some(why), "{ip}");
+        }
+        // Public IPv4 inside them stays public (controls for the rules above).
+        for ip in ["64:ff9b::808:808", "2002:808:808::1", "2001:0:4136:e378:8000:63bf:f7f7:f7f7", "::ffff:0:808:808"] {
+            assert_eq!(forbidden_address(ip.parse().unwrap()), None, "{ip}");
+        }
+        assert!(is_metadata("::ffff:169.254.169.254".parse().unwrap()) && !is_metadata("10.0.0.1".parse().unwrap()));
+    }
+
+    fn grant_of(entries: &[&str], allow_private: bool) -> NetGrant {
+        NetGrant::new(entries.iter().map(|e| HostRule::parse(e).unwrap()).collect(), allow_private)
+    }
+
+    fn addrs(ips: &[&str]) -> Vec<SocketAddr> {
+        ips.iter().map(|ip| SocketAddr::new(ip.parse().unwrap(), 443)).collect()
+    }
+
+    /// The verdict for each address, as a literal target and as the answer for a name, with
+    /// `allow_private_addresses` off and on: metadata stays refused either way.
+    #[test]
+    fn metadata_is_refused_even_with_allow_private() {
+        let metadata = ["169.254.169.254", "fd00:ec2::254", "::ffff:169.254.169.254", "64:ff9b:1::a9fe:a9fe"];
+        let private = ["::ffff:10.0.0.1", "64:ff9b::7f00:1"];
+        for allow_private in [false, true] {
+            let g = grant_of(&["api.example.com", "*.example.org"], allow_private);
+            for ip in metadata {
+                // The literal, and a granted name (exact or through '*.') that resolves to it.
+                for host in [ip, "api.example.com", "a.example.org"] {
+                    match g.check_addresses(host, addrs(&[ip])) {
+                        Err(ResolveError::Metadata(refused)) => assert_eq!(refused, [format!("{ip} ({METADATA})")]),
+                        other => panic!("{host} -> {ip}, allow_private {allow_private}: {other:?}"),
+                    }
+                }
+            }
+            for ip in private {
+                let verdict = g.check_addresses("api.example.com", addrs(&[ip]));
+                match (allow_private, verdict) {
+                    (false, Err(ResolveError::Prohibited(_))) => {}
+                    (true, Ok(kept)) => assert_eq!(kept, addrs(&[ip])),
+                    (_, other) => panic!("{ip}, allow_private {allow_private}: {other:?}"),
+                }
+            }
+            // A public answer beside a metadata one: only the public address is kept.
+            let kept = g.check_addresses("api.example.com", addrs(&["169.254.169.254", "8.8.8.8"])).unwrap();
+            assert_eq!(kept, addrs(&["8.8.8.8"]));
+        }
+        // The free function (host bash's proxy) never keeps metadata.
+        assert!(matches!(check_addresses(addrs(&["169.254.169.254"]), true), Err(ResolveError::Metadata(_))));
+        assert!(check_addresses(addrs(&["10.0.0.1"]), true).is_ok());
+    }
+
+    /// Metadata is reached only with allow_private_addresses and an entry naming it exactly.
+    #[test]
+    fn metadata_is_granted_only_by_name() {
+        let named = grant_of(
+            &["http://169.254.169.254", "[fd00:ec2::254]:80", "metadata.google.internal", "*.ec2.internal"],
+            true,
+        );
+        assert_eq!(named.check_addresses("169.254.169.254", addrs(&["169.254.169.254"])).unwrap().len(), 1);
+        assert_eq!(named.check_addresses("fd00:ec2::254", addrs(&["fd00:ec2::254"])).unwrap().len(), 1);
+        assert_eq!(named.check_addresses("metadata.google.internal", addrs(&["169.254.169.254"])).unwrap().len(), 1);
+        // A wildcard covering a metadata name is not naming it; nor is another literal.
+        assert!(!named.grants_metadata("instance-data.ec2.internal"));
+        assert!(named.check_addresses("instance-data.ec2.internal", addrs(&["169.254.169.254"])).is_err());
+        assert!(named.check_addresses("169.254.170.2", addrs(&["169.254.170.2"])).is_err());
+        // The same names without allow_private_addresses: still refused, the text names both keys.
+        let no_private = grant_of(&["169.254.169.254"], false);
+        let Err(ResolveError::Metadata(refused)) =
+            no_private.check_addresses("169.254.169.254", addrs(&["169.254.169.254"]))
+        else {
+            panic!("metadata without allow_private_addresses must be refused");
+        };
+        let text = metadata_refusal("https://169.254.169.254:443", &refused, "the tool has");
+        assert!(text.contains("169.254.169.254 (cloud metadata)"), "{text}");
+        assert!(text.contains("allow_private_addresses: true and a grant entry naming"), "{text}");
+        assert!(text.contains("metadata.google.internal"), "{text}");
+    }
+
+    /// Names a tool may have resolved: those its entries cover, on any port.
+    #[test]
+    fn lookups_follow_the_grant() {
+        let g = grant_of(&["api.tavily.com", "*.example.com", "http://svc.local:8080"], false);
+        assert!(g.may_look_up("api.tavily.com") && g.may_look_up("a.example.com") && g.may_look_up("svc.local"));
+        for outside in ["secret-data.attacker.test", "example.com", "tavily.com", "x.api.tavily.com"] {
+            assert!(!g.may_look_up(outside), "{outside}");
+        }
+        let any = g.clone().with_any_name_lookups(true);
+        assert!(any.may_look_up("secret-data.attacker.test") && any.any_name_lookups());
     }
 
     #[test]

@@ -171,6 +171,15 @@ fn resolve(_: &Context, a: HostArg) -> Output {
     }
 }
 
+/// Ask the host's `resolve-host` directly (the SDK's wrapper hides the host's error): each
+/// answer is a DNS query whose name the tool picks, so a name can carry data out.
+fn host_lookup(_: &Context, a: HostArg) -> Output {
+    match toolhost_sdk::bindings::toolhost::tool::host::resolve_host(&a.host) {
+        Ok(addrs) => Output::text(format!("RESOLVED {}", addrs.join(" "))),
+        Err(e) => Output::error(format!("denied: {e}")),
+    }
+}
+
 fn udp(_: &Context, a: AddrArg) -> Output {
     let sent = std::net::UdpSocket::bind("0.0.0.0:0").and_then(|s| s.send_to(b"exfiltrated", &a.addr));
     match sent {
@@ -492,6 +501,7 @@ toolhost_sdk::export_tools!(
     tool("counter", "Count calls in this instance.", counter),
     tool("ok", "Succeed.", ok),
     tool("resolve", "Resolve a host name.", resolve),
+    tool("host_lookup", "Resolve a host name through the host's resolve-host.", host_lookup),
     tool("udp", "Send a UDP datagram.", udp),
     tool("plant_symlink", "Create a symlink with any target.", plant_symlink),
     tool("plant_sparse", "Create a sparse file of any size.", plant_sparse),

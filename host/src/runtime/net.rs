@@ -5,10 +5,14 @@
 //! 1. the scheme is `https` — or `http` to a host the grant lists with an `http://` entry (a
 //!    self-hosted service without TLS);
 //! 2. the host (and port) is in the tool's `network:` grant;
-//! 3. every address the name resolves to is public — loopback, private, link-local, cloud
-//!    metadata, CGNAT, multicast and reserved ranges are refused unless the tool has
-//!    `allow_private_addresses: true`. The connection goes to a vetted address, never to a
-//!    second lookup, so DNS rebinding cannot slip past the check.
+//! 3. every address the name resolves to is public — loopback, private, link-local, CGNAT,
+//!    multicast and reserved ranges (also inside an IPv6 address that carries them) are refused
+//!    unless the tool has `allow_private_addresses: true`; cloud metadata needs that and an entry
+//!    naming the metadata address or host name exactly. The connection goes to a vetted address,
+//!    never to a second lookup, so DNS rebinding cannot slip past the check.
+//!
+//! `resolve-host` answers only names the grant covers: a lookup is itself a message to whoever
+//! serves the name's zone, so a name outside the grant is never asked of DNS.
 //!
 //! A call's remaining time budget bounds DNS, connect, TLS, the response head and every body
 //! read: a host future cannot be stopped by the epoch deadline, so it carries the deadline itself.
@@ -25,7 +29,8 @@ use std::time::Instant;
 use http::uri::Scheme;
 use rustls::pki_types::{CertificateDer, ServerName};
 use toolhost_net::{
-    normalize_host, not_granted_refusal, private_address_refusal, NetGrant, ResolveError, HTTPS_PORT, HTTP_PORT,
+    metadata_refusal, normalize_host, not_granted_refusal, private_address_refusal, NetGrant, ResolveError, HTTPS_PORT,
+    HTTP_PORT,
 };
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiBody, WasiHttpHooks};
 
@@ -130,8 +135,9 @@ impl NetHooks {
         Self { grant, shared, deadline, refusals: Arc::default(), lookups: 0 }
     }
 
-    /// `resolve-host` for the guest: only a tool with a network grant may ask, a few times per
-    /// call, and the answer comes from the same table and resolver its own requests use.
+    /// `resolve-host` for the guest: only a tool with a network grant may ask, only for names
+    /// that grant covers (unless it allows any name), a few times per call, and the answer comes
+    /// from the same table and resolver its own requests use. A refused name is never looked up.
     pub fn resolve_for_guest(&mut self, name: &str) -> Result<Vec<String>, String> {
         if self.grant.is_empty() {
             return Err("this tool has no network grant, so it may not resolve names".into());
@@ -140,12 +146,21 @@ impl NetHooks {
         if self.lookups > MAX_GUEST_LOOKUPS {
             return Err(format!("at most {MAX_GUEST_LOOKUPS} name lookups per call"));
         }
-        let name = name.trim().to_string();
+        let name = normalize_host(name.trim());
         if name.is_empty() || name.len() > 253 {
             return Err("not a host name".into());
         }
+        // An address literal asks nothing of DNS.
         if let Ok(ip) = name.parse::<IpAddr>() {
             return Ok(vec![ip.to_string()]);
+        }
+        if !self.grant.may_look_up(&name) {
+            let why = format!(
+                "resolve-host {name}: not in this tool's network grant {}; only names the grant covers are resolved",
+                self.grant.describe()
+            );
+            refuse(&self.refusals, why.clone());
+            return Err(why);
         }
         if let Some(found) = self.shared.static_host(&name) {
             return Ok(found.iter().map(IpAddr::to_string).collect());
@@ -238,14 +253,13 @@ impl WasiHttpHooks for NetHooks {
             }
         };
         let tls = self.shared.tls();
-        let allow_private = self.grant.allow_private();
+        let grant = self.grant.clone();
         let deadline = tokio::time::Instant::from_std(self.deadline);
         let refusals = self.refusals.clone();
         let shared = self.shared.clone();
         Box::new(async move {
             let tls = if plain { None } else { Some(tls) };
-            let (response, io) =
-                send(request, host, port, allow_private, tls, deadline, options, &refusals, &shared).await?;
+            let (response, io) = send(request, host, port, &grant, tls, deadline, options, &refusals, &shared).await?;
             Ok((response, io))
         })
     }
@@ -256,7 +270,7 @@ async fn send(
     mut request: http::Request<WasiBody>,
     host: String,
     port: u16,
-    allow_private: bool,
+    grant: &NetGrant,
     tls: Option<Arc<rustls::ClientConfig>>,
     deadline: tokio::time::Instant,
     options: Option<RequestOptions>,
@@ -271,20 +285,8 @@ async fn send(
         None => deadline,
     };
 
-    // Resolve once; connect only to addresses that passed the check.
-    // Resolve once (names a test pinned resolve from its table); connect only to addresses that
-    // passed the check.
-    let candidates: Vec<std::net::SocketAddr> =
-        shared.lookup(&host, deadline).await?.into_iter().map(|ip| std::net::SocketAddr::new(ip, port)).collect();
-    let vetted = match toolhost_net::check_addresses(candidates, allow_private) {
-        Ok(vetted) => vetted,
-        Err(ResolveError::Prohibited(refused)) => {
-            let scheme = if tls.is_some() { "https" } else { "http" };
-            refuse(refusals, private_address_refusal(&format!("{scheme}://{host}:{port}"), &refused, "the tool has"));
-            return Err(HttpError::DestinationIpProhibited);
-        }
-        Err(_) => return Err(HttpError::DestinationNotFound),
-    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let vetted = vetted_addresses(shared, grant, scheme, &host, port, deadline, refusals).await?;
 
     let connect_deadline = step_deadline(options.and_then(|o| o.connect_timeout));
     let mut last_err = None;
@@ -338,6 +340,34 @@ async fn send(
         DeadlineBody { incoming, deadline: Box::pin(tokio::time::sleep_until(deadline)), _conn: conn }.boxed_unsync()
     });
     Ok((response, Box::new(async { Ok(()) })))
+}
+
+/// Resolve `host` once (names a test pinned resolve from its table) and keep the addresses
+/// `grant` may reach; the caller connects only to these. A refusal is recorded with its rule.
+async fn vetted_addresses(
+    shared: &NetShared,
+    grant: &NetGrant,
+    scheme: &str,
+    host: &str,
+    port: u16,
+    deadline: tokio::time::Instant,
+    refusals: &Mutex<Vec<String>>,
+) -> Result<Vec<std::net::SocketAddr>, HttpError> {
+    let candidates: Vec<std::net::SocketAddr> =
+        shared.lookup(host, deadline).await?.into_iter().map(|ip| std::net::SocketAddr::new(ip, port)).collect();
+    let target = format!("{scheme}://{host}:{port}");
+    match grant.check_addresses(host, candidates) {
+        Ok(vetted) => Ok(vetted),
+        Err(ResolveError::Prohibited(refused)) => {
+            refuse(refusals, private_address_refusal(&target, &refused, "the tool has"));
+            Err(HttpError::DestinationIpProhibited)
+        }
+        Err(ResolveError::Metadata(refused)) => {
+            refuse(refusals, metadata_refusal(&target, &refused, "the tool has"));
+            Err(HttpError::DestinationIpProhibited)
+        }
+        Err(_) => Err(HttpError::DestinationNotFound),
+    }
 }
 
 /// An HTTP/1 client connection over `stream`, its driver running as a task that ends with the
@@ -412,6 +442,97 @@ mod tests {
 
     fn grant(entries: &[&str]) -> NetGrant {
         NetGrant::new(entries.iter().map(|e| toolhost_net::HostRule::parse(e).unwrap()).collect(), false)
+    }
+
+    fn grant_private(entries: &[&str], allow_private: bool) -> Arc<NetGrant> {
+        Arc::new(NetGrant::new(
+            entries.iter().map(|e| toolhost_net::HostRule::parse(e).unwrap()).collect(),
+            allow_private,
+        ))
+    }
+
+    /// A table that answers every name a test asks about, so nothing here goes to DNS: a name
+    /// for each address that must stay refused, and a public one.
+    fn pinned() -> Arc<NetShared> {
+        let shared = Arc::new(NetShared::new(None).unwrap());
+        let table = [
+            ("meta.example.com", "169.254.169.254"),
+            ("meta6.example.com", "fd00:ec2::254"),
+            ("mapped.example.com", "::ffff:169.254.169.254"),
+            ("nat64meta.example.com", "64:ff9b:1::a9fe:a9fe"),
+            ("mapped10.example.com", "::ffff:10.0.0.1"),
+            ("nat64lo.example.com", "64:ff9b::7f00:1"),
+            ("metadata.google.internal", "169.254.169.254"),
+            ("public.example.com", "8.8.8.8"),
+            ("secret-data.attacker.test", "8.8.4.4"),
+        ];
+        shared.set_static_hosts(table.iter().map(|(n, a)| (n.to_string(), vec![a.parse().unwrap()])).collect());
+        shared
+    }
+
+    async fn vet(shared: &NetShared, grant: &NetGrant, host: &str) -> (Result<usize, HttpError>, Vec<String>) {
+        let refusals = Mutex::new(Vec::new());
+        let far = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        let verdict = vetted_addresses(shared, grant, "https", host, 443, far, &refusals).await.map(|v| v.len());
+        (verdict, refusals.into_inner().unwrap())
+    }
+
+    /// The decision before any connection, for names that resolve to addresses carrying
+    /// metadata or private IPv4, with `allow_private_addresses` off and on. Nothing connects.
+    #[tokio::test]
+    async fn names_resolving_to_metadata_or_embedded_private_addresses_are_refused() {
+        let shared = pinned();
+        let metadata = ["meta.example.com", "meta6.example.com", "mapped.example.com", "nat64meta.example.com"];
+        let private = ["mapped10.example.com", "nat64lo.example.com"];
+        for allow_private in [false, true] {
+            let g = grant_private(&["*.example.com", "169.254.169.254"], allow_private);
+            for host in metadata {
+                let (verdict, refusals) = vet(&shared, &g, host).await;
+                assert!(matches!(verdict, Err(HttpError::DestinationIpProhibited)), "{host}: {verdict:?}");
+                assert!(
+                    refusals[0].contains("(cloud metadata), which is refused unless the tool has allow_private_addresses: true and a grant entry naming"),
+                    "{host}: {refusals:?}"
+                );
+            }
+            for host in private {
+                let (verdict, refusals) = vet(&shared, &g, host).await;
+                if allow_private {
+                    assert_eq!(verdict.unwrap(), 1, "{host}");
+                } else {
+                    assert!(matches!(verdict, Err(HttpError::DestinationIpProhibited)), "{host}");
+                    assert!(refusals[0].contains("refused unless the tool has allow_private_addresses: true"));
+                }
+            }
+            // The literal the grant names: reached only with allow_private_addresses.
+            let (verdict, _) = vet(&shared, &g, "169.254.169.254").await;
+            assert_eq!(verdict.is_ok(), allow_private, "{verdict:?}");
+            // Control: a public answer is kept either way.
+            assert_eq!(vet(&shared, &g, "public.example.com").await.0.unwrap(), 1);
+        }
+        // GCP's metadata name, named exactly, with allow_private_addresses.
+        let named = grant_private(&["http://metadata.google.internal"], true);
+        assert_eq!(vet(&shared, &named, "metadata.google.internal").await.0.unwrap(), 1);
+    }
+
+    /// `resolve-host` answers names the grant covers and refuses the rest before any lookup: the
+    /// pinned table would answer `secret-data.attacker.test`, and it is not asked.
+    #[test]
+    fn guest_lookups_stay_inside_the_grant() {
+        let far = Instant::now() + std::time::Duration::from_secs(5);
+        let mut hooks = NetHooks::new(grant_private(&["*.example.com"], false), pinned(), far);
+        let err = hooks.resolve_for_guest("secret-data.attacker.test").unwrap_err();
+        assert_eq!(
+            err,
+            "resolve-host secret-data.attacker.test: not in this tool's network grant [*.example.com]; only names the grant covers are resolved"
+        );
+        assert_eq!(hooks.refusals(), [err]);
+        assert_eq!(hooks.resolve_for_guest("Public.Example.com.").unwrap(), ["8.8.8.8"]);
+        // An address literal asks nothing of DNS and is answered as it is.
+        assert_eq!(hooks.resolve_for_guest("10.0.0.1").unwrap(), ["10.0.0.1"]);
+        // A grant that allows any name (a URL checker) answers it.
+        let any = Arc::new(NetGrant::clone(&grant_private(&["*.example.com"], false)).with_any_name_lookups(true));
+        let mut hooks = NetHooks::new(any, pinned(), far);
+        assert_eq!(hooks.resolve_for_guest("secret-data.attacker.test").unwrap(), ["8.8.4.4"]);
     }
 
     #[test]

@@ -101,9 +101,25 @@ pub fn check_output_bytes(b: u64) -> Result<u64, String> {
     OUTPUT_BYTES.check(b.into())
 }
 
-/// `handles`, if in range.
-pub fn check_handles(h: u64) -> Result<usize, String> {
-    Ok(HANDLES.check(h.into())? as usize)
+/// `handles`, if in range and within `fd_limit`, the process's open-file limit (`None`:
+/// unlimited). Each handle may be a host file descriptor, so a grant above the process's own
+/// limit promises what the host cannot keep: one call could exhaust the descriptors every other
+/// call and connection needs. Refused rather than clamped, so the config says what happens.
+pub fn check_handles(h: u64, fd_limit: Option<u64>) -> Result<usize, String> {
+    let h = HANDLES.check(h.into())?;
+    match fd_limit {
+        Some(limit) if h > limit => Err(format!(
+            "handles must be at most this process's open-file limit (RLIMIT_NOFILE {limit}), got {h}: raise the limit (ulimit -n) or lower handles"
+        )),
+        _ => Ok(h as usize),
+    }
+}
+
+/// The process's open-file limit (the soft `RLIMIT_NOFILE`, the one `open` is held to), read
+/// where the config is read so a test or an operator can set it with `ulimit -n`; `None` when
+/// unlimited.
+pub fn process_fd_limit() -> Option<u64> {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).current
 }
 
 /// The check runs inside the visitor, while the YAML parser still points at the value, so the
@@ -184,8 +200,27 @@ pub(super) fn output_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64
     d.deserialize_option(OptionOf(IntVisitor(OUTPUT_BYTES)))
 }
 
+/// `handles`: in range, and within the process's open-file limit as it is now.
+struct HandlesVisitor;
+
+impl serde::de::Visitor<'_> for HandlesVisitor {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        IntVisitor(HANDLES).expecting(f)
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u64, E> {
+        check_handles(v, process_fd_limit()).map(|h| h as u64).map_err(E::custom)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u64, E> {
+        HANDLES.check(v.into()).map_err(E::custom).and_then(|v| self.visit_u64(v))
+    }
+}
+
 pub(super) fn handles<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    d.deserialize_option(OptionOf(IntVisitor(HANDLES)))
+    d.deserialize_option(OptionOf(HandlesVisitor))
 }
 
 /// The per-call limits of a capabilities block, each unset one taken from `defaults`. Values
@@ -196,7 +231,7 @@ pub fn call_limits(c: &super::CapabilitiesConfig, defaults: CallLimits) -> Resul
         timeout: c.timeout_s.map(check_timeout_s).transpose()?.unwrap_or(defaults.timeout),
         memory_bytes: c.memory_mb.map(check_memory_mb).transpose()?.unwrap_or(defaults.memory_bytes),
         output_bytes: c.output_bytes.map(check_output_bytes).transpose()?.unwrap_or(defaults.output_bytes),
-        handles: c.handles.map(check_handles).transpose()?.unwrap_or(defaults.handles),
+        handles: c.handles.map(|h| check_handles(h, process_fd_limit())).transpose()?.unwrap_or(defaults.handles),
     })
 }
 
@@ -226,14 +261,31 @@ mod tests {
         assert!(check_memory_mb(0).is_err() && check_memory_mb(4097).is_err() && check_memory_mb(u64::MAX).is_err());
         assert!(check_output_bytes(1).is_ok() && check_output_bytes(0).is_err());
         assert!(check_output_bytes(MAX_OUTPUT_BYTES + 1).is_err());
-        assert!(check_handles(MIN_HANDLES).is_ok() && check_handles(MIN_HANDLES - 1).is_err());
-        assert!(check_handles(MAX_HANDLES + 1).is_err());
+        assert!(check_handles(MIN_HANDLES, None).is_ok() && check_handles(MIN_HANDLES - 1, None).is_err());
+        assert!(check_handles(MAX_HANDLES + 1, None).is_err());
         assert!(CONCURRENT_CALLS.check(1).is_ok() && CONCURRENT_CALLS.check(0).is_err());
         assert!(CONCURRENT_CALLS.check(MAX_CONCURRENT_CALLS as i128 + 1).is_err());
         assert_eq!(
             MEMORY_MB.check(-3).unwrap_err(),
             "memory_mb must be between 1 and 4096 (a pooled instance maps at most 4 GiB), got -3"
         );
+    }
+
+    /// 65536 handles while the process may open 20000 files: refused, naming the limit; at the
+    /// limit and below it: accepted.
+    #[test]
+    fn handles_above_the_process_fd_limit_are_refused() {
+        let e = check_handles(MAX_HANDLES, Some(20_000)).unwrap_err();
+        assert_eq!(
+            e,
+            "handles must be at most this process's open-file limit (RLIMIT_NOFILE 20000), got 65536: raise the limit (ulimit -n) or lower handles"
+        );
+        assert_eq!(check_handles(20_000, Some(20_000)), Ok(20_000));
+        assert_eq!(check_handles(64, Some(100)), Ok(64));
+        assert!(check_handles(101, Some(100)).is_err());
+        // The range still comes first: below the minimum is refused whatever the limit.
+        assert!(check_handles(8, Some(100)).unwrap_err().starts_with("handles must be between"));
+        assert_eq!(check_handles(MAX_HANDLES, None), Ok(MAX_HANDLES as usize));
     }
 
     #[test]

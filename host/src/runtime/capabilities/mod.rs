@@ -32,9 +32,15 @@ pub struct CapabilitiesConfig {
     /// Raw sockets are never granted.
     #[serde(default)]
     pub network: Option<Vec<NetworkEntry>>,
-    /// Whether those hosts may resolve to private, loopback or metadata addresses.
+    /// Whether those hosts may resolve to private, loopback or link-local addresses (cloud
+    /// metadata also needs an entry naming it exactly).
     #[serde(default)]
     pub allow_private_addresses: Option<bool>,
+    /// Whether `resolve-host` answers any name, not only names the `network:` entries cover: for
+    /// a tool that checks a URL another service fetches (each lookup is a DNS query the tool
+    /// names, a small channel out). Off by default.
+    #[serde(default)]
+    pub resolve_any_host: Option<bool>,
     /// What the component sees of the thread's files.
     #[serde(default)]
     pub filesystem: Option<FilesGrant>,
@@ -67,6 +73,7 @@ impl CapabilitiesConfig {
         CapabilitiesConfig {
             network: self.network.clone().or_else(|| defaults.network.clone()),
             allow_private_addresses: self.allow_private_addresses.or(defaults.allow_private_addresses),
+            resolve_any_host: self.resolve_any_host.or(defaults.resolve_any_host),
             filesystem: self.filesystem.or(defaults.filesystem),
             env: self.env.clone().or_else(|| defaults.env.clone()),
             memory_mb: self.memory_mb.or(defaults.memory_mb),
@@ -130,6 +137,7 @@ impl CapabilitySet {
             network: network::grant(
                 c.network.as_deref().unwrap_or_default(),
                 c.allow_private_addresses.unwrap_or(false),
+                c.resolve_any_host.unwrap_or(false),
             ),
             limits: limits::call_limits(c, defaults.limits).map_err(|e| format!("capabilities.{e}"))?,
             client: ClientGrant::from_list(c.client.as_deref().unwrap_or_default()),
