@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use rmcp::model::CallToolRequestParams;
 use rmcp::ServiceError;
 use serde_json::{Map, Value};
-use toolhost_core::untrusted::sanitize_untrusted;
+use toolhost_core::untrusted::{sanitize_py_schema_texts, sanitize_tool_spec};
 use toolhost_core::{CallContext, CatalogSlot, ContentPart, Tool, ToolOutcome, ToolSource, ToolSpec};
-use toolhost_py::json::{PyDict, PyValue};
+use toolhost_py::json::PyValue;
 
 use crate::config::{Routing, Transport};
 use crate::pool::ServerRuntime;
@@ -37,37 +37,6 @@ pub fn invalid_name_warning(server: &str, name: &str) -> String {
          ^[A-Za-z0-9_-]+$. A name outside this charset cannot be bound as a function tool and could forge \
          prompt structure when listed as a deferred tool."
     )
-}
-
-/// Neutralize the `description` and `title` texts of a JSON Schema, at any depth.
-fn sanitize_schema_texts(v: &mut Value) {
-    match v {
-        Value::Object(map) => {
-            for (k, item) in map.iter_mut() {
-                match item {
-                    Value::String(s) if k == "description" || k == "title" => *s = sanitize_untrusted(s),
-                    other => sanitize_schema_texts(other),
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(sanitize_schema_texts),
-        _ => {}
-    }
-}
-
-/// [`sanitize_schema_texts`] for a schema held as Python decoded it.
-fn sanitize_exact_schema_texts(v: PyValue) -> PyValue {
-    match v {
-        PyValue::Dict(map) => PyValue::Dict(PyDict::from_unique(map.into_iter().map(|(k, item)| {
-            let item = match item {
-                PyValue::Str(s) if k == "description" || k == "title" => PyValue::Str(sanitize_untrusted(&s)),
-                other => sanitize_exact_schema_texts(other),
-            };
-            (k, item)
-        }))),
-        PyValue::List(items) => PyValue::List(items.into_iter().map(sanitize_exact_schema_texts).collect()),
-        other => other,
-    }
 }
 
 /// One tool of one MCP server.
@@ -101,20 +70,19 @@ impl McpTool {
         exact_parameters: Option<PyValue>,
     ) -> Self {
         let original_name = tool.name.to_string();
-        // A server's description and schema texts reach the model as they are: neutralized here,
-        // once, like its results are on every call.
-        let mut parameters = Value::Object((*tool.input_schema).clone());
-        sanitize_schema_texts(&mut parameters);
-        let spec = ToolSpec {
+        let mut spec = ToolSpec {
             name: exposed,
-            description: tool.description.map(|d| sanitize_untrusted(&d)).unwrap_or_default(),
-            parameters,
+            description: tool.description.map(|d| d.to_string()).unwrap_or_default(),
+            parameters: Value::Object((*tool.input_schema).clone()),
             group: None,
             source: ToolSource::Mcp { server: runtime.name().to_string() },
         };
+        // A server's description and schema texts reach the model as they are: neutralized here,
+        // once, like its results are on every call.
+        sanitize_tool_spec(&mut spec);
         let routing = runtime.config().effective_routing(&original_name);
         let output_schema = tool.output_schema.map(|s| Value::Object((*s).clone()));
-        let exact_parameters = exact_parameters.map(sanitize_exact_schema_texts);
+        let exact_parameters = exact_parameters.map(sanitize_py_schema_texts);
         let parameters_text = serde_json::to_string(&spec.parameters).unwrap_or_default();
         Self {
             spec,

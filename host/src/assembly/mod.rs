@@ -335,20 +335,24 @@ pub async fn get_available_tools(
         }
     }
 
-    // 7: dedup by name, first wins.
-    let mut seen = std::collections::HashSet::new();
+    // 7: dedup by name, first wins. Both sides of a shadowing say so in their explanation.
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (tool, layer, reason) in candidates {
         let name = tool.spec().name.clone();
-        if seen.insert(name.clone()) {
-            out.explain.push(Explanation { name, layer, included: true, reason });
-            out.tools.push(tool);
-        } else {
+        if let Some(&winner) = seen.get(&name) {
             let w = format!(
                 "Duplicate tool name '{name}' detected and skipped — check your config.yaml and MCP server registrations (issue #1803)."
             );
             tracing::warn!("{w}");
             out.warnings.push(w.clone());
-            out.explain.push(Explanation { name, layer, included: false, reason: w });
+            let won = &mut out.explain[winner];
+            won.reason.push_str(&format!("; shadows the {layer} tool '{name}'"));
+            let reason = format!("shadowed by the {} tool '{name}', which comes first: {w}", won.layer);
+            out.explain.push(Explanation { name, layer, included: false, reason });
+        } else {
+            seen.insert(name.clone(), out.explain.len());
+            out.explain.push(Explanation { name, layer, included: true, reason });
+            out.tools.push(tool);
         }
     }
     out
@@ -425,8 +429,17 @@ mod tests {
             get_available_tools(&AssemblyRequest::default(), &AssemblyFacts::default(), &entries, &builtins, &layers)
                 .await;
         assert_eq!(names(&a), ["ls", "present_files", "ask_clarification", "srv_a", "invoke_acp_agent"]);
-        // The config tool won over the builtin of the same name.
+        // The config tool won over the builtin of the same name, and both explanations say so.
         assert_eq!(a.tools[1].spec().description, "config");
+        let of = |name: &str, layer: &str| a.explain.iter().find(|e| e.name == name && e.layer == layer).unwrap();
+        assert!(of("present_files", "config").included);
+        assert!(of("present_files", "config").reason.contains("shadows the builtin tool 'present_files'"));
+        let lost = of("present_files", "builtin");
+        assert!(
+            !lost.included && lost.reason.starts_with("shadowed by the config tool 'present_files'"),
+            "{}",
+            lost.reason
+        );
         assert_eq!(a.warnings.iter().filter(|w| w.contains("Duplicate tool name")).count(), 2);
         let no_mcp = AssemblyRequest { include_mcp: false, ..Default::default() };
         let a = get_available_tools(&no_mcp, &AssemblyFacts::default(), &entries, &builtins, &layers).await;

@@ -143,6 +143,7 @@ impl Sources {
         }
         problems.extend(runtime_problems(c, runtime));
         let builtins = super::builtins::builtins(c, skills.clone(), task);
+        problems.extend(shadowed_builtins(config, &entries, &builtins));
         let mut layers: Vec<Arc<dyn ToolLayer>> = Vec::new();
         let policy = super::children::ChildPolicy::new(c, &opts.data_dir, &opts.env);
         if let Some(path) = &opts.extensions {
@@ -187,6 +188,32 @@ fn child_reports(
         }
     }
     reports
+}
+
+/// A warning for each `tools:` entry whose tool takes the name of a builtin or a lead-agent tool.
+/// Config tools are assembled first and the first tool of a name wins (DeerFlow's dedup), so
+/// the entry replaces ours — at assembly only a generic duplicate-name line would tell.
+fn shadowed_builtins(config: &LoadedConfig, entries: &[ConfigEntry], builtins: &[Builtin]) -> Vec<Problem> {
+    let mut ours: Vec<(String, &str)> = builtins.iter().map(|b| (b.tool.spec().name.clone(), "builtin")).collect();
+    ours.extend(super::lead::lead_agent_tool_names().into_iter().map(|n| (n, "lead agent tool")));
+    let mut taken = std::collections::HashSet::new();
+    let shadowing = |(i, e): (usize, &ConfigEntry)| {
+        let ConfigEntryState::Ready(tool) = &e.state else { return None };
+        let bound = &tool.spec().name;
+        let (_, kind) = ours.iter().find(|(n, _)| n == bound)?;
+        // A later entry of the same name is a duplicate of the first, which is what shadows.
+        if !taken.insert(bound.clone()) {
+            return None;
+        }
+        let via = if *bound == e.name { String::new() } else { format!(" (its tool is named '{bound}')") };
+        let message = format!(
+            "tools[{i}] '{}'{via} shadows the {kind} '{bound}': config tools are assembled first and the first \
+             tool of a name wins (as in DeerFlow), so this entry is used and the {kind} is left out",
+            e.name
+        );
+        Some(Problem::warning(config.locate(&format!("tools[{i}].name"), &message)))
+    };
+    entries.iter().enumerate().filter_map(shadowing).collect()
 }
 
 /// What building one `tools:` entry gives.

@@ -1,8 +1,8 @@
 //! ToolResultSanitizationMiddleware: what a tool brings in from outside is untrusted — a web
 //! page, an MCP server's answer, an ACP agent's reply, any component's output. Framework tags in
 //! it are HTML-escaped, the user-input boundary markers replaced with inert look-alikes and Unicode
-//! tag characters removed (`toolhost_core::untrusted`), in text parts, resources, structured
-//! content and exception details. DeerFlow's own name list (the web tools) is kept; beyond it,
+//! tag characters removed (`toolhost_core::untrusted`, which also sees through look-alikes), in
+//! text parts, resources, structured content and exception details. DeerFlow's own name list (the web tools) is kept; beyond it,
 //! every MCP, ACP and component result is covered, as DeerFlow's newer release does for MCP.
 //! Builtins, host bash and the bundled sandbox-fs are ours: their output is never touched.
 

@@ -27,9 +27,11 @@ pub struct ComponentTool {
 }
 
 impl ComponentTool {
+    /// `spec` is what the component says about its tool; its description and schema texts are
+    /// neutralized here, as an MCP server's are, since both reach the model and MCP clients.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        spec: ToolSpec,
+        mut spec: ToolSpec,
         inner_name: String,
         runtime: Arc<Runtime>,
         component: Arc<LoadedComponent>,
@@ -37,6 +39,7 @@ impl ComponentTool {
         config: Map<String, Value>,
         sandbox: Arc<SandboxSettings>,
     ) -> Self {
+        toolhost_core::untrusted::sanitize_tool_spec(&mut spec);
         Self { spec, inner_name, runtime, component, caps, config: Value::Object(config).to_string(), sandbox }
     }
 
