@@ -3,6 +3,7 @@
 //! builtins, the MCP and ACP layers, and the directories every thread shares (skills, mounts).
 //! `extensions_config.json` is read here, once, into one type.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -65,6 +66,8 @@ pub(crate) struct Sources {
     pub public_skills: toolhost_skills::PublicSkillStates,
     /// What host bash's commands get, line by line (when a config entry offers host bash).
     pub host_bash: Option<Vec<String>>,
+    /// Component tools (component label, tool name) granted no writable thread directory.
+    pub read_only_tools: HashSet<(String, String)>,
 }
 
 impl Sources {
@@ -85,6 +88,7 @@ impl Sources {
         let sandbox = sandbox_settings(c, &shared, &disabled_skills, opts.write_file_max_bytes.as_deref());
         let mut entries = Vec::new();
         let mut host_bash = None;
+        let mut read_only_tools = HashSet::new();
         let env_lookup = |k: &str| opts.env.get(k);
         let fetcher = crate::provenance::TrustPolicy::from_config(&c.trust, &config.base_dir)
             .map(|policy| crate::provenance::Fetcher::new(policy, &c.trust, &opts.data_dir, &env_lookup));
@@ -127,6 +131,7 @@ impl Sources {
                 }
                 ConfigEntryState::Ready(_) => {}
             }
+            read_only_tools.extend(facts.read_only);
             for n in facts.notes {
                 problems.push(Problem::warning(format!("tools[{i}] '{}': {n}", tc.name)));
             }
@@ -148,7 +153,16 @@ impl Sources {
         if let Some(acp) = super::layers::acp_layer(c, &extensions) {
             layers.push(acp);
         }
-        Sources { entries, builtins, layers, shared, skills, public_skills, host_bash: host_bash.flatten() }
+        Sources {
+            entries,
+            builtins,
+            layers,
+            shared,
+            skills,
+            public_skills,
+            host_bash: host_bash.flatten(),
+            read_only_tools,
+        }
     }
 }
 
@@ -162,6 +176,8 @@ enum Built {
 #[derive(Default)]
 struct EntryFacts {
     grants: Option<String>,
+    /// The component tool (label, name) when its grant cannot write the thread.
+    read_only: Option<(String, String)>,
     provenance: Option<String>,
     notes: Vec<String>,
 }
@@ -244,7 +260,7 @@ impl EntryBuild<'_> {
         // The entry's block over the bundled component's defaults, key by key.
         let env = |k: &str| self.env.get(k);
         let defaults = crate::community::capabilities(&component, &listed.name, &extra, &env)
-            .or_else(|| bundled_defaults(&component))
+            .or_else(|| bundled_defaults(&component, &listed.name))
             .unwrap_or_default();
         let caps_cfg = tc.capabilities.clone().unwrap_or_default().merged_over(&defaults);
         let caps = match CapabilitySet::resolve(&caps_cfg, &env, &mut warnings) {
@@ -255,8 +271,12 @@ impl EntryBuild<'_> {
             tracing::warn!("tool '{}': {w}", tc.name);
         }
         facts.grants = Some(caps.describe());
+        let bound = crate::community::bound_name(&component, &listed.name).to_string();
+        if matches!(caps.fs, FilesGrant::None | FilesGrant::ReadOnly) {
+            facts.read_only = Some((component.to_string(), bound.clone()));
+        }
         let spec = ToolSpec {
-            name: crate::community::bound_name(&component, &listed.name).to_string(),
+            name: bound,
             description: listed.description.clone(),
             parameters: listed.parameters.clone(),
             group: Some(tc.group.clone()),
@@ -356,11 +376,17 @@ fn sandbox_settings(
     })
 }
 
-/// Default capabilities of bundled components (what DeerFlow's equivalents touch).
-fn bundled_defaults(component: &ComponentRef) -> Option<CapabilitiesConfig> {
+/// Default capabilities of bundled components (what DeerFlow's equivalents touch): sandbox-fs's
+/// `write_file` and `str_replace` write the thread's user data, its other tools only read it
+/// (so the disk quota need not watch them).
+fn bundled_defaults(component: &ComponentRef, tool: &str) -> Option<CapabilitiesConfig> {
     match component {
         ComponentRef::Bundled(n) if n == "sandbox-fs" => Some(CapabilitiesConfig {
-            filesystem: Some(FilesGrant::UserData),
+            filesystem: Some(if matches!(tool, "write_file" | "str_replace") {
+                FilesGrant::UserData
+            } else {
+                FilesGrant::ReadOnly
+            }),
             memory_mb: Some(256),
             timeout_s: Some(60.0),
             output_bytes: Some(16 << 20),
