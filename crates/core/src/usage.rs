@@ -159,7 +159,7 @@ pub fn trim(roots: &[WalkRoot], before: &Snapshot, limit: u64) -> Trimmed {
             Some(_) => None,
         })
         .collect();
-    taken.sort_by(|a, b| b.2.cmp(&a.2));
+    taken.sort_by_key(|t| std::cmp::Reverse(t.2));
     let mut cut = HashSet::new();
     for (e, old, _) in taken {
         if usage <= limit {
@@ -190,7 +190,7 @@ pub fn trim(roots: &[WalkRoot], before: &Snapshot, limit: u64) -> Trimmed {
     }
     // New directories, deepest first (each one's children come before it).
     let mut new_dirs: Vec<&Entry> = entries.iter().filter(|e| e.dir && !before.sizes.contains_key(&e.inode)).collect();
-    new_dirs.sort_by(|a, b| b.depth.cmp(&a.depth));
+    new_dirs.sort_by_key(|e| std::cmp::Reverse(e.depth));
     for e in new_dirs {
         if usage <= limit {
             break;
@@ -226,7 +226,7 @@ fn remove(roots: &[WalkRoot], e: &Entry, flags: AtFlags) -> Result<(), Errno> {
     let dir = parent.as_ref().map(|f| f.as_fd()).unwrap_or(roots[e.root].fd.as_fd());
     // Only the inode the walk met: a file put in its place since is not ours to judge.
     let st = rustix::fs::statat(dir, e.name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)?;
-    if (st.st_dev as u64, st.st_ino as u64) != e.inode {
+    if inode_of(&st) != e.inode {
         return Err(Errno::STALE);
     }
     rustix::fs::unlinkat(dir, e.name.as_os_str(), flags)
@@ -239,11 +239,17 @@ fn truncate(roots: &[WalkRoot], e: &Entry, len: u64) -> Result<u64, Errno> {
     let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, e.name.as_os_str(), flags, Mode::empty())?;
     let st = rustix::fs::fstat(&fd)?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || (st.st_dev as u64, st.st_ino as u64) != e.inode {
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || inode_of(&st) != e.inode {
         return Err(Errno::STALE);
     }
     rustix::fs::ftruncate(&fd, len)?;
     Ok(rustix::fs::fstat(&fd)?.st_blocks as u64 * 512)
+}
+
+/// `stat`'s field types differ between targets; the key is the same everywhere.
+#[allow(clippy::unnecessary_cast)]
+fn inode_of(st: &rustix::fs::Stat) -> InodeKey {
+    (st.st_dev as u64, st.st_ino as u64)
 }
 
 fn dir_flags() -> OFlags {
@@ -273,7 +279,7 @@ fn walk_dir(dir: BorrowedFd<'_>, root: usize, path: &mut Vec<OsString>, visit: &
             dir: is_dir,
             len: st.st_size as u64,
             allocated: (st.st_blocks as u64).saturating_mul(512),
-            inode: (st.st_dev as u64, st.st_ino as u64),
+            inode: inode_of(&st),
         };
         visit(root, path, name, &meta);
         if is_dir && path.len() < MAX_WALK_DEPTH {

@@ -253,9 +253,11 @@ impl Middleware for ThreadDiskQuotaMiddleware {
             Ok(Ok(None)) => outcome.unwrap_or_else(|| ToolOutcome::error("Error: the call was stopped")),
             Ok(Ok(Some((used, trimmed)))) => {
                 let peak = seen.unwrap_or(0).max(used);
-                let already = (limit > self.quota_bytes)
-                    .then(|| format!(" (the thread was already at {limit} bytes, over its quota, and may not grow)"))
-                    .unwrap_or_default();
+                let already = if limit > self.quota_bytes {
+                    format!(" (the thread was already at {limit} bytes, over its quota, and may not grow)")
+                } else {
+                    String::new()
+                };
                 ToolOutcome::error_of(
                     ErrorKind::Refused,
                     format!(
