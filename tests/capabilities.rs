@@ -229,5 +229,5 @@ async fn a_capabilities_block_merges_over_a_bundled_components_defaults() {
     assert!(!err && text == "merged", "{text}");
     let assembly = host.get_available_tools(&toolhost::assembly::AssemblyRequest::default()).await;
     let line = assembly.explain.iter().find(|e| e.name == "read_file").unwrap().reason.clone();
-    assert!(line.contains("files user-data") && line.contains("timeout 10s"), "{line}");
+    assert!(line.contains("files read-only") && line.contains("timeout 10s"), "{line}");
 }

@@ -191,6 +191,7 @@ impl Toolhost {
         let pipeline = crate::middleware::lead_agent_pipeline(
             &config.config.read_before_write,
             config.config.sandbox.as_ref().and_then(|s| s.thread_disk_quota_mb),
+            sources.read_only_tools.clone(),
             sources.skills.clone(),
             sources.public_skills.clone(),
         );

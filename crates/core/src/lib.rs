@@ -9,6 +9,7 @@ pub mod tempname;
 pub mod threadfs;
 pub mod tool;
 pub mod untrusted;
+pub mod usage;
 
 pub use client::{
     Client, ClientRequests, ElicitAction, Elicited, Role, Root, SamplingAnswer, SamplingMessage, SamplingRequest,

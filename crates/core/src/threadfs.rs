@@ -30,8 +30,6 @@ use crate::paths::{PathsError, ThreadPaths, VIRTUAL_ACP, VIRTUAL_USER_DATA};
 const DIR_MODE: u32 = 0o700;
 /// Mode of the host's private files (thread state, marks).
 const PRIVATE_FILE_MODE: u32 = 0o600;
-/// Directory depth the disk-usage walk descends to; deeper trees are counted up to here.
-const MAX_WALK_DEPTH: usize = 128;
 
 /// One of a thread's directories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -816,13 +814,33 @@ impl ThreadFs {
         Ok(())
     }
 
-    /// Bytes the thread's user data occupies on disk (allocated blocks, so a sparse file counts
-    /// what it really uses), walking without following links.
+    /// Bytes the thread's tool-written files occupy on disk — its user data and its ACP
+    /// workspace: allocated blocks (a sparse file counts what it really uses), each inode once,
+    /// walking without following links ([`crate::usage`]).
     pub fn disk_usage(&self) -> Result<u64, FsError> {
-        let dir = self.dir(ThreadDir::UserData)?;
-        let mut total = 0u64;
-        usage_walk(dir.as_fd(), 0, &mut total);
-        Ok(total)
+        Ok(crate::usage::total(&self.usage_roots()?))
+    }
+
+    /// [`disk_usage`](Self::disk_usage) with each file's size, for a later
+    /// [`trim_usage`](Self::trim_usage) to tell what was stored before from what came after.
+    pub fn usage_snapshot(&self) -> Result<crate::usage::Snapshot, FsError> {
+        Ok(crate::usage::snapshot(&self.usage_roots()?))
+    }
+
+    /// Bring the usage down to `limit` by taking back only what was written since `before`
+    /// (see [`crate::usage::trim`]).
+    pub fn trim_usage(&self, before: &crate::usage::Snapshot, limit: u64) -> Result<crate::usage::Trimmed, FsError> {
+        Ok(crate::usage::trim(&self.usage_roots()?, before, limit))
+    }
+
+    /// The directories usage covers: user data always (created if missing), the ACP workspace
+    /// when it exists.
+    fn usage_roots(&self) -> Result<Vec<crate::usage::WalkRoot>, FsError> {
+        let mut roots = vec![crate::usage::WalkRoot { fd: self.dir(ThreadDir::UserData)?, label: VIRTUAL_USER_DATA }];
+        if self.exists(ThreadDir::Acp) {
+            roots.push(crate::usage::WalkRoot { fd: self.dir(ThreadDir::Acp)?, label: VIRTUAL_ACP });
+        }
+        Ok(roots)
     }
 }
 
@@ -872,19 +890,6 @@ fn list_fd(dir: BorrowedFd<'_>, label: &str) -> Result<Vec<DirEntry>, FsError> {
         });
     }
     Ok(out)
-}
-
-fn usage_walk(dir: BorrowedFd<'_>, depth: usize, total: &mut u64) {
-    let Ok(entries) = list_fd(dir, "") else { return };
-    for e in entries {
-        *total = total.saturating_add(e.allocated);
-        if e.kind == EntryKind::Dir && depth < MAX_WALK_DEPTH {
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            if let Ok(sub) = rustix::fs::openat(dir, e.name.as_str(), flags, Mode::empty()) {
-                usage_walk(sub.as_fd(), depth + 1, total);
-            }
-        }
-    }
 }
 
 /// Open `rel` (normalised, no `..`) beneath `dir` read-only, following no symlink anywhere.

@@ -3,6 +3,7 @@
 //! builtins, the MCP and ACP layers, and the directories every thread shares (skills, mounts).
 //! `extensions_config.json` is read here, once, into one type.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -67,6 +68,8 @@ pub(crate) struct Sources {
     pub host_bash: Option<Vec<String>>,
     /// How each stdio MCP server and ACP agent is started, and what it gets.
     pub children: Vec<super::children::ChildReport>,
+    /// Component tools (component label, tool name) granted no writable thread directory.
+    pub read_only_tools: HashSet<(String, String)>,
 }
 
 impl Sources {
@@ -87,6 +90,7 @@ impl Sources {
         let sandbox = sandbox_settings(c, &shared, &disabled_skills, opts.write_file_max_bytes.as_deref());
         let mut entries = Vec::new();
         let mut host_bash = None;
+        let mut read_only_tools = HashSet::new();
         let env_lookup = |k: &str| opts.env.get(k);
         let fetcher = crate::provenance::TrustPolicy::from_config(&c.trust, &config.base_dir)
             .map(|policy| crate::provenance::Fetcher::new(policy, &c.trust, &opts.data_dir, &env_lookup));
@@ -129,6 +133,7 @@ impl Sources {
                 }
                 ConfigEntryState::Ready(_) => {}
             }
+            read_only_tools.extend(facts.read_only);
             for n in facts.notes {
                 problems.push(Problem::warning(format!("tools[{i}] '{}': {n}", tc.name)));
             }
@@ -153,7 +158,17 @@ impl Sources {
             layers.push(acp);
         }
         let children = child_reports(c, &extensions, &policy, problems);
-        Sources { entries, builtins, layers, shared, skills, public_skills, host_bash: host_bash.flatten(), children }
+        Sources {
+            entries,
+            builtins,
+            layers,
+            shared,
+            skills,
+            public_skills,
+            host_bash: host_bash.flatten(),
+            children,
+            read_only_tools,
+        }
     }
 }
 
@@ -226,6 +241,8 @@ enum Built {
 #[derive(Default)]
 struct EntryFacts {
     grants: Option<String>,
+    /// The component tool (label, name) when its grant cannot write the thread.
+    read_only: Option<(String, String)>,
     provenance: Option<String>,
     notes: Vec<String>,
 }
@@ -308,7 +325,7 @@ impl EntryBuild<'_> {
         // The entry's block over the bundled component's defaults, key by key.
         let env = |k: &str| self.env.get(k);
         let defaults = crate::community::capabilities(&component, &listed.name, &extra, &env)
-            .or_else(|| bundled_defaults(&component))
+            .or_else(|| bundled_defaults(&component, &listed.name))
             .unwrap_or_default();
         let caps_cfg = tc.capabilities.clone().unwrap_or_default().merged_over(&defaults);
         let caps = match CapabilitySet::resolve(&caps_cfg, &env, &mut warnings) {
@@ -319,8 +336,12 @@ impl EntryBuild<'_> {
             tracing::warn!("tool '{}': {w}", tc.name);
         }
         facts.grants = Some(caps.describe());
+        let bound = crate::community::bound_name(&component, &listed.name).to_string();
+        if matches!(caps.fs, FilesGrant::None | FilesGrant::ReadOnly) {
+            facts.read_only = Some((component.to_string(), bound.clone()));
+        }
         let spec = ToolSpec {
-            name: crate::community::bound_name(&component, &listed.name).to_string(),
+            name: bound,
             description: listed.description.clone(),
             parameters: listed.parameters.clone(),
             group: Some(tc.group.clone()),
@@ -420,11 +441,17 @@ fn sandbox_settings(
     })
 }
 
-/// Default capabilities of bundled components (what DeerFlow's equivalents touch).
-fn bundled_defaults(component: &ComponentRef) -> Option<CapabilitiesConfig> {
+/// Default capabilities of bundled components (what DeerFlow's equivalents touch): sandbox-fs's
+/// `write_file` and `str_replace` write the thread's user data, its other tools only read it
+/// (so the disk quota need not watch them).
+fn bundled_defaults(component: &ComponentRef, tool: &str) -> Option<CapabilitiesConfig> {
     match component {
         ComponentRef::Bundled(n) if n == "sandbox-fs" => Some(CapabilitiesConfig {
-            filesystem: Some(FilesGrant::UserData),
+            filesystem: Some(if matches!(tool, "write_file" | "str_replace") {
+                FilesGrant::UserData
+            } else {
+                FilesGrant::ReadOnly
+            }),
             memory_mb: Some(256),
             timeout_s: Some(60.0),
             output_bytes: Some(16 << 20),

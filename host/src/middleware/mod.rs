@@ -35,10 +35,12 @@ pub use tool_result_sanitization::ToolResultSanitizationMiddleware;
 /// filter, acts before the model call, not around a tool call: it is
 /// [`Toolhost::auto_promote`](crate::Toolhost::auto_promote).) toolhost's own
 /// ThreadDiskQuota layer, only when `sandbox.thread_disk_quota_mb` is set, sits right inside the
-/// read-before-write gate, so a write the gate refuses never counts.
+/// read-before-write gate, so a write the gate refuses never counts; `read_only_tools` names the
+/// component tools it need not watch (see [`ThreadDiskQuotaMiddleware::new`]).
 pub(crate) fn lead_agent_pipeline(
     read_before_write: &ReadBeforeWriteConfig,
     thread_disk_quota_mb: Option<u64>,
+    read_only_tools: std::collections::HashSet<(String, String)>,
     skills: toolhost_skills::SkillStore,
     public: toolhost_skills::PublicSkillStates,
 ) -> Pipeline {
@@ -52,7 +54,7 @@ pub(crate) fn lead_agent_pipeline(
         Arc::new(ClarificationMiddleware { disable: false }),
     ];
     if let Some(mb) = thread_disk_quota_mb {
-        layers.insert(3, Arc::new(ThreadDiskQuotaMiddleware::new(mb)));
+        layers.insert(3, Arc::new(ThreadDiskQuotaMiddleware::new(mb, read_only_tools)));
     }
     Pipeline::new(layers)
 }
