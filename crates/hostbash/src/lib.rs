@@ -25,9 +25,9 @@ use toolhost_audit::{mcp_allowed_paths, truncate_middle, validate_local_bash_com
 use toolhost_core::{CallContext, Tool, ToolOutcome, ToolSource, ToolSpec, VIRTUAL_ACP, VIRTUAL_SKILLS};
 use toolhost_net::NetGrant;
 
-pub use toolhost_confine::{confinement_status, harden_process, BashUser, ConfinementStatus};
 pub use rewrite::Mapping;
 pub use run::CAPTURE_LIMIT_BYTES;
+pub use toolhost_confine::{confinement_status, harden_process, BashUser, ConfinementStatus};
 
 use dirs::{thread_dir, ThreadDir};
 use toolhost_confine::child::{ChildPlan, TreeSetup};
@@ -399,11 +399,17 @@ impl BashTool {
         let mut plan = ChildPlan { workdir: Some(dup(&workspace)?), ..Default::default() };
         self.lingering.sweep();
         let mut tree = TreeSetup::default();
-        match self.cgroup_parent() {
-            Ok(parent) => {
-                let limits = if self.config.confine == ConfineMode::Full { self.limits() } else { TreeLimits::default() };
-                let (cgroup, procs) = tree::Cgroup::create(&parent, limits)
-                    .map_err(|e| format!("Error: Cannot create the command's cgroup: {e}"))?;
+        let mut identity = self.identity;
+        let limits = if self.config.confine == ConfineMode::Full { self.limits() } else { TreeLimits::default() };
+        let cgroup = self.cgroup_parent().and_then(|parent| {
+            tree::Cgroup::create(&parent, limits).map_err(|e| {
+                // The supervisor holds the tree instead, as where no cgroup can be made at all.
+                tracing::warn!("host bash: cannot create a command's cgroup under {}: {e}", parent.dir.display());
+                e.to_string()
+            })
+        });
+        match cgroup {
+            Ok((cgroup, procs)) => {
                 plan.cgroup_procs = procs;
                 tree.cgroup = Some(cgroup);
             }
@@ -412,6 +418,8 @@ impl BashTool {
                     .map_err(|e| format!("Error: Cannot prepare the command's supervisor: {e}"))?;
                 plan.reaper = Some(reaper);
                 tree.status = Some(status);
+                // No `pids.max` then: the process cap falls back to RLIMIT_NPROC.
+                identity = identity.with_max_processes(limits.max_processes);
             }
         }
         if self.pid_namespace() {
@@ -501,14 +509,15 @@ impl BashTool {
         };
         let ruleset = confine::build_ruleset(&fs, net_rule).map_err(confine_err)?;
         if plan.pid_namespace {
-            plan.fresh_proc_rule = confine::ruleset_fd(&ruleset).map_err(|e| format!("Error: Cannot confine the command: {e}"))?;
+            plan.fresh_proc_rule =
+                confine::ruleset_fd(&ruleset).map_err(|e| format!("Error: Cannot confine the command: {e}"))?;
             match plan.view.take() {
                 Some(view) => plan.view = Some(view.with_fresh_proc(true)),
                 None => plan.proc_view = Some(mountns::ProcView),
             }
         }
         plan.ruleset = Some(ruleset);
-        plan.identity = Some(self.identity);
+        plan.identity = Some(identity);
         plan.seccomp = Some(self.seccomp.clone().map_err(|e| format!("Error: Cannot build the seccomp filter: {e}"))?);
         Ok(Prepared { env, plan, tree })
     }
@@ -610,8 +619,10 @@ pub(crate) fn seccomp_policy(config: &BashConfig, identity: &Identity, mount_vie
             BashNetwork::Allowlist(_) => SocketPolicy::TcpClient,
         },
         unix: confine::abi() >= confine::RESOLVE_UNIX_ABI,
-        // With the read-only view, chmod outside the thread fails with EROFS and works inside.
-        uid0: identity.is_uid0() && !mount_view,
+        // With the read-only view, chmod outside the thread fails with EROFS and works inside;
+        // without it, a command of toolhost's own uid (root or not) owns files outside the
+        // thread that Landlock cannot keep it from chmod-ing.
+        owner_denied: identity.is_own_uid() && !mount_view,
     }
 }
 
