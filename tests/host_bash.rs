@@ -174,3 +174,107 @@ fn a_command_cannot_read_toolhosts_environment() {
         "{out}"
     );
 }
+
+/// `toolhost` run as `uid`:`uid` (no capabilities: the switch from root clears them).
+fn toolhost_as(uid: u32, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    use std::os::unix::process::CommandExt;
+    Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(args)
+        .uid(uid)
+        .gid(uid)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", dir)
+        .env("TOOLHOST_HOME", dir.join("home"))
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// This process's cgroup v2 directory's `toolhost` child, where a cgroup2 hierarchy is mounted.
+fn toolhost_cgroup_v2() -> Option<std::path::PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = info.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split_whitespace().next()? == "cgroup2").then(|| left.split_whitespace().nth(4).map(str::to_string))?
+    })?;
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let own = own.lines().find_map(|l| l.strip_prefix("0::"))?.trim().trim_start_matches('/').to_string();
+    Some(Path::new(&mount).join(own).join("toolhost"))
+}
+
+/// Finding 12: toolhost run by an unprivileged user offers host bash, confined — after root
+/// already made the `toolhost` cgroup it cannot write (the subreaper takes over), with
+/// `chmod` of the user's own files outside the thread refused (seccomp: Landlock does not govern
+/// it and this user owns them).
+#[test]
+fn a_non_root_toolhost_runs_bash_confined_after_root_made_the_cgroup() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!("SKIPPED: switching to an unprivileged uid needs a root test process");
+        return;
+    }
+    const NOBODY: u32 = 65534;
+    // Root first: its call makes the `toolhost` cgroup (and the v1 controllers' parents).
+    let root_dir = tempfile::tempdir().unwrap();
+    config(root_dir.path(), "");
+    let o = toolhost(
+        root_dir.path(),
+        &["call", "bash", r#"{"description": "d", "command": "echo as-root"}"#, "--thread", "t1"],
+        &[],
+    );
+    assert!(o.status.success() && text(&o).contains("as-root"), "{}", text(&o));
+    let cgroup = toolhost_cgroup_v2();
+    if let Some(cgroup) = &cgroup {
+        let meta = std::fs::metadata(cgroup).unwrap_or_else(|e| panic!("{}: {e}", cgroup.display()));
+        assert_eq!(meta.uid(), 0, "root made {}", cgroup.display());
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    config(dir.path(), "  bash_env: [PROBE_OUTSIDE]\n");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let victim = outside.join("victim");
+    std::fs::write(&victim, "mine").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+    for path in [dir.path(), &dir.path().join("config.yaml"), &outside, &victim] {
+        std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    let env = [("PROBE_OUTSIDE", outside.to_str().unwrap())];
+
+    let o = toolhost_as(NOBODY, dir.path(), &["tools", "--explain"], &env);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    for needle in [
+        "+ bash",
+        "host bash:\n  confined; the start-up self-test proved: Landlock refused a read and a write outside the thread",
+        "chmod refused outside the thread",
+        "identity: toolhost's own unprivileged user",
+        "seccomp (the command runs as toolhost's own uid",
+        "process tree: a subreaper supervisor per command",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?}:\n{out}");
+    }
+
+    let command = r#"echo hi; id -u; touch "$PROBE_OUTSIDE/x-outside"; chmod 0777 "$PROBE_OUTSIDE/victim"; echo inside > inside.txt; echo done"#;
+    let args = serde_json::json!({"description": "x", "command": command}).to_string();
+    let o = toolhost_as(NOBODY, dir.path(), &["call", "bash", &args, "--thread", "t"], &env);
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.starts_with(&format!("hi\n{NOBODY}\n")), "{out}");
+    assert!(out.contains("x-outside': Permission denied"), "Landlock refuses the write: {out}");
+    assert!(out.contains("victim': Operation not permitted"), "seccomp refuses the chmod: {out}");
+    assert!(!outside.join("x-outside").exists(), "the command wrote outside its thread");
+    let meta = std::fs::metadata(&victim).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o644, "the command changed a mode outside its thread");
+    let inside = dir.path().join("home/threads/t/user-data/workspace/inside.txt");
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "inside\n");
+    assert_eq!(std::fs::metadata(&inside).unwrap().uid(), NOBODY);
+
+    // A normal call still works.
+    let args = serde_json::json!({"description": "x", "command": "echo fine"}).to_string();
+    let o = toolhost_as(NOBODY, dir.path(), &["call", "bash", &args, "--thread", "t"], &env);
+    assert!(o.status.success() && text(&o).starts_with("fine\n"), "{}", text(&o));
+}

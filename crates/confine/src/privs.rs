@@ -152,6 +152,13 @@ impl Identity {
         self.user.is_none() && unsafe { libc::getuid() } == 0
     }
 
+    /// The command runs as toolhost's own uid (no `bash_user`): it owns what toolhost owns —
+    /// every root-owned file when that is uid 0 — and only a read-only view or seccomp keeps it
+    /// from changing those files' modes, owners and extended attributes.
+    pub fn is_own_uid(&self) -> bool {
+        self.user.is_none()
+    }
+
     /// Whether the bounding set is emptied (the parent holds CAP_SETPCAP).
     pub fn drops_bounding(&self) -> bool {
         self.setpcap
@@ -168,6 +175,11 @@ impl Identity {
             }
         }
         let limit = |resource, value: u64| {
+            // Never above the hard limit this process has: only a privileged one may raise it.
+            let mut had = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            // SAFETY: a valid rlimit struct to fill.
+            check(unsafe { libc::getrlimit(resource, &mut had) } as libc::c_long)?;
+            let value = value.min(had.rlim_max);
             let lim = libc::rlimit { rlim_cur: value, rlim_max: value };
             // SAFETY: a valid rlimit struct.
             check(unsafe { libc::setrlimit(resource, &lim) } as libc::c_long)

@@ -441,8 +441,10 @@ fn policy(network: &Network, identity: &Identity, namespaces: bool) -> SeccompPo
             Network::Proxy(_) => SocketPolicy::TcpClient,
         },
         unix: ruleset::abi() >= ruleset::RESOLVE_UNIX_ABI,
-        // With the read-only view, chmod outside the writable directories fails with EROFS.
-        uid0: identity.is_uid0() && !namespaces,
+        // With the read-only view, chmod outside the writable directories fails with EROFS;
+        // without it, a process of toolhost's own uid (root or not) owns files Landlock cannot
+        // keep it from chmod-ing.
+        owner_denied: identity.is_own_uid() && !namespaces,
     }
 }
 

@@ -23,9 +23,11 @@ pub struct SeccompPolicy {
     /// `AF_UNIX` sockets may be created: only where Landlock governs connecting to pathname
     /// sockets (ABI ≥ 9); elsewhere a command could connect to any socket path it can name.
     pub unix: bool,
-    /// The command runs as uid 0 without capabilities: it still owns every root-owned file, so
-    /// `chmod`, `chown` and extended attributes (ACLs) are refused.
-    pub uid0: bool,
+    /// The command runs as toolhost's own uid without a read-only view of the host: it owns
+    /// files outside its directories (uid 0 without capabilities every root-owned file, an
+    /// unprivileged toolhost its own), and Landlock does not govern `chmod`, `chown` or extended
+    /// attributes (ACLs) — so they are refused.
+    pub owner_denied: bool,
 }
 
 /// The audit architecture this build runs on, checked first by the filter.
@@ -112,7 +114,7 @@ fn always_denied() -> Vec<(&'static str, i64)> {
     list
 }
 
-/// Refused when the command runs as uid 0 (it owns every root-owned file).
+/// Refused when the command runs as toolhost's own uid (it owns files outside its directories).
 fn owner_denied() -> Vec<(&'static str, i64)> {
     use libc::*;
     let mut list = vec![
@@ -157,8 +159,11 @@ pub fn describe(policy: &SeccompPolicy) -> Vec<String> {
             names(always_denied())
         ),
     ];
-    if policy.uid0 {
-        lines.push(format!("seccomp (uid 0 owns root's files): EPERM for {}", names(owner_denied())));
+    if policy.owner_denied {
+        lines.push(format!(
+            "seccomp (the command runs as toolhost's own uid, which owns files outside the command's directories): EPERM for {}",
+            names(owner_denied())
+        ));
     }
     let unix = if policy.unix {
         "AF_UNIX sockets allowed (Landlock governs connecting to their paths)"
@@ -272,7 +277,7 @@ pub fn program(policy: &SeccompPolicy) -> Result<Vec<libc::sock_filter>, String>
         a.bind(ok);
     }
     let mut denied = always_denied();
-    if policy.uid0 {
+    if policy.owner_denied {
         denied.extend(owner_denied());
     }
     for (_, nr) in &denied {
@@ -415,8 +420,8 @@ mod tests {
     fn programs_assemble_for_every_policy() {
         for sockets in [SocketPolicy::None, SocketPolicy::TcpClient] {
             for unix in [false, true] {
-                for uid0 in [false, true] {
-                    let p = program(&SeccompPolicy { sockets, unix, uid0 }).unwrap();
+                for owner_denied in [false, true] {
+                    let p = program(&SeccompPolicy { sockets, unix, owner_denied }).unwrap();
                     assert!(p.len() < 400, "{}", p.len());
                     assert_eq!(p.last().map(|i| (i.code, i.k)), Some((BPF_RET_K, RET_ALLOW)));
                 }

@@ -78,7 +78,26 @@ fn v1_parent(controller: &str) -> Option<PathBuf> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(_) => return None,
     }
+    // A v1 hierarchy checks only the destination's `cgroup.procs` when a process joins.
+    usable(&dir, None).ok()?;
     Some(dir)
+}
+
+/// Whether this process can make the per-tree cgroups under `dir` and move a child into them:
+/// make one, open its `cgroup.procs` (and the `join_ancestor`'s: cgroup v2 wants write access
+/// where the child's cgroup and the new one meet), remove it. A `toolhost` cgroup root made
+/// earlier exists for an unprivileged toolhost too, but is not its to use.
+fn usable(dir: &Path, join_ancestor: Option<&Path>) -> io::Result<()> {
+    let probe = dir.join(format!("{}-probe", std::process::id()));
+    match fs::create_dir(&probe) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let writable = |d: &Path| fs::OpenOptions::new().write(true).open(d.join("cgroup.procs")).map(drop);
+    let result = writable(&probe).and_then(|()| join_ancestor.map_or(Ok(()), writable));
+    let removed = fs::remove_dir(&probe);
+    result.and(removed)
 }
 
 /// Enable `controller` for the per-tree cgroups under `dir` in the v2 hierarchy: in its parent's
@@ -135,6 +154,9 @@ fn own_cgroup() -> Option<String> {
 }
 
 /// Find (and create) the parent cgroup, once per process: `<mount><own cgroup>/toolhost`.
+/// `Err` says why there is none this process may use (then a subreaper holds each tree): no
+/// cgroup2 hierarchy, or one this process may not write — an unprivileged toolhost outside a
+/// delegated cgroup, including when root made `toolhost` there before.
 pub fn cgroup_parent() -> Result<CgroupParent, String> {
     static PARENT: OnceLock<Result<CgroupParent, String>> = OnceLock::new();
     PARENT
@@ -147,6 +169,9 @@ pub fn cgroup_parent() -> Result<CgroupParent, String> {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(format!("cannot create the cgroup {}: {e}", dir.display())),
             }
+            let own_dir = dir.parent().unwrap_or(&mount);
+            usable(&dir, Some(own_dir))
+                .map_err(|e| format!("cannot make cgroups under {} and join them: {e}", dir.display()))?;
             let has_kill = dir.join("cgroup.kill").exists();
             let mechanism = |controller: &str| {
                 if enable_v2(&dir, controller) {

@@ -59,7 +59,7 @@ pub(crate) fn lines(tool: &BashTool) -> Vec<String> {
                 "chmod/chown/xattrs refused by seccomp (uid 0 still owns root's files) — run scripts as `bash x.sh` / `python3 x.py`, not `chmod +x`"
             }
         ),
-        None => "identity: toolhost's own unprivileged user, no capabilities, no_new_privs".into(),
+        None => "identity: toolhost's own unprivileged user, no capabilities, no_new_privs; chmod/chown/xattrs refused by seccomp (the user owns its files outside the thread) — run scripts as `bash x.sh` / `python3 x.py`, not `chmod +x`".into(),
     });
     lines.push(match &c.network {
         BashNetwork::None => format!(
@@ -104,14 +104,19 @@ pub(crate) fn lines(tool: &BashTool) -> Vec<String> {
     });
     let cap =
         |v: Option<u64>, unit: &str, scale: u64| v.map_or("unlimited".to_string(), |v| format!("{} {unit}", v / scale));
-    let mechanism = |m: &LimitMechanism| match m {
+    let rlimit = if tool.identity.is_uid0() {
+        "RLIMIT_NPROC; not enforced for uid 0"
+    } else {
+        "RLIMIT_NPROC, which counts every process of the command's uid"
+    };
+    let mechanism = |m: &LimitMechanism, or: &str| match m {
         LimitMechanism::CgroupV2 => "cgroup v2".to_string(),
         LimitMechanism::CgroupV1(dir) => format!("cgroup v1 {}", dir.display()),
-        LimitMechanism::Rlimit => "RLIMIT_NPROC; not enforced for uid 0".to_string(),
+        LimitMechanism::Rlimit => or.to_string(),
     };
     let (pids, memory) = match tool.cgroup_parent() {
-        Ok(p) => (mechanism(&p.pids), mechanism(&p.memory)),
-        Err(_) => ("RLIMIT_NPROC; not enforced for uid 0".to_string(), "not enforced without a cgroup".to_string()),
+        Ok(p) => (mechanism(&p.pids, rlimit), mechanism(&p.memory, "not enforced without a memory controller")),
+        Err(_) => (rlimit.to_string(), "not enforced without a cgroup".to_string()),
     };
     lines.push(format!(
         "tree caps: {} (sandbox.bash_max_processes; {pids}), {} of memory (sandbox.bash_memory_mb; {memory})",

@@ -386,12 +386,17 @@ impl BashTool {
         let mut plan = ChildPlan { workdir: Some(dup(&workspace)?), ..Default::default() };
         self.lingering.sweep();
         let mut tree = TreeSetup::default();
-        match self.cgroup_parent() {
-            Ok(parent) => {
-                let limits =
-                    if self.config.confine == ConfineMode::Full { self.limits() } else { TreeLimits::default() };
-                let (cgroup, procs) = tree::Cgroup::create(&parent, limits)
-                    .map_err(|e| format!("Error: Cannot create the command's cgroup: {e}"))?;
+        let mut identity = self.identity;
+        let limits = if self.config.confine == ConfineMode::Full { self.limits() } else { TreeLimits::default() };
+        let cgroup = self.cgroup_parent().and_then(|parent| {
+            tree::Cgroup::create(&parent, limits).map_err(|e| {
+                // The supervisor holds the tree instead, as where no cgroup can be made at all.
+                tracing::warn!("host bash: cannot create a command's cgroup under {}: {e}", parent.dir.display());
+                e.to_string()
+            })
+        });
+        match cgroup {
+            Ok((cgroup, procs)) => {
                 plan.cgroup_procs = procs;
                 tree.cgroup = Some(cgroup);
             }
@@ -400,6 +405,8 @@ impl BashTool {
                     .map_err(|e| format!("Error: Cannot prepare the command's supervisor: {e}"))?;
                 plan.reaper = Some(reaper);
                 tree.status = Some(status);
+                // No `pids.max` then: the process cap falls back to RLIMIT_NPROC.
+                identity = identity.with_max_processes(limits.max_processes);
             }
         }
         if self.pid_namespace() {
@@ -497,7 +504,7 @@ impl BashTool {
             }
         }
         plan.ruleset = Some(ruleset);
-        plan.identity = Some(self.identity);
+        plan.identity = Some(identity);
         plan.seccomp = Some(self.seccomp.clone().map_err(|e| format!("Error: Cannot build the seccomp filter: {e}"))?);
         Ok(Prepared { env, plan, tree })
     }
@@ -585,8 +592,10 @@ pub(crate) fn seccomp_policy(config: &BashConfig, identity: &Identity, mount_vie
             BashNetwork::Allowlist(_) => SocketPolicy::TcpClient,
         },
         unix: confine::abi() >= confine::RESOLVE_UNIX_ABI,
-        // With the read-only view, chmod outside the thread fails with EROFS and works inside.
-        uid0: identity.is_uid0() && !mount_view,
+        // With the read-only view, chmod outside the thread fails with EROFS and works inside;
+        // without it, a command of toolhost's own uid (root or not) owns files outside the
+        // thread that Landlock cannot keep it from chmod-ing.
+        owner_denied: identity.is_own_uid() && !mount_view,
     }
 }
 
