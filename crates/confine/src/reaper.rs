@@ -2,8 +2,15 @@
 //! forks, and the process that stays behind becomes a supervisor — a child subreaper, so every
 //! orphan of the command (a `setsid`, double-forked daemon included) is re-parented to it rather
 //! than to init. It reports the shell's exit status on a pipe, reaps orphans, exits once the
-//! tree is empty, and on SIGTERM (the timeout, a cancelled call, toolhost's death through
-//! `PR_SET_PDEATHSIG`) kills its children until none is left. Only syscalls run in it.
+//! tree is empty, and on SIGTERM (the timeout, a cancelled call) or toolhost's death kills its
+//! children until none is left. Only syscalls run in it.
+//!
+//! toolhost's death is seen on the *lifeline*: a pipe made once per toolhost process whose write
+//! end only toolhost holds (each supervisor closes its inherited copy first thing; commands lose
+//! theirs at exec). When toolhost exits, however it exits, the read end hangs up. Not
+//! `PR_SET_PDEATHSIG`: that fires when the *thread* that forked exits, and toolhost forks from
+//! whatever thread asks (a tokio blocking-pool thread ends after ten idle seconds), which would
+//! kill a long-lived MCP server's whole tree.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -19,6 +26,103 @@ pub struct ReaperPlan {
     /// `arg_end`): the supervisor is a fork of toolhost and, as init of a pid namespace, is the
     /// one process the command sees; its copy of that line is cleared.
     argv: Option<(usize, usize)>,
+    /// The lifeline's ends ([`lifeline`]), as this process holds them.
+    lifeline: (libc::c_int, libc::c_int),
+}
+
+/// The lifeline pipe, made once: (read end, write end), both close-on-exec.
+fn lifeline() -> io::Result<(libc::c_int, libc::c_int)> {
+    static LIFELINE: std::sync::OnceLock<(OwnedFd, OwnedFd)> = std::sync::OnceLock::new();
+    if let Some((r, w)) = LIFELINE.get() {
+        return Ok((r.as_raw_fd(), w.as_raw_fd()));
+    }
+    let (r, w) = pipe()?;
+    let (r, w) = LIFELINE.get_or_init(|| (r, w));
+    Ok((r.as_raw_fd(), w.as_raw_fd()))
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both were just created.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Signals a supervisor waits for, blocked, and a signalfd that reports them (set up in the
+/// forked child: syscalls only).
+struct Signals {
+    set: libc::sigset_t,
+    old: libc::sigset_t,
+}
+
+impl Signals {
+    /// Block SIGCHLD and SIGTERM, keeping the mask they replaced.
+    fn block() -> Self {
+        // SAFETY: sigset operations on stack values.
+        unsafe {
+            let mut s = Signals { set: std::mem::zeroed(), old: std::mem::zeroed() };
+            libc::sigemptyset(&mut s.set);
+            libc::sigaddset(&mut s.set, libc::SIGCHLD);
+            libc::sigaddset(&mut s.set, libc::SIGTERM);
+            libc::sigprocmask(libc::SIG_BLOCK, &s.set, &mut s.old);
+            s
+        }
+    }
+
+    /// Back to the mask before [`block`](Self::block) (in the process that will exec).
+    fn restore(&self) {
+        // SAFETY: restores the saved mask.
+        unsafe { libc::sigprocmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+
+    /// Wait until a blocked signal arrives or the lifeline (at `lifeline`) hangs up: `true` for
+    /// a kill request (SIGTERM, or toolhost gone), `false` for SIGCHLD.
+    fn wait(&self, sfd: libc::c_int, lifeline: libc::c_int) -> bool {
+        loop {
+            let mut fds = [
+                libc::pollfd { fd: sfd, events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: lifeline, events: libc::POLLIN, revents: 0 },
+            ];
+            // SAFETY: polls two descriptors this process owns.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+            if n < 0 {
+                if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return true;
+            }
+            if fds[1].revents != 0 {
+                return true;
+            }
+            if fds[0].revents != 0 {
+                // SAFETY: a zeroed siginfo buffer the size signalfd reads.
+                let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+                let size = std::mem::size_of::<libc::signalfd_siginfo>();
+                // SAFETY: reads one record into `info`.
+                let got = unsafe { libc::read(sfd, (&mut info as *mut libc::signalfd_siginfo).cast(), size) };
+                if got == size as isize && info.ssi_signo == libc::SIGTERM as u32 {
+                    return true;
+                }
+                return false;
+            }
+        }
+    }
+
+    /// A signalfd for the blocked signals, at the lowest free descriptor.
+    fn fd(&self) -> libc::c_int {
+        // SAFETY: a new signalfd for a valid set.
+        unsafe { libc::signalfd(-1, &self.set, libc::SFD_CLOEXEC) }
+    }
+}
+
+/// A copy of the lifeline's read end above every descriptor the juggling that follows puts in
+/// place, so that no `dup2` onto a low number closes it.
+fn lift(read: libc::c_int) -> libc::c_int {
+    // SAFETY: duplicates a descriptor this process owns.
+    unsafe { libc::fcntl(read, libc::F_DUPFD, 64) }
 }
 
 /// `arg_start` and `arg_end` of this process, read once.
@@ -40,15 +144,9 @@ pub struct StatusPipe(pub OwnedFd);
 
 impl ReaperPlan {
     pub fn new() -> io::Result<(Self, StatusPipe)> {
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: pipe2 fills two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: both were just created.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (read, write) = pipe()?;
         let null = OwnedFd::from(std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?);
-        Ok((Self { status: write, null, argv: argv_area() }, StatusPipe(read)))
+        Ok((Self { status: write, null, argv: argv_area(), lifeline: lifeline()? }, StatusPipe(read)))
     }
 
     /// The first `pre_exec` step. Returns in the command's process; the supervisor never
@@ -56,52 +154,48 @@ impl ReaperPlan {
     /// it dies, the kernel kills everything else in it, and a `/proc` mounted there shows only
     /// the tree.
     pub fn fork_in_child(&self, pid_namespace: bool) -> io::Result<()> {
+        // Only toolhost may hold the lifeline's write end.
+        // SAFETY: closes this process's copy of a descriptor it inherited.
+        unsafe { libc::close(self.lifeline.1) };
         if pid_namespace {
-            // The process toolhost started stays in toolhost's pid namespace and only waits:
-            // it dies with toolhost (and then the supervisor, its child, ends the tree).
-            // SAFETY: prctl with integer arguments.
-            if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            // The process toolhost started stays in toolhost's pid namespace and only waits; it
+            // kills the namespace's init (and so everything in it) on SIGTERM or when toolhost
+            // is gone.
             // SAFETY: unshare in the single-threaded child; it applies to the fork below.
             if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
                 return Err(io::Error::last_os_error());
             }
+            let signals = Signals::block();
             // SAFETY: fork in a single-threaded child.
             match unsafe { libc::fork() } {
                 -1 => return Err(io::Error::last_os_error()),
-                0 => self.clear_argv(),
-                init => self.wait_and_exit(init),
+                0 => {
+                    signals.restore();
+                    self.clear_argv();
+                    // Init's parent is the waiter, a process of one thread: its death is
+                    // toolhost's or the tree's end.
+                    // SAFETY: prctl with integer arguments.
+                    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) } != 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
+                init => self.wait_and_exit(init, &signals),
             }
         }
         // SAFETY: prctl with integer arguments.
         if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        // toolhost dying is a kill request too.
-        // SAFETY: prctl with integer arguments.
-        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: sigset operations on stack values.
-        let (mut wanted, mut old): (libc::sigset_t, libc::sigset_t) =
-            unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
-        unsafe {
-            libc::sigemptyset(&mut wanted);
-            libc::sigaddset(&mut wanted, libc::SIGCHLD);
-            libc::sigaddset(&mut wanted, libc::SIGTERM);
-            libc::sigprocmask(libc::SIG_BLOCK, &wanted, &mut old);
-        }
+        let signals = Signals::block();
         // SAFETY: fork in a single-threaded child.
         match unsafe { libc::fork() } {
             -1 => Err(io::Error::last_os_error()),
             0 => {
                 // The command: its own signal mask back, then the rest of the plan and exec.
-                // SAFETY: restores the saved mask.
-                unsafe { libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+                signals.restore();
                 Ok(())
             }
-            shell => self.supervise(shell, &wanted, pid_namespace),
+            shell => self.supervise(shell, &signals, pid_namespace),
         }
     }
 
@@ -115,20 +209,27 @@ impl ReaperPlan {
         }
     }
 
-    /// The process toolhost started, outside the namespace: let go of every descriptor, wait
-    /// for the namespace's init, and exit with its status.
-    fn wait_and_exit(&self, init: libc::pid_t) -> ! {
+    /// The process toolhost started, outside the namespace: let go of every descriptor but the
+    /// lifeline, wait for the namespace's init, and exit with its status; on SIGTERM or
+    /// toolhost's death kill init first. Init's exit returns only once the kernel has ended
+    /// every other process of the namespace, so when this process is gone the tree is.
+    fn wait_and_exit(&self, init: libc::pid_t, signals: &Signals) -> ! {
+        let lifeline = lift(self.lifeline.0);
         // SAFETY: descriptor juggling on descriptors this process owns.
         unsafe {
             libc::dup2(self.null.as_raw_fd(), 0);
             libc::dup2(self.null.as_raw_fd(), 1);
             libc::dup2(self.null.as_raw_fd(), 2);
-            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+            libc::dup2(lifeline, 3);
+            libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
         }
+        let sfd = signals.fd();
+        let mut killed = false;
         loop {
             let mut status: libc::c_int = 0;
+            let flags = if killed { 0 } else { libc::WNOHANG };
             // SAFETY: waits for the one child.
-            let pid = unsafe { libc::waitpid(init, &mut status, 0) };
+            let pid = unsafe { libc::waitpid(init, &mut status, flags) };
             if pid == init {
                 let code =
                     if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
@@ -137,25 +238,32 @@ impl ReaperPlan {
             if pid < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
                 exit(127);
             }
+            if !killed && (sfd < 0 || signals.wait(sfd, 3)) {
+                // SAFETY: kills this process's own child.
+                unsafe { libc::kill(init, libc::SIGKILL) };
+                killed = true;
+            }
         }
     }
 
-    fn supervise(&self, shell: libc::pid_t, wanted: &libc::sigset_t, init: bool) -> ! {
-        // Let go of everything but the status pipe: the command's pipes must reach EOF when the
-        // command's tree closes them, and std's spawn-error pipe when the shell execs.
+    fn supervise(&self, shell: libc::pid_t, signals: &Signals, init: bool) -> ! {
+        // Let go of everything but the status pipe and the lifeline: the command's pipes must
+        // reach EOF when the command's tree closes them, and std's spawn-error pipe when the
+        // shell execs.
+        let lifeline = lift(self.lifeline.0);
         // SAFETY: descriptor juggling on descriptors this process owns.
         unsafe {
             libc::dup2(self.null.as_raw_fd(), 0);
             libc::dup2(self.null.as_raw_fd(), 1);
             libc::dup2(self.null.as_raw_fd(), 2);
             libc::dup2(self.status.as_raw_fd(), 3);
-            libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
+            libc::dup2(lifeline, 4);
+            libc::syscall(libc::SYS_close_range, 5u32, u32::MAX, 0u32);
         }
+        let sfd = signals.fd();
         let mut shell_done = false;
         loop {
-            // SAFETY: waits for one of the blocked signals.
-            let sig = unsafe { libc::sigwaitinfo(wanted, std::ptr::null_mut()) };
-            if sig == libc::SIGTERM {
+            if sfd < 0 || signals.wait(sfd, 4) {
                 // As init of the namespace, exiting is the kill: the kernel ends every process
                 // in it (and pids read from /proc here would be the host's, not this
                 // namespace's).

@@ -98,7 +98,7 @@ pub(crate) fn lines(tool: &BashTool) -> Vec<String> {
         ),
     });
     lines.push(if tool.pid_namespace() {
-        "processes: a private pid namespace and /proc per command: other threads' commands and toolhost itself are not there to see; the tree dies with toolhost (its supervisor has PR_SET_PDEATHSIG)".to_string()
+        "processes: a private pid namespace and /proc per command: other threads' commands and toolhost itself are not there to see; the tree dies with toolhost (its supervisor watches a pipe only toolhost holds)".to_string()
     } else {
         "processes: other processes stay visible in /proc (no CAP_SYS_ADMIN for a pid namespace); their environments and memory are not readable".to_string()
     });

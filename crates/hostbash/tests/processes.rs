@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{ctx, processes_with, run, tool};
 use toolhost_core::Status;
-use toolhost_hostbash::{confinement_status, BashTool, ConfinementStatus};
+use toolhost_hostbash::{confinement_status, BashTool, ConfinementStatus, TreeMode};
 
 /// Landlock and a root test process; where the kernel itself lacks Landlock, skip visibly.
 fn confined_as_root() -> bool {
@@ -224,4 +224,85 @@ async fn a_background_process_outlives_its_command_in_its_own_pid_namespace_unti
     // The host's shutdown ends it.
     drop(t);
     eventually("the heartbeat is gone", || processes_with("heartbeat-7171.sh").is_empty());
+}
+
+/// A command started from a thread that then ends (as tokio's blocking-pool threads do after ten
+/// idle seconds) leaves its background process running: the tree is tied to toolhost's life,
+/// not to the thread that forked it. With the subreaper and with the cgroup.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tree_outlives_the_thread_that_started_it() {
+    if !confined_as_root() {
+        return;
+    }
+    for (mode, marker) in [(TreeMode::Auto, "1000.7271"), (TreeMode::Subreaper, "1000.7272")] {
+        let data = tempfile::tempdir().unwrap();
+        let c = ctx(data.path(), "t1");
+        let t = Arc::new(tool(|b| b.tree = mode));
+        let (t2, c2) = (t.clone(), c.clone());
+        let command = format!("sleep {marker} > /dev/null 2>&1 & echo started");
+        let (text, status) = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(run(&t2, &c2, &command))
+        })
+        .join()
+        .unwrap();
+        assert_eq!((text.as_str(), status), ("started\n", Status::Success), "{mode:?}");
+        eventually("the sleeper runs", || !processes_with(marker).is_empty());
+        // The thread is gone; give a death signal bound to it time to arrive.
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(!processes_with(marker).is_empty(), "{mode:?}: the tree died with the thread that started it");
+        let (text, _) = run(&t, &c, "echo still").await;
+        assert_eq!(text, "still\n");
+        drop(t);
+        eventually("the sleeper is gone", || processes_with(marker).is_empty());
+    }
+}
+
+/// When the process that started a tree dies — even by SIGKILL, with no chance to clean up — the
+/// tree goes with it. The "toolhost" here is this test binary run again as a child, which starts
+/// a command leaving a sleeper behind and then waits to be killed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tree_dies_with_the_process_that_started_it_even_by_sigkill() {
+    if std::env::var_os("TOOLHOST_TEST_LIFELINE_CHILD").is_some() {
+        return;
+    }
+    if !confined_as_root() {
+        return;
+    }
+    for (mode, marker) in [("auto", "1000.7273"), ("subreaper", "1000.7274")] {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "lifeline_child", "--nocapture", "--test-threads=1"])
+            .env("TOOLHOST_TEST_LIFELINE_CHILD", marker)
+            .env("TOOLHOST_TEST_LIFELINE_MODE", mode)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        eventually("the child's sleeper runs", || !processes_with(marker).is_empty());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        eventually("the sleeper is gone with its toolhost", || processes_with(marker).is_empty());
+    }
+    // A normal command still works.
+    let data = tempfile::tempdir().unwrap();
+    let c = ctx(data.path(), "t1");
+    let (text, _) = run(&tool(|_| {}), &c, "echo ok").await;
+    assert_eq!(text, "ok\n");
+}
+
+/// The child of the test above (does nothing unless run as that child).
+#[tokio::test(flavor = "multi_thread")]
+async fn lifeline_child() {
+    let Some(marker) = std::env::var_os("TOOLHOST_TEST_LIFELINE_CHILD") else { return };
+    let marker = marker.into_string().unwrap();
+    let mode = match std::env::var("TOOLHOST_TEST_LIFELINE_MODE").as_deref() {
+        Ok("subreaper") => TreeMode::Subreaper,
+        _ => TreeMode::Auto,
+    };
+    let data = tempfile::tempdir().unwrap();
+    let c = ctx(data.path(), "t1");
+    let t = tool(|b| b.tree = mode);
+    let (text, _) = run(&t, &c, &format!("setsid sleep {marker} > /dev/null 2>&1 & echo started")).await;
+    assert_eq!(text, "started\n");
+    tokio::time::sleep(Duration::from_secs(60)).await;
 }
