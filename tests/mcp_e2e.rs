@@ -51,7 +51,7 @@ impl Setup {
     }
 
     /// Run and check the exit status: 0 for a command that did its job, 2 for a `call` whose
-    /// tool answered with an error (the CLI's contract, `host/src/cli`), 1 for a failed command.
+    /// tool answered with an error (the CLI's contract, `cli/src`), 1 for a failed command.
     fn run_expect(&self, args: &[&str], code: i32) -> Output {
         let o = self.run(args);
         assert_eq!(

@@ -126,7 +126,7 @@ fn unknown_ids_are_named_and_a_flood_of_tasks_hits_the_cap_and_serving_goes_on()
     assert_eq!(reply(&mut raw, 20)["error"]["code"], -32021);
 
     // A flood: spinning tasks up to the cap, then one more is refused naming the limit.
-    let cap = toolhost::server::tasks::MAX_RUNNING;
+    let cap = toolhost_serve::tasks::MAX_RUNNING;
     let mut ids = Vec::new();
     for i in 0..cap as u64 {
         let r = request(&mut raw, 1000 + i, "tools/call", json!({"name": "spin", "arguments": {}}));

@@ -15,7 +15,7 @@ use toolhost_core::{
 pub use toolhost_subagents::agents::{AgentConfig, AgentError};
 
 use crate::assembly::{self, Assembly, AssemblyFacts, AssemblyRequest, Builtin, Sources, ToolLayer};
-use crate::config::{self, AppConfig, LoadedConfig};
+use crate::config::{self, AppConfig, LoadedConfig, TaskSupport};
 use crate::error::{HostError, Problem};
 use crate::middleware::{Pipeline, ToolRequest};
 use crate::options::HostOptions;
@@ -389,11 +389,27 @@ impl Toolhost {
 
     /// The skills as the skill policy sees them (`None` when no skills directory is configured
     /// or it cannot be read).
-    pub(crate) fn skill_registry(&self) -> Option<toolhost_skills::SkillRegistry> {
+    pub fn skill_registry(&self) -> Option<toolhost_skills::SkillRegistry> {
         if !self.sources.skills.layout().root.is_dir() {
             return None;
         }
         self.sources.skills.load_registry(&self.sources.public_skills).ok()
+    }
+
+    /// How a front end may run `name` as an MCP task (the tasks extension): its `tools:`
+    /// entry's `task_support:`, else — given the tool's `spec` — `optional` for the tools that
+    /// may run long (components, host bash, MCP and ACP tools, `task`) and `forbidden` for the
+    /// other builtins (they answer at once; `ask_clarification` needs the call's own request to
+    /// ask). Without a spec, a tool with no `task_support:` is `forbidden`.
+    pub fn task_support(&self, name: &str, spec: Option<&ToolSpec>) -> TaskSupport {
+        if let Some(s) = self.config().tool_config(name).and_then(|t| t.task_support) {
+            return s;
+        }
+        match spec.map(|s| &s.source) {
+            Some(toolhost_core::ToolSource::Builtin) if name != "task" => TaskSupport::Forbidden,
+            Some(toolhost_core::ToolSource::Other { .. }) | None => TaskSupport::Forbidden,
+            Some(_) => TaskSupport::Optional,
+        }
     }
 
     /// The thread's current state.

@@ -23,14 +23,12 @@ mod options;
 pub mod provenance;
 pub mod runtime;
 mod serve_config;
-#[cfg(feature = "server")]
-pub mod server;
 pub mod state_store;
 mod subagents;
 mod tools;
 
 pub use assembly::{AgentRun, AssemblyRequest, Builtin, BuiltinCondition, LayerKind, ToolLayer};
-pub use config::{validate as validate_config, AppConfig, ConfigError, ConfigLoadError};
+pub use config::{validate as validate_config, AppConfig, ConfigError, ConfigLoadError, TaskSupport};
 pub use error::{HostError, Problem, Severity};
 pub use host::{list_agents, AgentConfig, AgentError, CallOptions, CallResult, Thread, ToolCall, Toolhost};
 pub use options::{ConfigSource, Environment, HostOptions};

@@ -1,6 +1,6 @@
 //! The `toolhost` binary: parses arguments and wires library calls; nothing else.
 
-#[path = "cli/mod.rs"]
+#[path = "mod.rs"]
 mod cli;
 
 fn main() -> std::process::ExitCode {

@@ -29,7 +29,7 @@ impl Lang {
 }
 
 /// The WIT contract (`wit/tool.wit`).
-const TOOL_WIT: &str = include_str!("../../../wit/tool.wit");
+const TOOL_WIT: &str = include_str!("../../wit/tool.wit");
 
 /// The pinned toolchain versions `scripts/install-authoring-toolchains.sh` installs.
 const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
@@ -43,12 +43,12 @@ const COMMON: Files = &[("wit/tool.wit", TOOL_WIT)];
 
 const RUST: Files = &[
     ("Cargo.toml", include_str!("templates/rust/Cargo.toml.tmpl")),
-    ("Cargo.lock", include_str!("../../../guest-tools/Cargo.lock")),
+    ("Cargo.lock", include_str!("../../guest-tools/Cargo.lock")),
     ("src/lib.rs", include_str!("templates/rust/lib.rs")),
     ("tests/toolhost.rs", include_str!("templates/rust/toolhost_test.rs")),
     ("vendor/toolhost-sdk/Cargo.toml", include_str!("templates/rust/sdk-Cargo.toml.tmpl")),
-    ("vendor/toolhost-sdk/src/lib.rs", include_str!("../../../guest-tools/sdk/src/lib.rs")),
-    ("vendor/toolhost-sdk/src/http.rs", include_str!("../../../guest-tools/sdk/src/http.rs")),
+    ("vendor/toolhost-sdk/src/lib.rs", include_str!("../../guest-tools/sdk/src/lib.rs")),
+    ("vendor/toolhost-sdk/src/http.rs", include_str!("../../guest-tools/sdk/src/http.rs")),
     ("README.md", include_str!("templates/rust/README.md")),
     ("config.yaml", include_str!("templates/config.yaml")),
     (".gitignore", "/target\n/build\n/.toolhost\n"),
@@ -56,7 +56,7 @@ const RUST: Files = &[
 
 const PYTHON: Files = &[
     ("app.py", include_str!("templates/python/app.py")),
-    ("toolhost_sdk.py", include_str!("../../../guest-tools/sdk-python/toolhost_sdk.py")),
+    ("toolhost_sdk.py", include_str!("../../guest-tools/sdk-python/toolhost_sdk.py")),
     ("test_tool.py", include_str!("templates/python/test_tool.py")),
     ("README.md", include_str!("templates/python/README.md")),
     ("config.yaml", include_str!("templates/config.yaml")),
@@ -65,7 +65,7 @@ const PYTHON: Files = &[
 
 const JS: Files = &[
     ("app.js", include_str!("templates/js/app.js")),
-    ("toolhost-sdk.js", include_str!("../../../guest-tools/sdk-js/toolhost-sdk.js")),
+    ("toolhost-sdk.js", include_str!("../../guest-tools/sdk-js/toolhost-sdk.js")),
     ("test.mjs", include_str!("templates/js/test.mjs")),
     ("package.json", include_str!("templates/js/package.json")),
     ("README.md", include_str!("templates/js/README.md")),
@@ -76,18 +76,18 @@ const JS: Files = &[
 /// The WIT a Python or JavaScript project builds against (`guest-tools/sdk-wit`): the SDK worlds
 /// (`tool-component-py`, `tool-component-js`), toolhost's contract and the WASI packages they use.
 const SDK_WIT: Files = &[
-    ("wit/world.wit", include_str!("../../../guest-tools/sdk-wit/world.wit")),
+    ("wit/world.wit", include_str!("../../guest-tools/sdk-wit/world.wit")),
     ("wit/deps/toolhost-tool/tool.wit", TOOL_WIT),
-    ("wit/deps/wasi-cli/cli.wit", include_str!("../../../guest-tools/sdk-wit/deps/wasi-cli/cli.wit")),
-    ("wit/deps/wasi-clocks/clocks.wit", include_str!("../../../guest-tools/sdk-wit/deps/wasi-clocks/clocks.wit")),
+    ("wit/deps/wasi-cli/cli.wit", include_str!("../../guest-tools/sdk-wit/deps/wasi-cli/cli.wit")),
+    ("wit/deps/wasi-clocks/clocks.wit", include_str!("../../guest-tools/sdk-wit/deps/wasi-clocks/clocks.wit")),
     (
         "wit/deps/wasi-filesystem/filesystem.wit",
-        include_str!("../../../guest-tools/sdk-wit/deps/wasi-filesystem/filesystem.wit"),
+        include_str!("../../guest-tools/sdk-wit/deps/wasi-filesystem/filesystem.wit"),
     ),
-    ("wit/deps/wasi-http/http.wit", include_str!("../../../guest-tools/sdk-wit/deps/wasi-http/http.wit")),
-    ("wit/deps/wasi-io/io.wit", include_str!("../../../guest-tools/sdk-wit/deps/wasi-io/io.wit")),
-    ("wit/deps/wasi-random/random.wit", include_str!("../../../guest-tools/sdk-wit/deps/wasi-random/random.wit")),
-    ("wit/deps/wasi-sockets/sockets.wit", include_str!("../../../guest-tools/sdk-wit/deps/wasi-sockets/sockets.wit")),
+    ("wit/deps/wasi-http/http.wit", include_str!("../../guest-tools/sdk-wit/deps/wasi-http/http.wit")),
+    ("wit/deps/wasi-io/io.wit", include_str!("../../guest-tools/sdk-wit/deps/wasi-io/io.wit")),
+    ("wit/deps/wasi-random/random.wit", include_str!("../../guest-tools/sdk-wit/deps/wasi-random/random.wit")),
+    ("wit/deps/wasi-sockets/sockets.wit", include_str!("../../guest-tools/sdk-wit/deps/wasi-sockets/sockets.wit")),
 ];
 
 /// `toolhost new NAME --lang L [--dir DIR]`: write the project; returns what to print.

@@ -15,7 +15,7 @@ use rmcp::service::SubscriptionSink;
 use rmcp::ErrorData as McpError;
 
 use super::resources::{changed, stamp, vpath_of, Stamp};
-use crate::host::Toolhost;
+use toolhost::Toolhost;
 
 /// Listen streams one `serve` keeps open at once.
 pub const MAX_LISTENERS: usize = 1000;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use crate::host::Toolhost;
+use toolhost::Toolhost;
 
 /// The `_meta` key of a request that names its thread.
 pub const META_THREAD: &str = "toolhost/thread";

@@ -396,7 +396,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 agent: toolhost::AgentRun { plan_mode: *plan_mode, ..Default::default() },
                 ..Default::default()
             };
-            let opts = toolhost::server::ServeOptions {
+            let opts = toolhost_serve::ServeOptions {
                 http: http.clone(),
                 thread: thread.clone(),
                 allow_hosts: allow_host.clone(),
@@ -405,7 +405,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 insecure_no_auth: *insecure_no_auth,
                 request,
                 agent: agent.clone(),
-                filter: toolhost::server::ToolFilter { only: tools.clone(), exclude: exclude.clone() },
+                filter: toolhost_serve::ToolFilter { only: tools.clone(), exclude: exclude.clone() },
                 limits: Default::default(),
             };
             let flags = LimitFlags {
@@ -647,11 +647,11 @@ fn raise_file_limit() {
 /// `initialize` at once while the host opens in the background (a cold start compiles components).
 async fn serve(
     cli: &Cli,
-    mut opts: toolhost::server::ServeOptions,
+    mut opts: toolhost_serve::ServeOptions,
     LimitFlags { max_sessions, max_sessions_per_client, session_idle_timeout, thread_ttl, sse_poll_after }: LimitFlags,
 ) -> anyhow::Result<ExitCode> {
     if let Some(addr) = &opts.http {
-        toolhost::server::check_auth(&opts.http_options(addr)?)?;
+        toolhost_serve::check_auth(&opts.http_options(addr)?)?;
         raise_file_limit();
     }
     // The `toolhost:` section now; the rest of the config and the components load in the
@@ -679,7 +679,7 @@ async fn serve(
     }
     opts.limits = limits;
     let for_open = cli.clone();
-    let host: toolhost::server::HostOpening = Box::pin(async move {
+    let host: toolhost_serve::HostOpening = Box::pin(async move {
         match tokio::task::spawn_blocking(move || open(&for_open)).await {
             // A shared state store is connected now: a wrong `state_store.url` or an unreachable
             // server stops serving with that error instead of failing every call.
@@ -691,7 +691,7 @@ async fn serve(
             Err(e) => Err(format!("opening the host failed: {e}")),
         }
     });
-    toolhost::server::run(&cli.data_dir, host, opts).await?;
+    toolhost_serve::run(&cli.data_dir, host, opts).await?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -4,7 +4,7 @@
 //! component sizes, and what compiling each costs against loading it from the precompile cache.
 //! Builds the Python and JS templates with `toolhost build` first (the pinned toolchains of
 //! scripts/install-authoring-toolchains.sh); the Rust tool is the bundled `hello` (the template's
-//! code). Run with `cargo bench -p toolhost --bench authoring`; `AUTHORING_BENCH_CALLS` sets the
+//! code). Run with `cargo bench -p toolhost-cli --bench authoring`; `AUTHORING_BENCH_CALLS` sets the
 //! timed calls per language (default 200).
 
 use std::path::{Path, PathBuf};

@@ -20,8 +20,8 @@ use serde_json::json;
 use toolhost_core::threadfs::EntryKind;
 use toolhost_core::{FsError, ThreadFs};
 
-use crate::assembly::AssemblyRequest;
-use crate::host::Toolhost;
+use toolhost::AssemblyRequest;
+use toolhost::Toolhost;
 
 /// The URI scheme of thread files.
 pub const SCHEME: &str = "toolhost://";

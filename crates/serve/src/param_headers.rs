@@ -10,7 +10,7 @@ use std::sync::{Arc, RwLock, Weak};
 use rmcp::model::Tool;
 use serde_json::Value;
 
-use crate::assembly::Assembly;
+use toolhost::assembly::Assembly;
 
 /// Name → MCP tool, for the served tools that declare `x-mcp-header` parameters. Shared by
 /// every session of one `serve` (rmcp makes a handler per session, and per request when

@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use rmcp::ServiceExt as _;
 
-use crate::assembly::AssemblyRequest;
-use crate::host::Toolhost;
+use toolhost::AssemblyRequest;
+use toolhost::Toolhost;
 
 pub use handler::{
     outcome_to_result, McpSessionHandler, Opening, Served, ToolFilter, ERROR_TEXT_MAX_CHARS, META_TASK_SUPPORT,
@@ -95,7 +95,7 @@ pub enum ServeError {
     StateKey(String),
 }
 
-pub use crate::serve_config::ServeConfig;
+pub use toolhost::ServeConfig;
 
 /// What `toolhost serve` was asked for.
 #[derive(Debug, Clone)]

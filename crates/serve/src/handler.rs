@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
-    CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, CreateTaskResult, ElicitRequestParams,
-    ElicitationAction, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
+    CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, CreateTaskResult,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation,
     InputRequiredResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
     ProgressToken, ReadResourceRequestParams, ReadResourceResponse, Reference, RequestParamsMeta, Resource,
@@ -32,9 +32,9 @@ use super::listen::{Changes, Listeners};
 use super::mrtr::{call_binding, Round, RoundEnd, StateSeal};
 use super::tasks::TaskStore;
 use super::threads::{check_client_thread, Hold, ThreadKeeper, META_THREAD, THREAD_HEADER};
-use crate::assembly::AssemblyRequest;
-use crate::config::TaskSupport;
-use crate::host::{CallOptions, CallResult, Toolhost};
+use toolhost::AssemblyRequest;
+use toolhost::TaskSupport;
+use toolhost::{CallOptions, CallResult, Toolhost};
 
 /// What every session of one `serve` shares once the host is open.
 pub struct Served {
@@ -61,7 +61,7 @@ impl Served {
             _ => serde_json::json!({"type": "object", "properties": {}}).as_object().cloned().unwrap_or_default(),
         };
         let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema));
-        let support = McpSessionHandler::task_support(self, Some(spec), &spec.name);
+        let support = self.host.task_support(&spec.name, Some(spec));
         let mut meta = rmcp::model::MetaObject::default();
         meta.0.insert(META_TASK_SUPPORT.into(), Value::String(support.as_str().into()));
         tool.meta = Some(meta);
@@ -161,21 +161,6 @@ impl McpSessionHandler {
             subscriptions: Default::default(),
             log_level: Default::default(),
             tasks,
-        }
-    }
-
-    /// How `name` may run as an MCP task: the `task_support:` of its config entry, else
-    /// `optional` for the tools that may run long (components, host bash, MCP and ACP tools,
-    /// `task`) and `forbidden` for the other builtins (they answer at once, and
-    /// `ask_clarification` needs the call's own request to elicit).
-    fn task_support(served: &Served, spec: Option<&toolhost_core::ToolSpec>, name: &str) -> TaskSupport {
-        if let Some(s) = served.host.config().tool_config(name).and_then(|t| t.task_support) {
-            return s;
-        }
-        match spec.map(|s| &s.source) {
-            Some(toolhost_core::ToolSource::Builtin) if name != "task" => TaskSupport::Forbidden,
-            Some(toolhost_core::ToolSource::Other { .. }) | None => TaskSupport::Forbidden,
-            Some(_) => TaskSupport::Optional,
         }
     }
 
@@ -832,14 +817,12 @@ impl ServerHandler for McpSessionHandler {
         }
         // MCP tasks: a client that supports them gets the tools that may run long as a task.
         let wants_tasks = cx.client_capabilities().is_some_and(|c| c.supports_tasks());
-        let configured = served.host.config().tool_config(&name).and_then(|t| t.task_support);
-        let support = match configured {
-            Some(s) => s,
-            None if wants_tasks => {
-                let specs = served.host.model_tools(&served.request, &thread).await.map_err(internal)?;
-                Self::task_support(&served, specs.iter().find(|s| s.name == name), &name)
-            }
-            None => TaskSupport::Optional,
+        // Without tasks only a configured `required` matters, and that needs no spec.
+        let support = if wants_tasks {
+            let specs = served.host.model_tools(&served.request, &thread).await.map_err(internal)?;
+            served.host.task_support(&name, specs.iter().find(|s| s.name == name))
+        } else {
+            served.host.task_support(&name, None)
         };
         match support {
             TaskSupport::Required if !wants_tasks => {
@@ -930,35 +913,19 @@ async fn elicit_answer(cx: &RequestContext<RoleServer>, round: Option<&Arc<Round
         "required": ["answer"],
     });
     // Protocol 2026-07-28: asked in the call's result like a component's question; with no
-    // answer yet, the round notes the question and the call ends with it (SEP-2322).
-    if let Some(round) = round {
-        return match round.client().elicit(question.to_string(), schema).await {
-            Ok(r) if r.action == toolhost_core::ElicitAction::Accept => {
-                r.content.as_ref().and_then(|c| c.get("answer")).and_then(Value::as_str).map(str::to_string)
-            }
-            _ => None,
-        };
-    }
-    let supports = cx.peer.peer_info().is_some_and(|i| i.capabilities.elicitation.is_some());
-    if !supports {
-        return None;
-    }
-    let requested_schema = match serde_json::from_value(schema) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!("elicitation schema: {e}");
-            return None;
-        }
+    // answer yet, the round notes the question and the call ends with it (SEP-2322). Otherwise
+    // over the session, as a component's question is.
+    let client = match round {
+        Some(round) => round.client(),
+        None => toolhost_core::Client::new(super::client::PeerClient { peer: cx.peer.clone() }),
     };
-    let params =
-        ElicitRequestParams::FormElicitationParams { meta: None, message: question.to_string(), requested_schema };
-    match cx.peer.create_elicitation(params).await {
-        Ok(r) if r.action == ElicitationAction::Accept => {
+    match client.elicit(question.to_string(), schema).await {
+        Ok(r) if r.action == toolhost_core::ElicitAction::Accept => {
             r.content.as_ref().and_then(|c| c.get("answer")).and_then(Value::as_str).map(str::to_string)
         }
         Ok(_) => None,
         Err(e) => {
-            tracing::warn!("elicitation for ask_clarification failed: {e}");
+            tracing::debug!("ask_clarification: no answer from the client: {e}");
             None
         }
     }
