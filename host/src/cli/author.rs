@@ -209,9 +209,10 @@ fn run(mut cmd: Command, what: &str) -> anyhow::Result<()> {
 }
 
 /// The Rolldown config `toolhost build` hands `jco componentize --bundle-config`.
-const JS_BUNDLE_CONFIG: &str =
-    "// Written by `toolhost build`: toolhost:tool/* are the component's WIT imports, not npm modules.\n\
-                                export default { external: [/^toolhost:/] };\n";
+const JS_BUNDLE_CONFIG: &str = concat!(
+    "// Written by `toolhost build`: toolhost:tool/* are the component's WIT imports, not npm modules.\n",
+    "export default { external: [/^toolhost:/] };\n",
+);
 
 /// Build the project in `dir` with its language's toolchain; returns the component file.
 fn compile(dir: &Path, lang: Lang, name: &str) -> anyhow::Result<PathBuf> {
