@@ -13,8 +13,6 @@ use std::process::Command;
 mod authoring;
 #[path = "support/paths.rs"]
 mod paths;
-#[path = "support/registry.rs"]
-mod registry;
 
 /// The ```sh blocks of a Markdown text, in order.
 fn sh_blocks(md: &str) -> Vec<String> {
@@ -70,8 +68,11 @@ fn every_command_in_docs_authoring_md_runs() {
     let bin_dir = bin.parent().unwrap();
     // One cargo target dir for the Rust template across runs (its dependencies build once).
     let rust_target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("authoring-rust-target");
-    // The registry the "Sign and publish" section pushes to and pulls from.
-    let registry = registry::Registry::start(None);
+    // The registry the "Sign and publish" section starts, pushes to and pulls from: on a free
+    // loopback port, stopped when the test ends, whatever happened.
+    let registry_host =
+        format!("127.0.0.1:{}", std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port());
+    let _registry = StopRegistry(dir.path().join("registry/pid"));
     let started = std::time::Instant::now();
     let out = Command::new("bash")
         .arg("-c")
@@ -79,7 +80,7 @@ fn every_command_in_docs_authoring_md_runs() {
         .current_dir(dir.path())
         .env("PATH", authoring::path_with(&[bin_dir]))
         .env("TOOLHOST_REPO", authoring::root())
-        .env("TOOLHOST_REGISTRY", registry.host())
+        .env("TOOLHOST_REGISTRY", &registry_host)
         .env("CARGO_TARGET_DIR", &rust_target)
         .env_remove("TOOLHOST_CONFIG")
         .env_remove("TOOLHOST_HOME")
@@ -103,13 +104,40 @@ fn every_command_in_docs_authoring_md_runs() {
     assert!(stdout.contains("sales.csv: 2 rows, 2 columns"), "{stdout}");
     // Signed, pushed, and pulled by a config that requires the publisher's signature.
     assert!(stdout.contains("signed by trusted key"), "{stdout}");
-    assert!(
-        stdout.contains(&format!("pushed build/greet.wasm to oci://{}/tools/greet:1.0", registry.host())),
-        "{stdout}"
-    );
+    assert!(stdout.contains(&format!("pushed build/greet.wasm to oci://{registry_host}/tools/greet:1.0")), "{stdout}");
     assert!(stdout.contains("Hi, Grace."), "{stdout}");
     assert_eq!(stdout.matches("refused: exit status 2").count(), 2, "{stdout}");
     assert!(!stdout.contains("root:x:0:0"), "a read outside the grant leaked /etc/passwd: {stdout}");
+    // Without the grant, the reason names it instead of reading like a missing file.
+    assert!(
+        stdout.contains(
+            "NotGrantedError: /mnt/user-data/uploads/sales.csv is not granted: this tool's capabilities.filesystem is `none`"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("NotGrantedError: /etc/passwd is not granted"), "{stdout}");
+    // `toolhost build` of csv-summary prints the grant its config.yaml gives (user-data), not none.
+    let csv_entry = stdout.split("csv-summary.wasm@sha256:").nth(1).unwrap_or_default();
+    let csv_entry: String = csv_entry.lines().take(5).collect::<Vec<_>>().join("\n");
+    assert!(csv_entry.contains("capabilities:\n      filesystem: user-data"), "{csv_entry}");
+    // A component changed after signing: the call says why, and where to look.
+    assert!(stdout.contains("changed after signing: exit status 2"), "{stdout}");
+    assert!(stderr.contains("toolhost: tool 'greet' is not available: refused:"), "{stderr}");
+    assert!(stderr.contains("`toolhost check --config config.yaml`"), "{stderr}");
+    // The JavaScript builds print no bundler warnings about the WIT imports.
+    assert!(stdout.contains("built ") && stderr.contains("jco componentize app.js"), "{stderr}");
+    assert!(!stdout.contains("UNRESOLVED_IMPORT") && !stderr.contains("UNRESOLVED_IMPORT"), "{stderr}");
+}
+
+/// Stops the registry the docs started (its pid in `registry/pid`) when the test ends.
+struct StopRegistry(std::path::PathBuf);
+
+impl Drop for StopRegistry {
+    fn drop(&mut self) {
+        if let Some(pid) = std::fs::read_to_string(&self.0).ok().and_then(|p| p.trim().parse::<i32>().ok()) {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
 }
 
 #[test]

@@ -4,10 +4,11 @@
 //! grant (refused, the secret not leaked), a loop that hits `timeout_s` — each hostile call
 //! followed by a normal call that still works.
 //!
-//! The built copy of each example carries three more tools the shipped example does not: `spin` (a
+//! The built copy of each example carries four more tools the shipped example does not: `spin` (a
 //! loop that never ends) for the limit test, `fetch_url` (the SDK's `fetch`, over wasi:http)
-//! for the network test against a TLS server on loopback, and `ask_user` (the SDK's `elicit` and
-//! sampling call, answered with an embedded resource) for the client test.
+//! for the network test against a TLS server on loopback, `ask_user` (the SDK's `elicit` and
+//! sampling call, answered with an embedded resource) for the client test, and `file_op` (the
+//! SDK's file helpers) for the grant-naming test.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -48,6 +49,22 @@ def fetch_url(ctx: Context, url: str, method: str = "GET", body: str = "") -> st
 
 import json
 from toolhost_sdk import elicit, create_message, ClientError, Output
+from toolhost_sdk import open as granted_open, NotGrantedError
+
+
+@tool
+def file_op(ctx: Context, path: str, text: str = "") -> str:
+    """Read a file, or write `text` to it (the grant test)."""
+    try:
+        if text:
+            with granted_open(path, "w") as f:
+                f.write(text)
+        with granted_open(path) as f:
+            return f"{'wrote ' if text else ''}{path}: {f.read()}"
+    except NotGrantedError as e:
+        return f"denied: {e}"
+    except FileNotFoundError as e:
+        return f"missing: {e}"
 
 
 @tool
@@ -78,6 +95,24 @@ const askUser = defineTool({
       return JsOutput.error(`ClientError: ${e.message}`);
     }
     return JsOutput.text(`${a.action} ${JSON.stringify(a.content)} / ${said}`).withResource("test://answer", a.action, "text/plain");
+  },
+});
+
+import { readTextFile as readText, writeTextFile, NotGrantedError, FileNotFoundError } from "./toolhost-sdk.js";
+
+const fileOp = defineTool({
+  name: "file_op",
+  description: "Read a file, or write `text` to it (the grant test).",
+  parameters: { type: "object", properties: { path: { type: "string" }, text: { type: "string" } }, required: ["path"] },
+  run(ctx, { path, text }) {
+    try {
+      if (text) writeTextFile(path, text);
+      return `${text ? "wrote " : ""}${path}: ${readText(path)}`;
+    } catch (e) {
+      if (e instanceof NotGrantedError) return `denied: ${e.message}`;
+      if (e instanceof FileNotFoundError) return `missing: ${e.message}`;
+      throw e;
+    }
   },
 });
 
@@ -137,7 +172,9 @@ fn md_table() -> &'static Path {
             assert!(text.contains(export));
             let text = text.replace(
                 export,
-                &format!("{JS_SPIN}\nexport const tool = exportTools([markdownTable, spin, fetchUrl, askUser]);"),
+                &format!(
+                    "{JS_SPIN}\nexport const tool = exportTools([markdownTable, spin, fetchUrl, askUser, fileOp]);"
+                ),
             );
             std::fs::write(&app, text).unwrap();
         })
@@ -320,11 +357,11 @@ struct Reader {
 }
 
 fn python_reader() -> Reader {
-    Reader { wasm: csv_summary(), tool: "summarize_data", key: "path", refusal: "Error", good: "3 rows" }
+    Reader { wasm: csv_summary(), tool: "summarize_data", key: "path", refusal: "NotGrantedError", good: "3 rows" }
 }
 
 fn js_reader() -> Reader {
-    Reader { wasm: md_table(), tool: "markdown_table", key: "file", refusal: "FileNotFoundError", good: "| north  |" }
+    Reader { wasm: md_table(), tool: "markdown_table", key: "file", refusal: "NotGrantedError", good: "| north  |" }
 }
 
 impl Reader {
@@ -351,6 +388,13 @@ impl Reader {
         std::fs::write(env2.uploads().join("sales.csv"), SALES).unwrap();
         let (text, err, _) = call(&env2, self.tool, self.args("/mnt/user-data/uploads/sales.csv")).await;
         assert!(err && text.contains(self.refusal) && !text.contains("north"), "{text}");
+        // The refusal names the grant, not a missing file.
+        assert!(
+            text.contains(
+                "/mnt/user-data/uploads/sales.csv is not granted: this tool's capabilities.filesystem is `none`"
+            ) && text.contains("`user-data` (reading and writing) would open it"),
+            "{text}"
+        );
         let (text, err, _) = call(&env, self.tool, self.args("/mnt/user-data/uploads/sales.csv")).await;
         assert!(!err && text.contains(self.good), "{text}");
     }
@@ -369,6 +413,59 @@ impl Reader {
         let (text, err, _) = call(&env, self.tool, self.args("/mnt/user-data/uploads/sales.csv")).await;
         assert!(!err && text.contains(self.good), "after the loop: {text}");
     }
+}
+
+// ---- both languages: the SDK's file helpers tell a denial from a missing file ----
+
+/// `file_op` of component `wasm` (the SDK's typed file helpers) under each grant: a missing file
+/// is `FileNotFoundError`, a path outside the grant or a write where it is read-only is
+/// `NotGrantedError` naming the grant; `user-data` writes, and the bytes land in the thread.
+async fn file_helpers_tell_a_denial_from_a_missing_file(wasm: &Path) {
+    let read_only = open(wasm, &[("file_op", "{filesystem: read-only, memory_mb: 256, timeout_s: 20}")]);
+    std::fs::write(read_only.uploads().join("sales.csv"), SALES).unwrap();
+    let op = |path: &str, text: &str| json!({"path": path, "text": text});
+    let (text, err, _) = call(&read_only, "file_op", op("/mnt/user-data/uploads/sales.csv", "")).await;
+    assert!(!err && text.contains("north,10,2.5"), "{text}");
+    let (text, _, _) = call(&read_only, "file_op", op("/mnt/user-data/uploads/none.csv", "")).await;
+    assert!(text.starts_with("missing: ") && text.contains("/mnt/user-data/uploads/none.csv"), "{text}");
+    let (text, _, _) = call(&read_only, "file_op", op("/mnt/user-data/outputs/out.md", "x")).await;
+    assert_eq!(
+        text,
+        "denied: /mnt/user-data/outputs/out.md is read-only for this tool: its capabilities.filesystem is \
+         `read-only`; `user-data` would allow writing"
+    );
+    let (text, _, _) = call(&read_only, "file_op", op("/etc/passwd", "")).await;
+    assert!(text.starts_with("denied: /etc/passwd is not granted:") && text.contains("(`read-only`)"), "{text}");
+    assert!(!text.contains("root:"), "{text}");
+    let outputs = read_only.dir.path().join("data/threads/t1/user-data/outputs/out.md");
+    assert!(!outputs.exists(), "a read-only grant wrote");
+
+    let none = open(wasm, &[("file_op", "{memory_mb: 256, timeout_s: 20}")]);
+    let (text, _, _) = call(&none, "file_op", op("/mnt/user-data/outputs/out.md", "")).await;
+    assert!(
+        text.starts_with(
+            "denied: /mnt/user-data/outputs/out.md is not granted: this tool's capabilities.filesystem is `none`"
+        ) && text.contains("`outputs`, `read-only` or `user-data` would open it"),
+        "{text}"
+    );
+
+    let user_data = open(wasm, &[("file_op", FILES)]);
+    let (text, err, _) = call(&user_data, "file_op", op("/mnt/user-data/outputs/out.md", "# report\n")).await;
+    assert!(!err && text == "wrote /mnt/user-data/outputs/out.md: # report\n", "{text}");
+    let written = user_data.dir.path().join("data/threads/t1/user-data/outputs/out.md");
+    assert_eq!(std::fs::read_to_string(written).unwrap(), "# report\n");
+    let (text, _, _) = call(&user_data, "file_op", op("/mnt/user-data/outputs/no-dir/out.md", "x")).await;
+    assert!(text.starts_with("missing: "), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_file_helpers_tell_a_denial_from_a_missing_file() {
+    file_helpers_tell_a_denial_from_a_missing_file(csv_summary()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_file_helpers_tell_a_denial_from_a_missing_file() {
+    file_helpers_tell_a_denial_from_a_missing_file(md_table()).await;
 }
 
 // ---- both languages: asking the client (toolhost:tool@0.4.0) ----

@@ -91,6 +91,47 @@ async fn a_read_only_grant_reads_but_never_writes() {
     assert!(!env.path("data/threads/t1/user-data/outputs/new.txt").exists());
 }
 
+/// `filesystem: outputs` (docs/authoring.md, "Grant capabilities"): the thread's outputs
+/// directory read-write, and nothing else — not the workspace, the uploads, the skills or a mount.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outputs_grant_opens_only_the_outputs_directory_read_write() {
+    let env = open(&[("read", "{filesystem: user-data}")]);
+    call(&env, "read", json!({"path": "/mnt/user-data/workspace/none"})).await;
+    std::fs::write(workspace(&env).join("secret.txt"), "THREAD-SECRET").unwrap();
+    std::fs::write(env.path("data/threads/t1/user-data/uploads/up.txt"), "UPLOADED").unwrap();
+    let env = open_in(env.dir, &[("read", "{filesystem: outputs}"), ("write", "{filesystem: outputs}")]);
+    let (text, err) = call(&env, "write", json!({"path": "/mnt/user-data/outputs/report.md"})).await;
+    assert!(!err, "outputs is writable: {text}");
+    assert_eq!(std::fs::read_to_string(env.path("data/threads/t1/user-data/outputs/report.md")).unwrap(), "pwned");
+    let (text, err) = call(&env, "read", json!({"path": "/mnt/user-data/outputs/report.md"})).await;
+    assert!(!err && text.contains("pwned"), "outputs is readable: {text}");
+    for path in [
+        "/mnt/user-data/workspace/secret.txt",
+        "/mnt/user-data/uploads/up.txt",
+        "/mnt/skills/public/demo/SKILL.md",
+        "/mnt/ro/data.txt",
+        "/mnt/user-data/outputs/../workspace/secret.txt",
+    ] {
+        let (text, err) = call(&env, "read", json!({ "path": path })).await;
+        assert!(err, "{path}: {text}");
+        assert!(
+            !text.contains("THREAD-SECRET") && !text.contains("UPLOADED") && !text.contains("skill body"),
+            "{text}"
+        );
+        assert!(!text.contains("read-only data"), "{path}: {text}");
+    }
+    for (path, host) in [
+        ("/mnt/user-data/workspace/new.txt", workspace(&env).join("new.txt")),
+        ("/mnt/user-data/uploads/new.txt", env.path("data/threads/t1/user-data/uploads/new.txt")),
+        ("/mnt/rw/new.txt", env.path("rw/new.txt")),
+    ] {
+        let (text, err) = call(&env, "write", json!({ "path": path })).await;
+        assert!(err, "{path}: {text}");
+        assert!(!host.exists(), "{path} was written");
+    }
+    assert_eq!(std::fs::read_to_string(workspace(&env).join("secret.txt")).unwrap(), "THREAD-SECRET");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_filesystem_grant_sees_nothing_of_the_thread() {
     let env = open(&[("read", "{filesystem: user-data}")]);

@@ -375,3 +375,23 @@ fn tools_json_shows_a_components_own_description_neutralized() {
         assert!(!raw.contains(forged), "{forged:?} reached the listing: {raw}");
     }
 }
+
+/// Log lines go to stderr without colour escapes when stderr is not a terminal (a pipe here),
+/// so a log file or CI output reads as plain text.
+#[test]
+fn logs_carry_no_colour_escapes_off_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    // A tool whose config name differs from the component's own logs a warning.
+    std::fs::write(dir.path().join("config.yaml"), "tools:\n  - name: greeter\n    group: demo\n    use: hello\n")
+        .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_toolhost"))
+        .args(["tools", "--config", dir.path().join("config.yaml").to_str().unwrap()])
+        .env("TOOLHOST_HOME", dir.path().join("data"))
+        .env("TOOLHOST_LOG", "warn")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("WARN") && err.contains("differs from the tool's own name"), "no log line to check: {err}");
+    assert!(!err.contains('\u{1b}'), "colour escapes in a piped log: {err:?}");
+}

@@ -263,6 +263,16 @@ fn signatures_are_required_checked_and_cross_checked_with_minisign() {
     let ex = explain(&p, "d1", &cfg);
     assert!(ex.contains("not signed") && ex.contains("t/unsigned") && ex.contains(&trusted), "{ex}");
     p.assert_nothing_of("d1", &bytes);
+    // `call` says why, not only DeerFlow's "not a valid tool" (which the model still reads).
+    let refused_call = |data: &str, cfg: &str, why: &str| {
+        let o = p.run(data, &["call", "--config", cfg, "hello", r#"{"name": "x"}"#], &[]);
+        let (out, err) = (text(&o.stdout), text(&o.stderr));
+        assert_eq!(o.status.code(), Some(2), "{out}{err}");
+        assert!(out.contains("Error: hello is not a valid tool, try one of the available tools."), "{out}");
+        assert!(err.contains("tool 'hello' is not available: refused:") && err.contains(why), "{err}");
+        assert!(err.contains(&format!("`toolhost check --config {cfg}`")), "{err}");
+    };
+    refused_call("d1", &cfg, "not signed");
 
     // Signed by a key that is not trusted: refused, whether or not signatures are required.
     for require in [true, false] {
@@ -273,6 +283,7 @@ fn signatures_are_required_checked_and_cross_checked_with_minisign() {
             ex.contains(&format!("signed by key {stranger}, which is not trusted")) && ex.contains(&trusted),
             "{ex}"
         );
+        refused_call("d2", &cfg, &format!("signed by key {stranger}, which is not trusted"));
         p.assert_nothing_of("d2", &bytes);
     }
 
@@ -286,7 +297,14 @@ fn signatures_are_required_checked_and_cross_checked_with_minisign() {
     let cfg = p.config("l.yaml", &tool_config(&t, &format!("{}:hello", local.display())));
     let ex = explain(&p, "d3", &cfg);
     assert!(ex.contains("does not match") && ex.contains(&trusted), "{ex}");
+    refused_call("d3", &cfg, "does not match");
     p.assert_nothing_of("d3", &changed);
+    // A pin that is not the file's: refused, and `call` names the digests.
+    let unsigned = p.path("pin.wasm");
+    std::fs::write(&unsigned, &bytes).unwrap();
+    let pinned = format!("{}@sha256:{}:hello", unsigned.display(), "0".repeat(64));
+    let cfg = p.config("pin.yaml", &tool_config("", &pinned));
+    refused_call("d3", &cfg, &"0".repeat(64));
 
     // Debian's minisign signs; toolhost verifies (a file, and the same signature pushed).
     let status = Command::new("minisign")
@@ -470,4 +488,60 @@ fn interop_with_the_oras_client_both_ways() {
     p.assert_nothing_of("d-tar", b"not a component");
     let (ok, out) = call_hello(&p, "d-oras", &cfg, "again");
     assert!(ok && out.contains("Hello, again."), "{out}");
+}
+
+/// The same bytes pushed twice (again with the same signature file) give the same manifest
+/// digest, so a pin stays valid across re-pushes; `SOURCE_DATE_EPOCH` is what `created` records.
+#[test]
+fn pushing_the_same_bytes_again_gives_the_same_digest() {
+    let reg = Registry::start(None);
+    let p = Project::new();
+    let hello = p.component("hello");
+    let r = reg.reference("tools/hello:v1");
+    let first = p.push(&hello, &r, None);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(p.push(&hello, &r, None), first, "a re-push changed the manifest digest");
+    assert_eq!(p.push(&hello, &reg.reference("other/hello:v2"), None), first, "another tag, the same artifact");
+    p.keygen("dev");
+    p.ok("data", &["sign", hello.to_str().unwrap(), "--key", p.path("dev.key").to_str().unwrap()]);
+    let signed = p.push(&hello, &r, None);
+    assert_ne!(signed, first, "the signature layer is part of the artifact");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(p.push(&hello, &r, None), signed);
+    // The config blob says when by SOURCE_DATE_EPOCH, not by the clock.
+    let o = p.run("data", &["push", hello.to_str().unwrap(), &r], &[("SOURCE_DATE_EPOCH", "1700000000")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let dated = text(&o.stdout).lines().find_map(|l| l.strip_prefix("digest: ")).unwrap().trim().to_string();
+    assert_ne!(dated, signed);
+    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(reg.blob_file(&dated)).unwrap()).unwrap();
+    let config = std::fs::read(reg.blob_file(manifest["config"]["digest"].as_str().unwrap())).unwrap();
+    let config: serde_json::Value = serde_json::from_slice(&config).unwrap();
+    assert_eq!(config["created"], "2023-11-14T22:13:20Z");
+}
+
+/// `push` of a file that is not a component says so, naming the file and what was expected,
+/// instead of printing the parser's byte array; nothing reaches the registry.
+#[test]
+fn pushing_a_file_that_is_not_a_component_names_it() {
+    let reg = Registry::start(None);
+    let p = Project::new();
+    let notes = p.path("notes.wasm");
+    std::fs::write(&notes, "hello, not wasm").unwrap();
+    let core = p.path("core.wasm");
+    std::fs::write(&core, b"\0asm\x01\0\0\0").unwrap();
+    let empty = p.path("empty.wasm");
+    std::fs::write(&empty, b"").unwrap();
+    for (file, what) in [
+        (&notes, "not WebAssembly: a component starts with the bytes \\0asm, this file with \"hello, n\""),
+        (&core, "a core WebAssembly module, not a component"),
+        (&empty, "the file is empty"),
+    ] {
+        let o = p.run("data", &["push", file.to_str().unwrap(), &reg.reference("tools/bad:v1")], &[]);
+        let err = text(&o.stderr);
+        assert!(!o.status.success(), "{err}");
+        assert!(err.contains(&file.display().to_string()) && err.contains(what), "{err}");
+        assert!(!err.contains("0x"), "a byte array: {err}");
+    }
+    let o = p.run("data", &["inspect", &reg.reference("tools/bad:v1")], &[]);
+    assert!(!o.status.success(), "something was pushed: {}", text(&o.stdout));
 }

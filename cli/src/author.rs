@@ -208,6 +208,12 @@ fn run(mut cmd: Command, what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The Rolldown config `toolhost build` hands `jco componentize --bundle-config`.
+const JS_BUNDLE_CONFIG: &str = concat!(
+    "// Written by `toolhost build`: toolhost:tool/* are the component's WIT imports, not npm modules.\n",
+    "export default { external: [/^toolhost:/] };\n",
+);
+
 /// Build the project in `dir` with its language's toolchain; returns the component file.
 fn compile(dir: &Path, lang: Lang, name: &str) -> anyhow::Result<PathBuf> {
     let out_dir = dir.join("build");
@@ -264,9 +270,17 @@ fn compile(dir: &Path, lang: Lang, name: &str) -> anyhow::Result<PathBuf> {
                      scripts/install-authoring-toolchains.sh installs them in .peers/componentize-js)"
                 ),
             )?;
+            // The bundler would look for `toolhost:tool/...` as npm modules and print a warning
+            // box for each; they are the component's WIT imports, so tell it they are external
+            // (jco already does so for `wasi:`).
+            let bundle_config = out_dir.join("bundle.config.mjs");
+            std::fs::write(&bundle_config, JS_BUNDLE_CONFIG)
+                .with_context(|| format!("cannot write {}", bundle_config.display()))?;
             let mut cmd = Command::new(jco);
             cmd.current_dir(dir)
-                .args(["componentize", "app.js", "--bundle", "--wit", "wit", "--world-name", "tool-component-js", "-o"])
+                .args(["componentize", "app.js", "--bundle", "--bundle-config"])
+                .arg(&bundle_config)
+                .args(["--wit", "wit", "--world-name", "tool-component-js", "-o"])
                 .arg(&out);
             run(cmd, "jco componentize app.js")?;
         }
@@ -299,15 +313,131 @@ pub fn build(dir: &Path, data_dir: &Path) -> anyhow::Result<String> {
     for t in &i.tools {
         text += &format!("  {} — {}\n", t.name, t.description);
     }
+    let project_config = dir.join("config.yaml");
+    let grants = match std::fs::read_to_string(&project_config) {
+        Ok(yaml) => project_grants(&yaml, &name).unwrap_or_else(|e| {
+            eprintln!("warning: {}: {e}; the entry below grants the defaults", project_config.display());
+            Vec::new()
+        }),
+        Err(_) => Vec::new(),
+    };
     text += "\npaste into config.yaml:\n\ntools:\n";
     for t in &i.tools {
-        text += &format!(
-            "  - name: {}\n    group: tools\n    use: {}@sha256:{}:{}\n    capabilities:\n      filesystem: none\n      memory_mb: 128\n      timeout_s: 10\n",
-            t.name,
-            out.display(),
-            i.sha256,
-            t.name
-        );
+        let pin = format!("{}@sha256:{}:{}", out.display(), i.sha256, t.name);
+        let granted = grants.iter().find(|g| g.tool == t.name);
+        text += &tools_entry(&t.name, &pin, granted);
     }
     Ok(text)
+}
+
+/// A project config entry's group and `capabilities:` block, for the tool it names (its `:tool`
+/// suffix, else the entry's `name`).
+#[derive(Debug, PartialEq)]
+struct Granted {
+    tool: String,
+    group: String,
+    /// The `capabilities:` block as YAML lines (no indentation), as the project grants it.
+    capabilities: Vec<String>,
+}
+
+/// The grants the project's own config.yaml gives the component `build/NAME.wasm`: each
+/// `tools:` entry whose `use:` is that file (pinned or not, with or without `:tool`).
+fn project_grants(yaml: &str, name: &str) -> anyhow::Result<Vec<Granted>> {
+    let doc: serde_yaml::Value = serde_yaml::from_str(yaml).context("not valid YAML")?;
+    let file = format!("{name}.wasm");
+    let mut out = Vec::new();
+    let entries = doc.get("tools").and_then(serde_yaml::Value::as_sequence).map(Vec::as_slice).unwrap_or_default();
+    for e in entries {
+        let Some(use_) = e.get("use").and_then(serde_yaml::Value::as_str) else { continue };
+        // `path[@sha256:HEX][:tool]`: the path is what comes before `@`, or before the first `:`
+        // after the file name.
+        let Some(at) = use_.find(&file) else { continue };
+        let path_end = at + file.len();
+        if !(at == 0 || use_[..at].ends_with('/')) {
+            continue;
+        }
+        let rest = &use_[path_end..];
+        let rest = match rest.strip_prefix("@sha256:") {
+            Some(pinned) => pinned.find(':').map_or("", |i| &pinned[i..]),
+            None => rest,
+        };
+        let tool = match rest.strip_prefix(':') {
+            Some(t) => t.to_string(),
+            None if rest.is_empty() => match e.get("name").and_then(serde_yaml::Value::as_str) {
+                Some(n) => n.to_string(),
+                None => continue,
+            },
+            None => continue,
+        };
+        let group = e.get("group").and_then(serde_yaml::Value::as_str).unwrap_or("tools").to_string();
+        let capabilities = match e.get("capabilities") {
+            None | Some(serde_yaml::Value::Null) => Vec::new(),
+            Some(c @ serde_yaml::Value::Mapping(_)) => {
+                serde_yaml::to_string(c).context("its capabilities block")?.lines().map(str::to_string).collect()
+            }
+            Some(_) => anyhow::bail!("the capabilities of the entry using {use_} are not a mapping"),
+        };
+        out.push(Granted { tool, group, capabilities });
+    }
+    Ok(out)
+}
+
+/// One pinned `tools:` entry. Without a project grant: no files, 128 MiB, 10 s.
+fn tools_entry(tool: &str, pin: &str, granted: Option<&Granted>) -> String {
+    let group = granted.map_or("tools", |g| g.group.as_str());
+    let mut text = format!("  - name: {tool}\n    group: {group}\n    use: {pin}\n    capabilities:");
+    match granted.filter(|g| !g.capabilities.is_empty()) {
+        Some(g) => {
+            for l in &g.capabilities {
+                text += &format!("\n      {l}");
+            }
+        }
+        None => text += "\n      filesystem: none\n      memory_mb: 128\n      timeout_s: 10",
+    }
+    text + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROJECT: &str = "tools:\n  - name: summarize_data\n    group: data\n    use: build/csv-summary.wasm\n    capabilities:\n      filesystem: user-data   # a comment\n      network: [api.example.com]\n      env: [KEY]\n      memory_mb: 256\n      timeout_s: 20\n  - name: other\n    use: build/other-csv-summary.wasm\n    capabilities: {filesystem: outputs}\n";
+
+    #[test]
+    fn the_printed_entry_carries_the_project_grants() {
+        let grants = project_grants(PROJECT, "csv-summary").unwrap();
+        assert_eq!(grants.len(), 1, "{grants:?}");
+        let entry = tools_entry("summarize_data", "/p/build/csv-summary.wasm@sha256:ab:summarize_data", grants.first());
+        assert_eq!(
+            entry,
+            "  - name: summarize_data\n    group: data\n    use: /p/build/csv-summary.wasm@sha256:ab:summarize_data\n    capabilities:\n      filesystem: user-data\n      network:\n      - api.example.com\n      env:\n      - KEY\n      memory_mb: 256\n      timeout_s: 20\n"
+        );
+        // What is printed is a config toolhost reads back with the same grants.
+        let caps: toolhost::runtime::capabilities::CapabilitiesConfig = serde_yaml::from_value(
+            serde_yaml::from_str::<serde_yaml::Value>(&format!("tools:\n{entry}")).unwrap()["tools"][0]["capabilities"]
+                .clone(),
+        )
+        .unwrap();
+        assert_eq!(caps.filesystem, Some(toolhost::runtime::capabilities::FilesGrant::UserData));
+        assert_eq!(caps.env, Some(vec!["KEY".to_string()]));
+        assert_eq!(caps.memory_mb, Some(256));
+    }
+
+    #[test]
+    fn entries_are_matched_by_file_pin_and_tool() {
+        let yaml = "tools:\n  - {name: a, use: 'build/t.wasm@sha256:0123:a', capabilities: {filesystem: read-only}}\n  - {name: b, use: './build/t.wasm:b', group: g}\n  - {name: c, use: build/t.wasm.bak}\n  - {name: d, use: build/t.wasm}\n";
+        let grants = project_grants(yaml, "t").unwrap();
+        assert_eq!(
+            grants,
+            vec![
+                Granted { tool: "a".into(), group: "tools".into(), capabilities: vec!["filesystem: read-only".into()] },
+                Granted { tool: "b".into(), group: "g".into(), capabilities: vec![] },
+                Granted { tool: "d".into(), group: "tools".into(), capabilities: vec![] },
+            ]
+        );
+        // No grant in the project: the defaults, no files.
+        assert!(tools_entry("b", "x", grants.get(1)).contains("filesystem: none"));
+        assert!(project_grants("tools: [", "t").unwrap_err().to_string().contains("not valid YAML"));
+        assert!(project_grants("tools:\n  - {name: t, use: build/t.wasm, capabilities: 3}\n", "t").is_err());
+    }
 }

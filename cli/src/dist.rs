@@ -139,7 +139,7 @@ async fn push(component: &Path, reference: &str, key: Option<&Path>, insecure: b
             imports: inspection.imports.clone(),
             target: None,
         },
-        created: rfc3339_now(),
+        created: created(&env)?,
     };
     let digest = client.push(&r, &req).await?;
     let signed = match &signer {
@@ -184,17 +184,35 @@ pub(super) fn inspect(cli: &Cli, subject: &str) -> anyhow::Result<(ComponentRef,
     Ok((obtained.component, i, obtained.provenance))
 }
 
-/// Now as RFC 3339 UTC (the config blob's `created`).
-fn rfc3339_now() -> String {
-    let t = toolhost_py::datetime::UtcFields::of(std::time::SystemTime::now());
+/// The config blob's `created`: `$SOURCE_DATE_EPOCH` (the reproducible-builds convention) when
+/// set, else the Unix epoch — never the time of the push, so pushing the same bytes (and the
+/// same signature) again gives the same manifest digest and pins stay valid.
+fn created(env: &Environment) -> anyhow::Result<String> {
+    let secs = match env.get("SOURCE_DATE_EPOCH").filter(|v| !v.is_empty()) {
+        Some(v) => v.trim().parse::<u64>().with_context(|| {
+            format!("SOURCE_DATE_EPOCH must be whole seconds since 1970-01-01 (the reproducible-builds convention), got {v:?}")
+        })?,
+        None => 0,
+    };
+    Ok(rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs)))
+}
+
+/// `t` as RFC 3339 UTC.
+fn rfc3339(t: std::time::SystemTime) -> String {
+    let t = toolhost_py::datetime::UtcFields::of(t);
     format!("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", t.year, t.month, t.day, t.hour, t.minute, t.second)
 }
 
 #[cfg(test)]
 mod tests {
+    use toolhost::Environment;
+
     #[test]
-    fn rfc3339() {
-        let s = super::rfc3339_now();
-        assert!(s.len() == 20 && s.ends_with('Z') && s.starts_with("20"), "{s}");
+    fn created_is_the_epoch_or_source_date_epoch_never_now() {
+        let env = |v: Option<&str>| Environment::new(v.map(|v| ("SOURCE_DATE_EPOCH".to_string(), v.to_string())));
+        assert_eq!(super::created(&env(None)).unwrap(), "1970-01-01T00:00:00Z");
+        assert_eq!(super::created(&env(Some("1700000000"))).unwrap(), "2023-11-14T22:13:20Z");
+        let err = super::created(&env(Some("yesterday"))).unwrap_err().to_string();
+        assert!(err.contains("SOURCE_DATE_EPOCH") && err.contains("yesterday"), "{err}");
     }
 }

@@ -202,7 +202,9 @@ enum Command {
 pub fn main() -> ExitCode {
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Colour escapes only for a terminal: a log file or a pipe gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
     // Host-bash commands run as this process's uid: keep its /proc entries (environ, mem) and
     // core dumps out of their reach.
     if let Err(e) = toolhost_hostbash::harden_process() {
@@ -548,9 +550,29 @@ async fn call(
     if !result.state_errors.is_empty() {
         json["state_errors"] = serde_json::to_value(&result.state_errors)?;
     }
-    let notes = result.state_errors.iter().map(|e| format!("state update refused: {e}")).collect();
+    let mut notes: Vec<String> = result.state_errors.iter().map(|e| format!("state update refused: {e}")).collect();
+    // The model reads DeerFlow's "not a valid tool"; the person at the terminal gets why.
+    if result.error_kind() == Some(toolhost::core::ErrorKind::NotFound) {
+        if let Some(why) = why_unavailable(&host, &req, name).await {
+            json["unavailable"] = Value::String(why.clone());
+            notes.push(format!("toolhost: tool '{name}' is not available: {why}"));
+            notes.push(format!(
+                "toolhost: `toolhost check --config {}` lists every problem of the config",
+                cli.config.display()
+            ));
+        }
+    }
     let code = if o.is_error() { ExitCode::from(2) } else { ExitCode::SUCCESS };
     Ok(Output::new(json, format!("{}\n", o.text_content())).notes(notes).code(code))
+}
+
+/// Why the assembly left `name` out (a component refused by the trust policy or its pin, a
+/// group not requested, a condition not met, shadowed), if a candidate of that name exists.
+async fn why_unavailable(host: &Toolhost, req: &AssemblyRequest, name: &str) -> Option<String> {
+    let assembly = host.get_available_tools(req).await;
+    let reasons: Vec<String> =
+        assembly.explain.iter().filter(|e| e.name == name && !e.included).map(|e| e.reason.clone()).collect();
+    (!reasons.is_empty()).then(|| reasons.join("; "))
 }
 
 /// `toolhost inspect`: a component's digest, provenance, interfaces and tools.

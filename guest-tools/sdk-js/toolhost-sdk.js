@@ -32,8 +32,10 @@
 //   `capabilities.network` grant only (never to a private address unless the grant says
 //   `allow_private_addresses: true`); `run` may be `async` and `await fetch(...)`. A refused
 //   request rejects with a `TypeError` and the host adds which rule refused it.
-// - Files: `readTextFile(path)` reads through wasi:filesystem, inside the directories the
-//   tool's `capabilities.filesystem` grant opens; anything else throws `FileNotFoundError`.
+// - Files: `readTextFile(path)` and `writeTextFile(path, text)` go through wasi:filesystem,
+//   inside the directories the tool's `capabilities.filesystem` grant opens. A path the grant
+//   does not open (or a write where it is read-only) throws `NotGrantedError`, naming the grant;
+//   a missing file throws `FileNotFoundError`.
 
 import { getDirectories } from "wasi:filesystem/preopens@0.2.12";
 import { log as hostLog, progress as hostProgress } from "toolhost:tool/host@0.4.0";
@@ -123,29 +125,106 @@ export function log(message, level = "info") {
   hostLog(level, String(message));
 }
 
-class FileNotFoundError extends Error {
-  constructor(m) {
+/** A file that is not there (inside the tool's filesystem grant). */
+export class FileNotFoundError extends Error {
+  constructor(m, path) {
     super(m);
     this.name = "FileNotFoundError";
+    this.path = path;
   }
 }
 
-/** The text of a file inside the tool's filesystem grant (`/mnt/user-data/...`). */
-export function readTextFile(path) {
-  const p = String(path);
-  if (!p.startsWith("/")) throw new FileNotFoundError(`${p}: not an absolute path`);
-  let best;
-  for (const [dir, where] of getDirectories()) {
-    const root = where.endsWith("/") ? where : where + "/";
-    if ((p === where || p.startsWith(root)) && (!best || where.length > best[1].length)) best = [dir, where];
+/**
+ * A path the tool's `capabilities.filesystem` grant does not open, or opens read-only for a
+ * write: the grant is missing, not the file. The message names the grant and what would allow it.
+ */
+export class NotGrantedError extends Error {
+  constructor(m, path) {
+    super(m);
+    this.name = "NotGrantedError";
+    this.path = path;
   }
-  if (!best) throw new FileNotFoundError(`${p}: no such file (outside the tool's filesystem grant)`);
-  const rel = p.slice(best[1].length).replace(/^\/+/, "") || ".";
+}
+
+// Where the grants open directories (the host's `filesystem` capability): the thread's user data,
+// then what is always read-only.
+const USER_DATA = "/mnt/user-data";
+const ROOTS_HINT = "a tool sees files only under /mnt/user-data, /mnt/skills, /mnt/acp-workspace and the sandbox's mounts";
+
+/** `p` with `.` and `..` resolved (never above `/`). */
+function normalize(p) {
+  const out = [];
+  for (const part of p.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") out.pop();
+    else out.push(part);
+  }
+  return "/" + out.join("/");
+}
+
+const under = (p, root) => p === root || p.startsWith(root.endsWith("/") ? root : root + "/");
+
+/**
+ * The directories the host opened for this call (`[dir, where, writable]`), and the grant they
+ * show: `none` (no directory), `outputs` (only the outputs directory), `read-only` (the user
+ * data read-only), `user-data`.
+ */
+let view;
+function grantView() {
+  // Asked once per instance (a call runs in a fresh one): every getDirectories() costs handles.
+  if (view) return view;
+  const dirs = getDirectories().map(([dir, where]) => [dir, where, !!dir.getFlags().mutateDirectory]);
+  const ws = dirs.find(([, where]) => where === `${USER_DATA}/workspace`);
+  const outputs = dirs.some(([, where]) => where === `${USER_DATA}/outputs`);
+  const level = ws ? (ws[2] ? "user-data" : "read-only") : outputs ? "outputs" : "none";
+  view = { dirs, level };
+  return view;
+}
+
+/** The directory that opens normalized path `p` for reading (`write`: for writing), or a NotGrantedError. */
+function granted(path, write) {
+  const raw = String(path);
+  if (!raw.startsWith("/")) throw new NotGrantedError(`${raw}: not an absolute path (files are under ${USER_DATA}/...)`, raw);
+  const p = normalize(raw);
+  const { dirs, level } = grantView();
+  let best;
+  for (const d of dirs) if (under(p, d[1]) && (!best || d[1].length > best[1].length)) best = d;
+  if (!best) {
+    const what = level === "none" ? "this tool's capabilities.filesystem is `none` (no files)" : `it is outside the directories this tool's capabilities.filesystem (\`${level}\`) opens: ${dirs.map((d) => d[1]).join(", ")}`;
+    let hint = `; ${ROOTS_HINT}`;
+    if (under(p, USER_DATA)) {
+      hint = under(p, `${USER_DATA}/outputs`) && level === "none" ? "; `outputs`, `read-only` or `user-data` would open it" : "; `read-only` (reading) or `user-data` (reading and writing) would open it";
+    }
+    throw new NotGrantedError(`${raw} is not granted: ${what}${hint}`, raw);
+  }
+  if (write && !best[2]) {
+    const why = level === "read-only" && under(best[1], USER_DATA) ? "its capabilities.filesystem is `read-only`; `user-data` would allow writing" : `${best[1]} is always read-only`;
+    throw new NotGrantedError(`${raw} is read-only for this tool: ${why}`, raw);
+  }
+  return [best[0], p.slice(best[1].length).replace(/^\/+/, "") || ".", raw];
+}
+
+/** An error of a wasi:filesystem call on `raw` as the SDK's typed errors. */
+function fileError(raw, e) {
+  const code = e.payload ?? e.message ?? String(e);
+  if (code === "no-entry") return new FileNotFoundError(`${raw}: no such file or directory`, raw);
+  if (code === "not-permitted" || code === "access") {
+    return new NotGrantedError(`${raw} is not granted: it leads outside the directories this tool's capabilities.filesystem opens (a link)`, raw);
+  }
+  return new Error(`${raw}: ${code}`);
+}
+
+/**
+ * The text of a file inside the tool's filesystem grant (`/mnt/user-data/...`). Throws
+ * `NotGrantedError` for a path the grant does not open, `FileNotFoundError` for a missing file.
+ */
+export function readTextFile(path) {
+  const [dir, rel, raw] = granted(path, false);
   let fd;
   try {
-    fd = best[0].openAt({}, rel, {}, { read: true });
+    fd = dir.openAt({}, rel, {}, { read: true });
   } catch (e) {
-    throw new FileNotFoundError(`${p}: ${e.payload ?? e.message ?? e}`);
+    throw fileError(raw, e);
   }
   const size = fd.stat().size;
   const chunks = [];
@@ -163,6 +242,29 @@ export function readTextFile(path) {
     at += c.length;
   }
   return new TextDecoder().decode(all);
+}
+
+/**
+ * Write `contents` (a string, as UTF-8, or a Uint8Array) to a file inside the tool's filesystem
+ * grant, creating or replacing it (its directory must exist). Throws `NotGrantedError` for a
+ * path the grant does not open or opens read-only, `FileNotFoundError` for a missing directory.
+ */
+export function writeTextFile(path, contents) {
+  const [dir, rel, raw] = granted(path, true);
+  const bytes = typeof contents === "string" ? new TextEncoder().encode(contents) : contents;
+  if (!(bytes instanceof Uint8Array)) throw new TypeError(`writeTextFile ${raw}: contents must be a string or a Uint8Array`);
+  let fd;
+  try {
+    fd = dir.openAt({}, rel, { create: true, truncate: true }, { write: true });
+  } catch (e) {
+    throw fileError(raw, e);
+  }
+  let off = 0;
+  while (off < bytes.length) {
+    const n = Number(fd.write(bytes.subarray(off, off + 65536), BigInt(off)));
+    if (n <= 0) throw new Error(`${raw}: the write made no progress`);
+    off += n;
+  }
 }
 
 const typeOf = (v) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);

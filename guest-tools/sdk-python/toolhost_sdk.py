@@ -21,8 +21,11 @@
 - Raise any exception to fail the call: the host reports `SomeError: detail` as DeerFlow's error
   middleware prints a raised exception (the class name must end in `Error` or `Exception`;
   others are reported as `RuntimeError`).
-- Files: plain `open()` on the paths the tool's `capabilities.filesystem` grant opens
-  (`/mnt/user-data/...`); anything else fails with `FileNotFoundError`/`PermissionError`.
+- Files: `open()` on the paths the tool's `capabilities.filesystem` grant opens
+  (`/mnt/user-data/...`). A path the grant does not open, or a write where it is read-only, is
+  a `NotGrantedError` (a `PermissionError`) naming the grant and what would allow it; a missing
+  file stays `FileNotFoundError`. The SDK's `open` raises it directly (`from toolhost_sdk import
+  open`); with the builtin `open`, an uncaught error is reported as `NotGrantedError` all the same.
 - Network: `fetch(url, method=..., headers=..., body=...)` sends a request through wasi:http and
   returns a `Response` (`status`, `headers`, `body`, `.text()`, `.json()`). The host sends it only
   to a host the tool's `capabilities.network` grant lists (HTTPS, or HTTP to an `http://` entry)
@@ -34,8 +37,11 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import inspect
 import json
+import os
+import posixpath
 import sys
 import typing
 import urllib.parse  # at the top: componentize-py keeps only modules imported at build time
@@ -56,13 +62,18 @@ try:
 except ImportError:  # no wasi:http in the world: `fetch` says so
     _oh = None
 try:
+    from wit_world.imports import preopens as _preopens
+    from wit_world.imports import wasi_filesystem_types as _fs
+except ImportError:  # a project whose world has no wasi:filesystem/preopens: no grant to name
+    _preopens = None
+try:
     from wit_world.imports import client as _client
 except ImportError:  # a project built against toolhost:tool@0.2.0: no `client` interface
     _client = None
 
 __all__ = [
     "tool", "Context", "Output", "Tool", "progress", "log", "schema_of", "fetch", "Response", "HttpError",
-    "elicit", "create_message", "ClientError",
+    "elicit", "create_message", "ClientError", "NotGrantedError", "open", "check_file_access",
 ]
 
 
@@ -312,6 +323,119 @@ def fetch(
     return Response(url=url, status=status, headers=received, body=b"".join(chunks))
 
 
+# ---- files: a denial is not a missing file ----
+
+
+class NotGrantedError(PermissionError):
+    """A path this tool's `capabilities.filesystem` grant does not open, or a write where it opens
+    read-only: the grant is missing, not the file. The message names the grant; `filename` is the
+    path."""
+
+    def __init__(self, message: str, filename: Optional[str] = None):
+        super().__init__(errno.EACCES, message)
+        self.filename = filename
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# Where the grants open directories (the host's `filesystem` capability).
+_USER_DATA = "/mnt/user-data"
+_ROOTS_HINT = "a tool sees files only under /mnt/user-data, /mnt/skills, /mnt/acp-workspace and the sandbox's mounts"
+_VIEW = None
+
+
+def _under(p: str, root: str) -> bool:
+    return p == root or p.startswith(root.rstrip("/") + "/")
+
+
+def _grant_view() -> tuple:
+    """The directories the host opened for this call as `[(where, writable)]`, and the grant they
+    show: `none`, `outputs` (the outputs directory only), `read-only`, `user-data`. Asked once per
+    instance (a call runs in a fresh one)."""
+    global _VIEW
+    if _VIEW is None:
+        dirs = []
+        for d, where in _preopens.get_directories() if _preopens is not None else []:
+            with d:
+                dirs.append((where, bool(d.get_flags() & _fs.DescriptorFlags.MUTATE_DIRECTORY)))
+        ws = [w for where, w in dirs if where == f"{_USER_DATA}/workspace"]
+        outputs = any(where == f"{_USER_DATA}/outputs" for where, _ in dirs)
+        level = ("user-data" if ws[0] else "read-only") if ws else ("outputs" if outputs else "none")
+        _VIEW = (dirs, level)
+    return _VIEW
+
+
+def _denied(path: str, write: bool) -> Optional[str]:
+    """Why the grant refuses `path` (for writing when `write`), or None when it opens it."""
+    if _preopens is None or not path.startswith("/"):
+        return None
+    p = posixpath.normpath(path)
+    if p.startswith("//"):
+        p = p[1:]
+    dirs, level = _grant_view()
+    best = None
+    for where, writable in dirs:
+        if _under(p, where) and (best is None or len(where) > len(best[0])):
+            best = (where, writable)
+    if best is None:
+        if level == "none":
+            what = "this tool's capabilities.filesystem is `none` (no files)"
+        else:
+            opened = ", ".join(where for where, _ in dirs)
+            what = f"it is outside the directories this tool's capabilities.filesystem (`{level}`) opens: {opened}"
+        hint = f"; {_ROOTS_HINT}"
+        if _under(p, _USER_DATA):
+            if level == "none" and _under(p, f"{_USER_DATA}/outputs"):
+                hint = "; `outputs`, `read-only` or `user-data` would open it"
+            else:
+                hint = "; `read-only` (reading) or `user-data` (reading and writing) would open it"
+        return f"{path} is not granted: {what}{hint}"
+    if write and not best[1]:
+        if level == "read-only" and _under(best[0], _USER_DATA):
+            why = "its capabilities.filesystem is `read-only`; `user-data` would allow writing"
+        else:
+            why = f"{best[0]} is always read-only"
+        return f"{path} is read-only for this tool: {why}"
+    return None
+
+
+def check_file_access(path: str, write: bool = False) -> None:
+    """Raise `NotGrantedError` when this tool's filesystem grant does not open `path` (for
+    writing, when `write`); return when it does (the file itself may still be missing)."""
+    why = _denied(str(path), write)
+    if why is not None:
+        raise NotGrantedError(why, str(path))
+
+
+_builtin_open = open
+
+
+def open(file, mode="r", *args, **kwargs):  # noqa: A001 - the point is to stand in for it
+    """The builtin `open`, except that a path this tool's grant does not open (or a write where
+    it is read-only) raises `NotGrantedError` instead of `FileNotFoundError`/`PermissionError`."""
+    if isinstance(file, (str, bytes)) or hasattr(file, "__fspath__"):
+        path = os.fsdecode(os.fspath(file))
+        check_file_access(path, write=any(c in mode for c in "wax+"))
+    return _builtin_open(file, mode, *args, **kwargs)
+
+
+def _as_denial(e: BaseException) -> Optional[NotGrantedError]:
+    """An uncaught `OSError` on a path the grant does not open, as the `NotGrantedError` it is."""
+    if isinstance(e, NotGrantedError) or not isinstance(e, OSError) or not isinstance(e.filename, str):
+        return None
+    # What the host answers for a write to a read-only directory, or a link leading out of one.
+    not_permitted = e.errno in (errno.EPERM, getattr(errno, "ENOTCAPABLE", -1))
+    refused = not_permitted or e.errno in (errno.EACCES, errno.EROFS)
+    why = _denied(e.filename, write=False) or (_denied(e.filename, write=True) if refused else None)
+    if why is None and not_permitted and _preopens is not None:
+        why = f"{e.filename} is not granted: it leads outside the directories this tool's capabilities.filesystem opens (`..` or a link)"
+    if why is None:
+        return None
+    return NotGrantedError(why, e.filename)
+
+
 # ---- argument schemas from Python types ----
 
 _NoneType = type(None)
@@ -544,4 +668,4 @@ class Tool(_exports.Tool):
         except _Invalid as e:
             raise _Err(_t.CallError_InvalidArguments(str(e)))
         except Exception as e:  # a raised exception is the call's failure, as in DeerFlow
-            raise _Err(_t.CallError_Failed(_exception_text(e)))
+            raise _Err(_t.CallError_Failed(_exception_text(_as_denial(e) or e)))

@@ -117,6 +117,36 @@ pub enum ComponentLoadError {
     },
 }
 
+/// Why `bytes` cannot be a component, said plainly, when their header already shows it (the
+/// parser's own message prints the header as a byte array): not WebAssembly at all, or a core
+/// module.
+fn not_a_component(bytes: &[u8]) -> Option<String> {
+    const MAGIC: &[u8] = b"\0asm";
+    const COMPONENT: [u8; 4] = [0x0d, 0x00, 0x01, 0x00];
+    const CORE_MODULE: [u8; 4] = [0x01, 0x00, 0x00, 0x00];
+    if !bytes.starts_with(MAGIC) {
+        let start: String = String::from_utf8_lossy(&bytes[..bytes.len().min(8)]).escape_debug().collect();
+        return Some(if bytes.is_empty() {
+            "the file is empty; expected a WebAssembly component (wasm32-wasip2, as `toolhost build` writes)".into()
+        } else {
+            format!(
+                "not WebAssembly: a component starts with the bytes \\0asm, this file with \"{start}\"; expected \
+                 a WebAssembly component (wasm32-wasip2, as `toolhost build` writes)"
+            )
+        });
+    }
+    match bytes.get(4..8) {
+        Some(v) if v == CORE_MODULE => Some(
+            "a core WebAssembly module, not a component: build for wasm32-wasip2 (`toolhost build`), or wrap a \
+             wasip1 module with `wasm-tools component new`"
+                .into(),
+        ),
+        Some(v) if v == COMPONENT => None,
+        // Another version or layer: the parser says which.
+        _ => None,
+    }
+}
+
 /// A compiled component ready to instantiate, with the tools it lists.
 pub struct LoadedComponent {
     /// How errors name it (a bundled name or a path).
@@ -421,6 +451,9 @@ impl Runtime {
 
     fn compile_cached(&self, bytes: &[u8], sha256: &str, label: &str) -> Result<(Component, bool), ComponentLoadError> {
         let invalid = |message: String| ComponentLoadError::Invalid { component: label.to_string(), message };
+        if let Some(why) = not_a_component(bytes) {
+            return Err(invalid(why));
+        }
         let compile = || Component::new(&self.engine, bytes).map_err(|e| invalid(format!("{e:#}")));
         let Some(cache) = &self.cache else { return Ok((compile()?, true)) };
         let name = cache::artifact_name(&self.engine, sha256);
