@@ -207,7 +207,7 @@ pub fn main() -> ExitCode {
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
     // Host-bash commands run as this process's uid: keep its /proc entries (environ, mem) and
     // core dumps out of their reach.
-    if let Err(e) = toolhost_hostbash::harden_process() {
+    if let Err(e) = toolhost::harden_process() {
         tracing::warn!("cannot mark the process non-dumpable: {e}");
     }
     let cli = Cli::parse();

@@ -255,7 +255,7 @@ async fn warn_unknown_tool_names(host: &Toolhost, request: &AssemblyRequest, fil
         return;
     }
     let assembly = host.get_available_tools(request).await;
-    let mut known: Vec<&str> = assembly.tools.iter().map(|t| t.spec().name.as_str()).collect();
+    let mut known: Vec<&str> = assembly.spec_refs().map(|s| s.name.as_str()).collect();
     if let Some(d) = &assembly.deferred {
         known.extend(d.setup.deferred_names.iter().map(String::as_str));
     }

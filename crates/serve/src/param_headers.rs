@@ -45,9 +45,7 @@ impl ParamHeaderTools {
             return;
         }
         let tools: HashMap<String, Tool> = assembly
-            .tools
-            .iter()
-            .map(|t| t.spec())
+            .spec_refs()
             .filter(|s| serves(&s.name) && declares_param_headers(&s.parameters))
             .map(|s| (s.name.clone(), to_mcp(s)))
             .collect();

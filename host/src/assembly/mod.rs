@@ -212,7 +212,12 @@ impl Assembly {
     /// What each assembled tool shows the model (name, description, schema, group, source), in
     /// DeerFlow's order.
     pub fn specs(&self) -> Vec<toolhost_core::ToolSpec> {
-        self.tools.iter().map(|t| t.spec().clone()).collect()
+        self.spec_refs().cloned().collect()
+    }
+
+    /// [`specs`](Self::specs) without copying them.
+    pub fn spec_refs(&self) -> impl Iterator<Item = &toolhost_core::ToolSpec> + '_ {
+        self.tools.iter().map(|t| t.spec())
     }
 }
 
