@@ -23,8 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use toolhost_engine::{config as engine_config, Allocation};
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine};
+use wasmtime::Engine;
 
 pub use admission::{CallPermit, ConcurrencyLimits, ToolhostConfig};
 pub use call_error::ComponentCallError;
@@ -39,11 +40,6 @@ pub use wit::{InterfaceVersion, SandboxMount, SandboxSettings};
 /// How often the epoch ticks. Deadlines are whole ticks, so a call overruns its timeout by at
 /// most one tick.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
-
-/// Bytes of each pooled linear memory kept resident between instances (see `Runtime::config`).
-const MEMORY_KEEP_RESIDENT: usize = 2 << 20;
-/// Bytes of each pooled table kept resident between instances.
-const TABLE_KEEP_RESIDENT: usize = 64 << 10;
 
 /// Which component file a tool comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,29 +153,25 @@ pub struct Runtime {
     watchdog: Arc<watchdog::Watchdog>,
     /// Warnings for the host to report (a refused cache, a rejected artifact), until taken.
     warnings: Mutex<Vec<String>>,
+    /// The engine's compatibility hash: which precompiled artifacts it may load.
+    engine_hash: u64,
+    /// How many components this runtime has compiled (rather than loaded precompiled).
+    compiles: std::sync::atomic::AtomicU64,
 }
 
 /// How to build a [`Runtime`].
 #[derive(Debug, Clone, Default)]
 pub struct RuntimeOptions {
-    /// Precompiled artifacts (`None`: compile every time). The key that authenticates them is
-    /// kept in `keys/` beside this directory.
+    /// Precompiled artifacts (`None`: compile every time).
     pub cache_dir: Option<PathBuf>,
+    /// Where the key that authenticates them is kept, outside the cache (`None`: `keys/` beside
+    /// `cache_dir`).
+    pub cache_keys_dir: Option<PathBuf>,
     /// A PEM file of CA certificates that components' outbound HTTPS trusts besides the web PKI
     /// roots (a private CA, a TLS-inspecting proxy, a test server).
     pub extra_ca_certs: Option<PathBuf>,
     /// How many calls run at once, overall and per thread.
     pub concurrency: ConcurrencyLimits,
-}
-
-/// How the engine allocates instances, best first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Allocation {
-    /// Pooling; slots keep their pages and are reset by copying back only the dirtied ones.
-    PoolingResident,
-    /// Pooling; slots are reset with madvise.
-    Pooling,
-    OnDemand,
 }
 
 impl Runtime {
@@ -207,23 +199,27 @@ impl Runtime {
     }
 
     fn build(opts: RuntimeOptions) -> anyhow::Result<Arc<Self>> {
-        let net = Arc::new(net::NetShared::new(opts.extra_ca_certs.as_deref())?);
         // Prefer pooling with resident slots reset via PAGEMAP_SCAN; without that ioctl, plain
         // pooling (resident slots would be reset by memset of their whole low region, slower
         // than madvise); without pooling (address space limits), on-demand allocation.
-        let (engine, pooling) = match Engine::new(&Self::config(Allocation::PoolingResident)) {
+        let (engine, pooling) = match Engine::new(&engine_config(Allocation::PoolingResident)) {
             Ok(e) => (e, true),
             Err(e) => {
                 tracing::debug!("PAGEMAP_SCAN unavailable ({e:#}); pooling slots are reset with madvise");
-                match Engine::new(&Self::config(Allocation::Pooling)) {
+                match Engine::new(&engine_config(Allocation::Pooling)) {
                     Ok(e) => (e, true),
                     Err(e) => {
                         tracing::warn!("pooling allocator unavailable ({e:#}); using on-demand allocation");
-                        (Engine::new(&Self::config(Allocation::OnDemand))?, false)
+                        (Engine::new(&engine_config(Allocation::OnDemand))?, false)
                     }
                 }
             }
         };
+        Self::with_engine(opts, engine, pooling)
+    }
+
+    fn with_engine(opts: RuntimeOptions, engine: Engine, pooling: bool) -> anyhow::Result<Arc<Self>> {
+        let net = Arc::new(net::NetShared::new(opts.extra_ca_certs.as_deref())?);
         let mut linker: Linker<store::HostState> = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         // Listings take each entry's type from `getdents` instead of a `statx` per entry.
@@ -234,18 +230,21 @@ impl Runtime {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         wit::add_to_linker(&mut linker)?;
         let mut warnings = Vec::new();
-        let cache = opts.cache_dir.as_deref().and_then(|dir| match cache::Cache::open(dir) {
-            Ok(c) => Some(c),
-            Err(why) => {
-                let w =
-                    format!("precompile cache {} not used: {why}; components are compiled in memory", dir.display());
-                tracing::warn!("{w}");
-                warnings.push(w);
-                None
-            }
-        });
+        let cache =
+            opts.cache_dir.as_deref().and_then(|dir| match cache::Cache::open(dir, opts.cache_keys_dir.as_deref()) {
+                Ok(c) => Some(c),
+                Err(why) => {
+                    let w = format!(
+                        "precompile cache {} not used: {why}; components are compiled in memory",
+                        dir.display()
+                    );
+                    tracing::warn!("{w}");
+                    warnings.push(w);
+                    None
+                }
+            });
         let rt = Arc::new(Self {
-            engine,
+            engine: engine.clone(),
             linker,
             cache,
             components: Mutex::new(HashMap::new()),
@@ -254,6 +253,8 @@ impl Runtime {
             admission: admission::Admission::new(opts.concurrency),
             watchdog: Arc::new(watchdog::Watchdog::new()),
             warnings: Mutex::new(warnings),
+            engine_hash: toolhost_engine::compatibility_hash(&engine),
+            compiles: Default::default(),
         });
         rt.start_ticker();
         Ok(rt)
@@ -280,35 +281,6 @@ impl Runtime {
     /// [`exec_call_admitted`].
     pub async fn admit(&self, thread_id: &str, timeout: Duration) -> Result<CallPermit, ComponentCallError> {
         self.admission.admit(thread_id, timeout).await
-    }
-
-    fn config(allocation: Allocation) -> Config {
-        let mut c = Config::new();
-        c.wasm_component_model(true);
-        c.epoch_interruption(true);
-        c.cranelift_opt_level(wasmtime::OptLevel::Speed);
-        if allocation != Allocation::OnDemand {
-            let mut p = wasmtime::PoolingAllocationConfig::default();
-            p.total_component_instances(256);
-            p.total_core_instances(512);
-            p.total_memories(256);
-            p.total_tables(512);
-            p.max_memory_size(MAX_MEMORY_BYTES as usize);
-            p.total_stacks(256);
-            // Every call gets a fresh instance, so what a slot costs to reset dominates a trivial
-            // call. Resetting with madvise throws the pages away and the next call faults them
-            // back in (over half of a call's time). Instead keep up to this much of each slot
-            // resident and restore only the pages the guest dirtied, found with Linux's
-            // PAGEMAP_SCAN (6.7+; where it is missing, plain pooling: memset of the whole kept
-            // region would be slower than madvise). The cost is RSS: at most this much per slot.
-            if allocation == Allocation::PoolingResident {
-                p.linear_memory_keep_resident(MEMORY_KEEP_RESIDENT);
-                p.table_keep_resident(TABLE_KEEP_RESIDENT);
-                p.pagemap_scan(wasmtime::Enabled::Yes);
-            }
-            c.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(p));
-        }
-        c
     }
 
     /// Answer these host names from the table instead of DNS, for components' requests and
@@ -407,7 +379,8 @@ impl Runtime {
         if let Some(found) = self.components.lock().unwrap_or_else(|p| p.into_inner()).get(&sha256) {
             return Ok(found.clone());
         }
-        let (compiled_component, compiled) = self.compile_cached(&bytes, &sha256, &label)?;
+        let bundled = matches!(component, ComponentRef::Bundled(_));
+        let (compiled_component, compiled) = self.compile_cached(&bytes, &sha256, &label, bundled)?;
         let invalid = |message: String| ComponentLoadError::Invalid { component: label.clone(), message };
         let ty = compiled_component.component_type();
         let interface = wit::detect(ty.exports(&self.engine).map(|(name, _)| name)).map_err(invalid)?;
@@ -419,9 +392,45 @@ impl Runtime {
         Ok(loaded)
     }
 
-    fn compile_cached(&self, bytes: &[u8], sha256: &str, label: &str) -> Result<(Component, bool), ComponentLoadError> {
+    /// How many components this runtime has compiled so far; loads of precompiled code (built
+    /// into the binary or from the cache) do not count.
+    pub fn compile_count(&self) -> u64 {
+        self.compiles.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The native code built into the binary for a bundled component with these bytes, when
+    /// this engine can run it.
+    fn precompiled_bundled(&self, sha256: &str) -> Option<Component> {
+        let artifact = crate::bundled::precompiled(sha256, self.engine_hash)?;
+        // SAFETY: the artifact is part of this binary, made by its build script from the
+        // component whose digest is `sha256` for an engine of this compatibility hash; it is as
+        // trusted as the binary itself. wasmtime checks its header and engine settings again.
+        match unsafe { Component::deserialize(&self.engine, artifact) } {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::debug!("built-in precompiled code of {sha256} not used: {e:#}");
+                None
+            }
+        }
+    }
+
+    /// The component compiled, loaded from the built-in code (`bundled`) or from the cache, and
+    /// whether it was compiled.
+    fn compile_cached(
+        &self,
+        bytes: &[u8],
+        sha256: &str,
+        label: &str,
+        bundled: bool,
+    ) -> Result<(Component, bool), ComponentLoadError> {
         let invalid = |message: String| ComponentLoadError::Invalid { component: label.to_string(), message };
-        let compile = || Component::new(&self.engine, bytes).map_err(|e| invalid(format!("{e:#}")));
+        if let Some(c) = bundled.then(|| self.precompiled_bundled(sha256)).flatten() {
+            return Ok((c, false));
+        }
+        let compile = || {
+            self.compiles.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Component::new(&self.engine, bytes).map_err(|e| invalid(format!("{e:#}")))
+        };
         let Some(cache) = &self.cache else { return Ok((compile()?, true)) };
         let name = cache::artifact_name(&self.engine, sha256);
         match cache.load(&self.engine, &name) {
@@ -451,7 +460,8 @@ impl Runtime {
     pub fn inspect_bytes(&self, component: &ComponentRef, bytes: &[u8]) -> Result<Inspection, ComponentLoadError> {
         let sha256 = hex::encode(Sha256::digest(bytes));
         let label = component.to_string();
-        let (compiled, _) = self.compile_cached(bytes, &sha256, &label)?;
+        let bundled = matches!(component, ComponentRef::Bundled(_));
+        let (compiled, _) = self.compile_cached(bytes, &sha256, &label, bundled)?;
         let ty = compiled.component_type();
         let imports = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
         let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
@@ -509,4 +519,44 @@ pub fn exec_call_admitted(
     permit: CallPermit,
 ) -> Result<RawResult, ComponentCallError> {
     exec::call(rt, &component.pre, caps, preopens, &component.label, req, permit.deadline)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundled(rt: &Runtime, name: &str) -> Arc<LoadedComponent> {
+        rt.load(&ComponentRef::Bundled(name.into()), &crate::bundled::bytes).unwrap()
+    }
+
+    #[test]
+    fn bundled_components_load_without_compiling() {
+        let rt = Runtime::new(None).unwrap();
+        for name in crate::bundled::names() {
+            let loaded = bundled(&rt, name);
+            assert!(!loaded.compiled && !loaded.tools.is_empty(), "{name}");
+        }
+        assert_eq!(rt.compile_count(), 0);
+    }
+
+    #[test]
+    fn an_engine_the_build_did_not_precompile_for_compiles_instead() {
+        // Another engine configuration (as another CPU or wasmtime would be): the built-in code
+        // is not offered to it, and the component is compiled and works.
+        let mut config = engine_config(Allocation::OnDemand);
+        config.cranelift_opt_level(wasmtime::OptLevel::None);
+        let other = Engine::new(&config).unwrap();
+        let hello = crate::bundled::bytes("hello").unwrap();
+        let sha256 = hex::encode(Sha256::digest(hello));
+        assert!(crate::bundled::precompiled(&sha256, toolhost_engine::compatibility_hash(&other)).is_none());
+        let rt = Runtime::with_engine(RuntimeOptions::default(), other, false).unwrap();
+        let loaded = bundled(&rt, "hello");
+        assert!(loaded.compiled);
+        assert_eq!(rt.compile_count(), 1);
+        assert_eq!(loaded.tools[0].name, "hello");
+        // wasmtime's own check refuses the built-in code too, had the hashes agreed.
+        let (_, artifact) = crate::bundled::PRECOMPILED.iter().find(|(d, _)| *d == sha256).unwrap();
+        // SAFETY: the artifact is part of this binary; the point is that wasmtime refuses it.
+        assert!(unsafe { Component::deserialize(rt.engine(), artifact) }.is_err());
+    }
 }
