@@ -544,7 +544,7 @@ mod tests {
         // Another engine configuration (as another CPU or wasmtime would be): the built-in code
         // is not offered to it, and the component is compiled and works.
         let mut config = engine_config(Allocation::OnDemand);
-        config.cranelift_opt_level(wasmtime::OptLevel::None);
+        config.cranelift_opt_level(wasmtime::OptLevel::None).epoch_interruption(false);
         let other = Engine::new(&config).unwrap();
         let hello = crate::bundled::bytes("hello").unwrap();
         let sha256 = hex::encode(Sha256::digest(hello));
