@@ -8,6 +8,9 @@ installed, and times:
   serve_tools_list  spawn -> the `tools/list` answer (sent right after `initialized`)
   serve_read_file   spawn -> the first `read_file` answer (a file written by `write_file` first)
   check_example     `toolhost check --config DeerFlow's config.example.yaml`, whole process
+  call_no_cache     `toolhost call legacy_hello` of a component file nothing compiled before
+  call_after_other_dir  the same, after `toolhost inspect` of it in another directory (as
+                    `toolhost build` leaves a component)
 
 Usage: python3 scripts/bench-cold.py BINARY [BINARY ...] [--runs N]
 Binaries are run in alternation, so each ratio compares runs made under the same load.
@@ -89,6 +92,29 @@ def check_once(binary):
         return {"check_example": time.perf_counter() - t0}
 
 
+def shared_once(binary):
+    wasm = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")),
+                        "guest/wasm32-wasip2/release/legacy_hello.wasm")
+    out = {}
+    for key, inspect_first in (("call_no_cache", False), ("call_after_other_dir", True)):
+        with tempfile.TemporaryDirectory() as tmp:
+            a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+            os.makedirs(a)
+            os.makedirs(b)
+            with open(os.path.join(b, "config.yaml"), "w") as f:
+                f.write("tools:\n  - {name: legacy_hello, group: demo, use: %s}\n" % wasm)
+            env = fresh_env(tmp)
+            env.pop("TOOLHOST_HOME")
+            if inspect_first:
+                subprocess.run([binary, "inspect", wasm], env=env, cwd=a, check=True, stdout=subprocess.DEVNULL)
+            t0 = time.perf_counter()
+            r = subprocess.run([binary, "call", "legacy_hello", '{"name": "x"}'], env=env, cwd=b,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            assert b"Hello, x." in r.stdout, r.stdout
+            out[key] = time.perf_counter() - t0
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("binaries", nargs="+")
@@ -97,7 +123,7 @@ def main():
     times = {b: {} for b in a.binaries}
     for _ in range(a.runs):
         for b in a.binaries:
-            for once in (serve_once, check_once):
+            for once in (serve_once, check_once, shared_once):
                 for k, v in once(b).items():
                     times[b].setdefault(k, []).append(v * 1000)
     for b in a.binaries:

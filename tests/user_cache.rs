@@ -10,10 +10,6 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 
-#[path = "support/paths.rs"]
-mod paths;
-use paths::root;
-
 /// A user's home: `XDG_CACHE_HOME` and `XDG_DATA_HOME` inside it, nothing else shared.
 struct Home {
     dir: tempfile::TempDir,
