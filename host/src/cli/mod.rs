@@ -25,8 +25,8 @@ struct Cli {
     /// The config file (DeerFlow's config.yaml format).
     #[arg(long, global = true, env = "TOOLHOST_CONFIG", default_value = "config.yaml")]
     config: PathBuf,
-    /// Data dir for thread files and state (the precompile cache is per user: see
-    /// `UserCache`).
+    /// Data dir for thread files and state (the precompile cache is per user, in
+    /// $XDG_CACHE_HOME/toolhost or ~/.cache/toolhost).
     #[arg(long, global = true, env = "TOOLHOST_HOME", default_value = ".toolhost")]
     data_dir: PathBuf,
     /// extensions_config.json (MCP servers, skill states); default: DeerFlow's search.
