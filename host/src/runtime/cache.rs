@@ -52,6 +52,11 @@ pub enum Lookup {
     Rejected(String),
 }
 
+/// The file name of the tool specs `sha256` lists (any engine's: they do not depend on it).
+pub fn specs_name(sha256: &str) -> String {
+    format!("{sha256}.tools.json")
+}
+
 /// The file name of `sha256`'s artifact for this engine.
 pub fn artifact_name(engine: &Engine, sha256: &str) -> String {
     format!("{sha256}-{:016x}.cwasm", toolhost_engine::compatibility_hash(engine))
@@ -270,8 +275,29 @@ impl Cache {
     /// Write `component`'s artifact as `name` (0600, atomically, tagged).
     pub fn store(&self, component: &Component, name: &str) -> Result<(), String> {
         let bytes = component.serialize().map_err(|e| format!("cannot serialize {name}: {e:#}"))?;
-        let tag = self.tag(name, &bytes);
-        write_atomically(&self.dir_fd, &self.dir, name, &[&bytes, tag.as_ref(), MAGIC], true)
+        self.store_bytes(name, &bytes)
+    }
+
+    /// Write `bytes` as `name` (0600, atomically, tagged like an artifact).
+    pub fn store_bytes(&self, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let tag = self.tag(name, bytes);
+        write_atomically(&self.dir_fd, &self.dir, name, &[bytes, tag.as_ref(), MAGIC], true)
+    }
+
+    /// The bytes stored as `name` by [`store_bytes`](Self::store_bytes), if present and genuine;
+    /// a file that is not is removed and the reason returned.
+    pub fn load_bytes(&self, name: &str) -> Result<Option<Vec<u8>>, String> {
+        match self.read_verified(name) {
+            Ok(Some(mut bytes)) => {
+                bytes.truncate(bytes.len() - TRAILER_LEN);
+                Ok(Some(bytes))
+            }
+            Ok(None) => Ok(None),
+            Err(why) => {
+                let _ = rustix::fs::unlinkat(&self.dir_fd, name, AtFlags::empty());
+                Err(why)
+            }
+        }
     }
 }
 

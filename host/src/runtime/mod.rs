@@ -121,16 +121,51 @@ pub struct LoadedComponent {
     pub sha256: String,
     /// The version of `toolhost:tool` it exports.
     pub interface: InterfaceVersion,
-    /// Linked and ready to instantiate.
-    pub pre: wit::ToolPre,
+    /// Linked and ready to instantiate, once compiled.
+    pre: Prepared,
     /// The tools it lists.
     pub tools: Vec<ListedTool>,
     /// Whether this load compiled (false: it came from the precompile cache).
     pub compiled: bool,
 }
 
+/// A component's linked code: ready at load, or being compiled in the background while its
+/// tools are listed from the specs kept by digest (see [`Runtime::load_bytes`]).
+enum Prepared {
+    Ready(wit::ToolPre),
+    Compiling(Arc<std::sync::OnceLock<Result<wit::ToolPre, String>>>),
+}
+
+impl LoadedComponent {
+    /// The linked component, waiting for its compilation if it is still running.
+    pub fn pre(&self) -> Result<&wit::ToolPre, ComponentCallError> {
+        match &self.pre {
+            Prepared::Ready(pre) => Ok(pre),
+            Prepared::Compiling(cell) => {
+                // The background thread sets the cell whatever happens; a compile takes tens or
+                // hundreds of milliseconds, so polling costs nothing that shows.
+                let done = loop {
+                    if let Some(done) = cell.get() {
+                        break done;
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                };
+                done.as_ref().map_err(|e| ComponentCallError::Instantiate(e.clone()))
+            }
+        }
+    }
+}
+
+/// What is kept by digest so that listing a component's tools never waits for its compilation.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Specs {
+    /// `InterfaceVersion::package()`.
+    interface: String,
+    tools: Vec<ListedTool>,
+}
+
 /// One tool as a component lists it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ListedTool {
     /// The tool's name.
     pub name: String,
@@ -157,6 +192,8 @@ pub struct Runtime {
     engine_hash: u64,
     /// How many components this runtime has compiled (rather than loaded precompiled).
     compiles: std::sync::atomic::AtomicU64,
+    /// This runtime, for the background compiles it starts.
+    this: std::sync::Weak<Runtime>,
 }
 
 /// How to build a [`Runtime`].
@@ -243,7 +280,7 @@ impl Runtime {
                     None
                 }
             });
-        let rt = Arc::new(Self {
+        let rt = Arc::new_cyclic(|this| Self {
             engine: engine.clone(),
             linker,
             cache,
@@ -255,6 +292,7 @@ impl Runtime {
             warnings: Mutex::new(warnings),
             engine_hash: toolhost_engine::compatibility_hash(&engine),
             compiles: Default::default(),
+            this: this.clone(),
         });
         rt.start_ticker();
         Ok(rt)
@@ -380,16 +418,106 @@ impl Runtime {
             return Ok(found.clone());
         }
         let bundled = matches!(component, ComponentRef::Bundled(_));
-        let (compiled_component, compiled) = self.compile_cached(&bytes, &sha256, &label, bundled)?;
-        let invalid = |message: String| ComponentLoadError::Invalid { component: label.clone(), message };
-        let ty = compiled_component.component_type();
-        let interface = wit::detect(ty.exports(&self.engine).map(|(name, _)| name)).map_err(invalid)?;
-        let instance_pre = self.linker.instantiate_pre(&compiled_component).map_err(|e| invalid(format!("{e:#}")))?;
-        let pre = wit::ToolPre::new(interface, instance_pre).map_err(|e| invalid(format!("{e:#}")))?;
-        let tools = exec::list_tools(self, &pre).map_err(|e| invalid(e.to_string()))?;
-        let loaded = Arc::new(LoadedComponent { label, sha256: sha256.clone(), interface, pre, tools, compiled });
+        let loaded = match self.precompiled(&sha256, &label, bundled) {
+            Some(c) => self.prepare(c, label, &sha256, false)?,
+            // Not compiled for this engine yet: when its specs are kept, list them now and compile
+            // in the background; calls wait for it.
+            None => match (self.stored_specs(&sha256), self.this.upgrade()) {
+                (Some((interface, tools)), Some(rt)) => {
+                    let cell = Arc::new(std::sync::OnceLock::new());
+                    let (job, owned, digest, name) = (cell.clone(), bytes.to_vec(), sha256.clone(), label.clone());
+                    let spawned = std::thread::Builder::new().name("toolhost-compile".into()).spawn(move || {
+                        job.get_or_init(|| {
+                            // Set even if compiling panics: callers wait for the cell.
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                let c = rt.compile_into_cache(&owned, &digest, &name).map_err(|e| e.to_string())?;
+                                rt.link(&c, interface, &name).map_err(|e| e.to_string())
+                            }))
+                            .unwrap_or_else(|_| Err(format!("compiling {name} failed")))
+                        });
+                    });
+                    if spawned.is_err() {
+                        let c = self.compile_into_cache(&bytes, &sha256, &label)?;
+                        self.prepare(c, label, &sha256, true)?
+                    } else {
+                        LoadedComponent {
+                            label,
+                            sha256: sha256.clone(),
+                            interface,
+                            pre: Prepared::Compiling(cell),
+                            tools,
+                            compiled: true,
+                        }
+                    }
+                }
+                _ => {
+                    let c = self.compile_into_cache(&bytes, &sha256, &label)?;
+                    self.prepare(c, label, &sha256, true)?
+                }
+            },
+        };
+        let loaded = Arc::new(loaded);
         self.components.lock().unwrap_or_else(|p| p.into_inner()).insert(sha256, loaded.clone());
         Ok(loaded)
+    }
+
+    /// Link a compiled component and list its tools (running it), keeping the specs by digest.
+    fn prepare(
+        &self,
+        c: Component,
+        label: String,
+        sha256: &str,
+        compiled: bool,
+    ) -> Result<LoadedComponent, ComponentLoadError> {
+        let invalid = |message: String| ComponentLoadError::Invalid { component: label.clone(), message };
+        let interface = wit::detect(c.component_type().exports(&self.engine).map(|(name, _)| name)).map_err(invalid)?;
+        let pre = self.link(&c, interface, &label)?;
+        let tools = exec::list_tools(self, &pre).map_err(|e| invalid(e.to_string()))?;
+        if let Some(cache) = &self.cache {
+            let name = cache::specs_name(sha256);
+            if !matches!(cache.load_bytes(&name), Ok(Some(_))) {
+                let specs = Specs { interface: interface.package().to_string(), tools: tools.clone() };
+                if let Err(e) =
+                    serde_json::to_vec(&specs).map_err(|e| e.to_string()).and_then(|b| cache.store_bytes(&name, &b))
+                {
+                    tracing::warn!("{e}; {label}'s tools will be listed by running it next time");
+                }
+            }
+        }
+        Ok(LoadedComponent { label, sha256: sha256.to_string(), interface, pre: Prepared::Ready(pre), tools, compiled })
+    }
+
+    fn link(
+        &self,
+        c: &Component,
+        interface: InterfaceVersion,
+        label: &str,
+    ) -> Result<wit::ToolPre, ComponentLoadError> {
+        let invalid = |e: wasmtime::Error| ComponentLoadError::Invalid {
+            component: label.to_string(),
+            message: format!("{e:#}"),
+        };
+        let instance_pre = self.linker.instantiate_pre(c).map_err(invalid)?;
+        wit::ToolPre::new(interface, instance_pre).map_err(invalid)
+    }
+
+    /// The specs kept for `sha256`, if genuine (a file that is not is removed and reported).
+    fn stored_specs(&self, sha256: &str) -> Option<(InterfaceVersion, Vec<ListedTool>)> {
+        let cache = self.cache.as_ref()?;
+        let name = cache::specs_name(sha256);
+        let bytes = match cache.load_bytes(&name) {
+            Ok(b) => b?,
+            Err(why) => {
+                self.warn(format!("tool specs {} rejected: {why}", cache.dir().join(&name).display()));
+                return None;
+            }
+        };
+        let specs: Specs = serde_json::from_slice(&bytes).ok()?;
+        let interface =
+            [InterfaceVersion::V0_1, InterfaceVersion::V0_2, InterfaceVersion::V0_3, InterfaceVersion::V0_4]
+                .into_iter()
+                .find(|v| v.package() == specs.interface)?;
+        Some((interface, specs.tools))
     }
 
     /// How many components this runtime has compiled so far; loads of precompiled code (built
@@ -414,38 +542,38 @@ impl Runtime {
         }
     }
 
-    /// The component compiled, loaded from the built-in code (`bundled`) or from the cache, and
-    /// whether it was compiled.
-    fn compile_cached(
-        &self,
-        bytes: &[u8],
-        sha256: &str,
-        label: &str,
-        bundled: bool,
-    ) -> Result<(Component, bool), ComponentLoadError> {
-        let invalid = |message: String| ComponentLoadError::Invalid { component: label.to_string(), message };
+    /// The component's native code without compiling: built into the binary (`bundled`) or a
+    /// genuine artifact of the cache. A rejected artifact is removed and reported.
+    fn precompiled(&self, sha256: &str, label: &str, bundled: bool) -> Option<Component> {
         if let Some(c) = bundled.then(|| self.precompiled_bundled(sha256)).flatten() {
-            return Ok((c, false));
+            return Some(c);
         }
-        let compile = || {
-            self.compiles.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            Component::new(&self.engine, bytes).map_err(|e| invalid(format!("{e:#}")))
-        };
-        let Some(cache) = &self.cache else { return Ok((compile()?, true)) };
+        let cache = self.cache.as_ref()?;
         let name = cache::artifact_name(&self.engine, sha256);
         match cache.load(&self.engine, &name) {
-            cache::Lookup::Hit(c) => return Ok((c, false)),
-            cache::Lookup::Miss => {}
-            cache::Lookup::Rejected(why) => self.warn(format!(
-                "precompiled artifact {} rejected: {why}; {label} was compiled again",
-                cache.dir().join(&name).display()
-            )),
+            cache::Lookup::Hit(c) => Some(c),
+            cache::Lookup::Miss => None,
+            cache::Lookup::Rejected(why) => {
+                self.warn(format!(
+                    "precompiled artifact {} rejected: {why}; {label} was compiled again",
+                    cache.dir().join(&name).display()
+                ));
+                None
+            }
         }
-        let component = compile()?;
-        if let Err(e) = cache.store(&component, &name) {
-            tracing::warn!("{e}; {label} will be compiled again next time");
+    }
+
+    /// Compile the component and keep its artifact in the cache.
+    fn compile_into_cache(&self, bytes: &[u8], sha256: &str, label: &str) -> Result<Component, ComponentLoadError> {
+        self.compiles.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let component = Component::new(&self.engine, bytes)
+            .map_err(|e| ComponentLoadError::Invalid { component: label.to_string(), message: format!("{e:#}") })?;
+        if let Some(cache) = &self.cache {
+            if let Err(e) = cache.store(&component, &cache::artifact_name(&self.engine, sha256)) {
+                tracing::warn!("{e}; {label} will be compiled again next time");
+            }
         }
-        Ok((component, true))
+        Ok(component)
     }
 
     /// Inspect a component file: its tools, imports and sha256.
@@ -461,7 +589,10 @@ impl Runtime {
         let sha256 = hex::encode(Sha256::digest(bytes));
         let label = component.to_string();
         let bundled = matches!(component, ComponentRef::Bundled(_));
-        let (compiled, _) = self.compile_cached(bytes, &sha256, &label, bundled)?;
+        let compiled = match self.precompiled(&sha256, &label, bundled) {
+            Some(c) => c,
+            None => self.compile_into_cache(bytes, &sha256, &label)?,
+        };
         let ty = compiled.component_type();
         let imports = ty.imports(&self.engine).map(|(name, _)| name.to_string()).collect();
         let exports = ty.exports(&self.engine).map(|(name, _)| name.to_string()).collect();
@@ -505,7 +636,7 @@ pub fn exec_call(
     req: &CallRequest,
 ) -> Result<RawResult, ComponentCallError> {
     let deadline = std::time::Instant::now() + caps.limits.timeout;
-    exec::call(rt, &component.pre, caps, preopens, &component.label, req, deadline)
+    exec::call(rt, component.pre()?, caps, preopens, &component.label, req, deadline)
 }
 
 /// [`exec_call`] for a call admitted by [`Runtime::admit`]: it ends by the permit's deadline
@@ -518,7 +649,7 @@ pub fn exec_call_admitted(
     req: &CallRequest,
     permit: CallPermit,
 ) -> Result<RawResult, ComponentCallError> {
-    exec::call(rt, &component.pre, caps, preopens, &component.label, req, permit.deadline)
+    exec::call(rt, component.pre()?, caps, preopens, &component.label, req, permit.deadline)
 }
 
 #[cfg(test)]
@@ -558,5 +689,60 @@ mod tests {
         let (_, artifact) = crate::bundled::PRECOMPILED.iter().find(|(d, _)| *d == sha256).unwrap();
         // SAFETY: the artifact is part of this binary; the point is that wasmtime refuses it.
         assert!(unsafe { Component::deserialize(rt.engine(), artifact) }.is_err());
+    }
+
+    fn file(name: &str) -> ComponentRef {
+        ComponentRef::File { path: Path::new(crate::bundled::GUEST_DIR).join(name), sha256: None }
+    }
+
+    #[test]
+    fn listing_a_component_compiled_before_never_waits_for_its_compile() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let first = Runtime::new(Some(cache.clone())).unwrap();
+        let listed = first.load(&file("legacy_hello.wasm"), &|_| None).unwrap().tools.clone();
+        assert!(first.load(&file("hostile.wasm"), &|_| None).unwrap().compiled);
+        drop(first);
+        // The artifacts go (another engine: a toolhost upgrade, another CPU); the specs stay.
+        let artifacts = || {
+            std::fs::read_dir(&cache)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+                .collect::<Vec<_>>()
+        };
+        artifacts().iter().for_each(|p| std::fs::remove_file(p).unwrap());
+
+        let rt = Runtime::new(Some(cache.clone())).unwrap();
+        let loaded = rt.load(&file("legacy_hello.wasm"), &|_| None).unwrap();
+        assert!(matches!(loaded.pre, Prepared::Compiling(_)), "the tools were listed before the compile ended");
+        let names = |t: &[ListedTool]| t.iter().map(|t| (t.name.clone(), t.parameters.clone())).collect::<Vec<_>>();
+        assert_eq!(names(&loaded.tools), names(&listed));
+        let req = CallRequest::new("legacy_hello", r#"{"name": "A"}"#.to_string());
+        let out = exec_call(&rt, &loaded, &CapabilitySet::default(), &[], &req).unwrap();
+        assert!(out.text().contains("Hello, A."), "{}", out.text());
+        assert_eq!((rt.compile_count(), artifacts().len()), (1, 1), "compiled once, in the background, and kept");
+        assert!(rt.take_warnings().is_empty());
+
+        // Kept specs are input too: tampered, or another component's under this one's name,
+        // they are refused (the tag covers name and bytes) and the component is compiled to list.
+        let specs = |wasm: &str| {
+            let bytes = std::fs::read(Path::new(crate::bundled::GUEST_DIR).join(wasm)).unwrap();
+            cache.join(cache::specs_name(&hex::encode(Sha256::digest(bytes))))
+        };
+        let genuine = std::fs::read(specs("legacy_hello.wasm")).unwrap();
+        let mut flipped = genuine.clone();
+        flipped[10] ^= 1;
+        for (what, planted) in [("tampered", flipped), ("swapped", std::fs::read(specs("hostile.wasm")).unwrap())] {
+            artifacts().iter().for_each(|p| std::fs::remove_file(p).unwrap());
+            std::fs::write(specs("legacy_hello.wasm"), planted).unwrap();
+            let rt = Runtime::new(Some(cache.clone())).unwrap();
+            let loaded = rt.load(&file("legacy_hello.wasm"), &|_| None).unwrap();
+            assert!(matches!(loaded.pre, Prepared::Ready(_)), "{what}");
+            assert_eq!(names(&loaded.tools), names(&listed), "{what}");
+            let w = rt.take_warnings();
+            assert!(w.len() == 1 && w[0].contains("integrity tag does not match"), "{what}: {w:?}");
+            assert_eq!(std::fs::read(specs("legacy_hello.wasm")).unwrap(), genuine, "{what}: healed");
+        }
     }
 }
