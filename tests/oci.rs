@@ -45,6 +45,9 @@ impl Project {
         let mut c = Command::new(env!("CARGO_BIN_EXE_toolhost"));
         c.args(args)
             .env("TOOLHOST_HOME", self.path(data))
+            // Each data dir stands for a user of its own: its own precompile cache and key.
+            .env("XDG_CACHE_HOME", self.path(data).join("xdg-cache"))
+            .env("XDG_DATA_HOME", self.path(data).join("xdg-data"))
             .env("DOCKER_CONFIG", self.path("docker"))
             .env_remove("TOOLHOST_CONFIG")
             .env_remove("TOOLHOST_OCI_USERNAME")
@@ -93,7 +96,9 @@ impl Project {
     fn assert_nothing_of(&self, data: &str, bytes: &[u8]) {
         let hex = hex::encode(sha2::Sha256::digest(bytes));
         assert!(!self.path(data).join("oci/blobs/sha256").join(&hex).exists(), "the refused component was cached");
-        if let Ok(rd) = std::fs::read_dir(self.path(data).join("cache")) {
+        let cache = self.path(data).join("xdg-cache/toolhost");
+        assert!(cache.is_dir() || !self.path(data).join("xdg-data/toolhost/keys").exists(), "the cache is elsewhere");
+        if let Ok(rd) = std::fs::read_dir(cache) {
             for e in rd.flatten() {
                 let n = e.file_name().to_string_lossy().into_owned();
                 assert!(!n.starts_with(&hex), "the refused component was compiled: {n}");

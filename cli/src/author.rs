@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context as _};
-use toolhost::runtime::Runtime;
 
 /// The languages a project can be written in.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -289,7 +288,7 @@ fn compile(dir: &Path, lang: Lang, name: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// `toolhost build [DIR]`: build, load with the host's inspection, print the pin.
-pub fn build(dir: &Path, data_dir: &Path) -> anyhow::Result<String> {
+pub fn build(dir: &Path, cache: &super::UserCache) -> anyhow::Result<String> {
     let lang = detect(dir)?;
     // Absolute, so the toolchains (run in the project directory) write where we read.
     let dir = &std::fs::canonicalize(dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
@@ -298,9 +297,9 @@ pub fn build(dir: &Path, data_dir: &Path) -> anyhow::Result<String> {
     let out = compile(dir, lang, &name)?;
     let built_in = started.elapsed();
     let out = std::fs::canonicalize(&out).with_context(|| format!("cannot resolve {}", out.display()))?;
-    // Loading compiles the component into the precompile cache, so the first call after a build
-    // does not pay for it.
-    let runtime = Runtime::new(Some(data_dir.join("cache")))?;
+    // Loading compiles the component into the user's precompile cache, so the first call after
+    // a build, from any directory, does not pay for it.
+    let runtime = cache.runtime()?;
     let i = runtime.inspect(&out).with_context(|| format!("the built component {} does not load", out.display()))?;
     let mut text = format!(
         "built {} ({} bytes, {} in {:.1}s)\nsha256: {}\ntools:\n",

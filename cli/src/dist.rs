@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use clap::Subcommand;
 
 use toolhost::provenance::{self, Fetcher, Provenance, TrustPolicy};
-use toolhost::runtime::{ComponentRef, Inspection, Runtime};
+use toolhost::runtime::{ComponentRef, Inspection};
 use toolhost::Environment;
 
 use super::{Cli, Output};
@@ -52,12 +52,12 @@ pub(super) enum DistCommand {
     },
 }
 
-pub(super) async fn run(cmd: &DistCommand) -> anyhow::Result<ExitCode> {
+pub(super) async fn run(cmd: &DistCommand, cache: &super::UserCache) -> anyhow::Result<ExitCode> {
     let out = match cmd {
         DistCommand::Keygen { public_key, secret_key } => keygen(public_key, secret_key)?,
         DistCommand::Sign { component, key, output } => sign(component, key, output.as_deref())?,
         DistCommand::Push { component, reference, sign, insecure } => {
-            push(component, reference, sign.as_deref(), *insecure).await?
+            push(component, reference, sign.as_deref(), *insecure, cache).await?
         }
     };
     super::render(out, false)
@@ -105,11 +105,17 @@ fn sign(component: &Path, key: &Path, output: Option<&Path>) -> anyhow::Result<O
     Ok(Output::new(serde_json::json!({"signature": out, "key_id": id, "digest": digest}), text))
 }
 
-async fn push(component: &Path, reference: &str, key: Option<&Path>, insecure: bool) -> anyhow::Result<Output> {
+async fn push(
+    component: &Path,
+    reference: &str,
+    key: Option<&Path>,
+    insecure: bool,
+    cache: &super::UserCache,
+) -> anyhow::Result<Output> {
     let r: toolhost_oci::Reference = reference.parse()?;
     let bytes = std::fs::read(component).with_context(|| format!("cannot read {}", component.display()))?;
     // Only a valid tool component is pushed; its world goes into the artifact's config.
-    let runtime = Runtime::new(None)?;
+    let runtime = cache.runtime()?;
     let inspection = runtime.inspect(component)?;
     let sig_file = provenance::signature_path(component);
     let (signature, signer) = match key {
@@ -179,7 +185,7 @@ pub(super) fn inspect(cli: &Cli, subject: &str) -> anyhow::Result<(ComponentRef,
         eprintln!("warning: {n}");
     }
     let bytes = obtained.bytes.context("inspect takes a component file or an oci:// reference")?;
-    let runtime = Runtime::new(Some(cli.data_dir.join("cache")))?;
+    let runtime = super::UserCache::new(&env, &cli.data_dir).runtime()?;
     let i = runtime.inspect_bytes(&obtained.component, &bytes)?;
     Ok((obtained.component, i, obtained.provenance))
 }

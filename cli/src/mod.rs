@@ -25,7 +25,8 @@ struct Cli {
     /// The config file (DeerFlow's config.yaml format).
     #[arg(long, global = true, env = "TOOLHOST_CONFIG", default_value = "config.yaml")]
     config: PathBuf,
-    /// Data dir for thread files, state and the precompile cache.
+    /// Data dir for thread files and state (the precompile cache is per user, in
+    /// $XDG_CACHE_HOME/toolhost or ~/.cache/toolhost).
     #[arg(long, global = true, env = "TOOLHOST_HOME", default_value = ".toolhost")]
     data_dir: PathBuf,
     /// extensions_config.json (MCP servers, skill states); default: DeerFlow's search.
@@ -242,8 +243,11 @@ fn open(cli: &Cli) -> anyhow::Result<Arc<Toolhost>> {
         env.get(toolhost_mcp::config::CONFIG_PATH_ENV).filter(|v| !v.is_empty()).map(PathBuf::from),
         &project_dir,
     )?;
+    let cache = UserCache::new(&env, &cli.data_dir);
     let opts = HostOptions::new(&cli.config)
         .data_dir(&cli.data_dir)
+        .cache_dir(Some(cache.dir))
+        .cache_keys_dir(cache.keys)
         .persist_state(true)
         .extensions(extensions)
         .extra_ca_certs(env.get("TOOLHOST_EXTRA_CA_CERTS").filter(|v| !v.is_empty()).map(PathBuf::from))
@@ -256,6 +260,47 @@ fn open(cli: &Cli) -> anyhow::Result<Arc<Toolhost>> {
     }
     // Shared, so that `task` can run its subagents' tools through it.
     Ok(host.into_shared())
+}
+
+/// The precompile cache every command shares, one per user whatever the working directory or
+/// data dir: `$XDG_CACHE_HOME/toolhost` (else `~/.cache/toolhost`), authenticated by a key kept
+/// outside it in `$XDG_DATA_HOME/toolhost/keys` (else `~/.local/share/toolhost/keys`). Without
+/// a home directory, `cache/` in the data dir with `keys/` beside it.
+#[derive(Debug, Clone)]
+pub(crate) struct UserCache {
+    dir: PathBuf,
+    keys: Option<PathBuf>,
+}
+
+impl UserCache {
+    fn new(env: &Environment, data_dir: &std::path::Path) -> Self {
+        // The XDG base directory rules: a relative value is ignored.
+        let base = |xdg: &str, fallback: &str| {
+            env.get(xdg)
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+                .or_else(|| env.get("HOME").map(PathBuf::from).filter(|p| p.is_absolute()).map(|h| h.join(fallback)))
+        };
+        match (base("XDG_CACHE_HOME", ".cache"), base("XDG_DATA_HOME", ".local/share")) {
+            (Some(cache), Some(data)) => {
+                Self { dir: cache.join("toolhost"), keys: Some(data.join("toolhost").join("keys")) }
+            }
+            _ => Self { dir: data_dir.join("cache"), keys: None },
+        }
+    }
+
+    fn of(cli: &Cli) -> Self {
+        Self::new(&Environment::from_process(), &cli.data_dir)
+    }
+
+    /// A runtime that compiles into (and loads from) this cache.
+    fn runtime(&self) -> anyhow::Result<Arc<toolhost::runtime::Runtime>> {
+        Ok(toolhost::runtime::Runtime::with_options(toolhost::runtime::RuntimeOptions {
+            cache_dir: Some(self.dir.clone()),
+            cache_keys_dir: self.keys.clone(),
+            ..Default::default()
+        })?)
+    }
 }
 
 /// `req` as custom agent `agent` asks (`--agent`).
@@ -425,10 +470,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Build { dir } => {
-            print!("{}", author::build(dir, &cli.data_dir)?);
+            print!("{}", author::build(dir, &UserCache::of(&cli))?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Dist(d) => dist::run(d).await,
+        Command::Dist(d) => dist::run(d, &UserCache::of(&cli)).await,
     }
 }
 

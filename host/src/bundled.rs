@@ -11,3 +11,12 @@ pub fn bytes(name: &str) -> Option<&'static [u8]> {
 pub fn names() -> Vec<&'static str> {
     BUNDLED.iter().map(|(n, _)| *n).collect()
 }
+
+/// The precompiled native code of the bundled component whose bytes have digest `sha256`, if the
+/// build made it for an engine of compatibility hash `engine_hash` (see `build.rs`).
+pub fn precompiled(sha256: &str, engine_hash: u64) -> Option<&'static [u8]> {
+    if ENGINE_HASH == 0 || engine_hash != ENGINE_HASH {
+        return None;
+    }
+    PRECOMPILED.iter().find(|(d, _)| *d == sha256).map(|(_, a)| *a)
+}

@@ -173,6 +173,7 @@ impl Toolhost {
         let t = &config.config.toolhost;
         let runtime = Runtime::with_options(RuntimeOptions {
             cache_dir: Some(cache_dir),
+            cache_keys_dir: opts.cache_keys_dir.clone(),
             extra_ca_certs: opts.extra_ca_certs.clone(),
             concurrency: ConcurrencyLimits { global: t.concurrent_calls, per_thread: t.concurrent_calls_per_thread },
         })

@@ -65,8 +65,10 @@ pub struct HostOptions {
     pub data_dir: PathBuf,
     /// Keep thread state on disk between processes (the CLI does; default off).
     pub persist_state: bool,
-    /// Precompiled artifacts; `None`: `<data_dir>/cache`.
+    /// Precompiled artifacts; `None`: `<data_dir>/cache`. (The CLI uses one per user.)
     pub cache_dir: Option<PathBuf>,
+    /// The key that authenticates them, kept outside the cache; `None`: `keys/` beside the cache.
+    pub cache_keys_dir: Option<PathBuf>,
     /// DeerFlow's `extensions_config.json` (MCP servers, skill states); `None`: none.
     pub extensions: Option<PathBuf>,
     /// A PEM file of CA certificates that components' outbound HTTPS trusts besides the web
@@ -99,6 +101,7 @@ impl HostOptions {
             data_dir: PathBuf::from(".toolhost"),
             persist_state: false,
             cache_dir: None,
+            cache_keys_dir: None,
             extensions: None,
             extra_ca_certs: None,
             env: Environment::default(),
@@ -121,6 +124,13 @@ impl HostOptions {
     /// Where precompiled artifacts live (`None`: `<data_dir>/cache`).
     pub fn cache_dir(mut self, dir: impl Into<Option<PathBuf>>) -> Self {
         self.cache_dir = dir.into();
+        self
+    }
+
+    /// Where the precompile cache's key lives (`None`: `keys/` beside the cache). It must not be
+    /// inside the cache: whoever can write the cache must not be able to read or replace it.
+    pub fn cache_keys_dir(mut self, dir: impl Into<Option<PathBuf>>) -> Self {
+        self.cache_keys_dir = dir.into();
         self
     }
 

@@ -52,12 +52,14 @@ pub enum Lookup {
     Rejected(String),
 }
 
+/// The file name of the tool specs `sha256` lists (any engine's: they do not depend on it).
+pub fn specs_name(sha256: &str) -> String {
+    format!("{sha256}.tools.json")
+}
+
 /// The file name of `sha256`'s artifact for this engine.
 pub fn artifact_name(engine: &Engine, sha256: &str) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    engine.precompile_compatibility_hash().hash(&mut h);
-    format!("{sha256}-{:016x}.cwasm", h.finish())
+    format!("{sha256}-{:016x}.cwasm", toolhost_engine::compatibility_hash(engine))
 }
 
 fn euid() -> u32 {
@@ -84,6 +86,14 @@ fn open_private_dir(parent: &Path, name: &str) -> Result<OwnedFd, String> {
     let st = rustix::fs::fstat(&fd).map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
     check_owner_and_mode(&path, st.st_uid, st.st_mode, 0o022)?;
     Ok(fd)
+}
+
+/// [`open_private_dir`] for a path given whole.
+fn open_private_dir_at(path: &Path) -> Result<OwnedFd, String> {
+    match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
+        (Some(p), Some(n)) => open_private_dir(if p.as_os_str().is_empty() { Path::new(".") } else { p }, n),
+        _ => Err(format!("{} cannot hold a cache (no parent directory or name)", path.display())),
+    }
 }
 
 /// Refuses a file this user does not own or whose mode has any of `forbidden` bits.
@@ -187,16 +197,18 @@ fn load_or_create_key(keys: &OwnedFd, keys_path: &Path) -> Result<hmac::Key, Str
 }
 
 impl Cache {
-    /// Open (creating if needed) the cache at `dir` and the install key beside it. `Err` says
-    /// why the cache must not be used.
-    pub fn open(dir: &Path) -> Result<Self, String> {
-        let (parent, name) = match (dir.parent(), dir.file_name().and_then(|n| n.to_str())) {
-            (Some(p), Some(n)) => (if p.as_os_str().is_empty() { Path::new(".") } else { p }, n),
-            _ => return Err(format!("{} cannot hold a cache (no parent directory or name)", dir.display())),
+    /// Open (creating if needed) the cache at `dir` and the install key in `keys_dir` (`None`:
+    /// `keys/` beside `dir`). `Err` says why the cache must not be used.
+    pub fn open(dir: &Path, keys_dir: Option<&Path>) -> Result<Self, String> {
+        let dir_fd = open_private_dir_at(dir)?;
+        let keys_path = match keys_dir {
+            Some(k) => k.to_path_buf(),
+            None => dir.parent().unwrap_or(Path::new(".")).join("keys"),
         };
-        let dir_fd = open_private_dir(parent, name)?;
-        let keys_path = parent.join("keys");
-        let keys = open_private_dir(parent, "keys")?;
+        if keys_path.starts_with(dir) {
+            return Err(format!("the key directory {} is inside the cache", keys_path.display()));
+        }
+        let keys = open_private_dir_at(&keys_path)?;
         let key = load_or_create_key(&keys, &keys_path)?;
         Ok(Self { dir: dir.to_path_buf(), dir_fd, key })
     }
@@ -263,8 +275,29 @@ impl Cache {
     /// Write `component`'s artifact as `name` (0600, atomically, tagged).
     pub fn store(&self, component: &Component, name: &str) -> Result<(), String> {
         let bytes = component.serialize().map_err(|e| format!("cannot serialize {name}: {e:#}"))?;
-        let tag = self.tag(name, &bytes);
-        write_atomically(&self.dir_fd, &self.dir, name, &[&bytes, tag.as_ref(), MAGIC], true)
+        self.store_bytes(name, &bytes)
+    }
+
+    /// Write `bytes` as `name` (0600, atomically, tagged like an artifact).
+    pub fn store_bytes(&self, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let tag = self.tag(name, bytes);
+        write_atomically(&self.dir_fd, &self.dir, name, &[bytes, tag.as_ref(), MAGIC], true)
+    }
+
+    /// The bytes stored as `name` by [`store_bytes`](Self::store_bytes), if present and genuine;
+    /// a file that is not is removed and the reason returned.
+    pub fn load_bytes(&self, name: &str) -> Result<Option<Vec<u8>>, String> {
+        match self.read_verified(name) {
+            Ok(Some(mut bytes)) => {
+                bytes.truncate(bytes.len() - TRAILER_LEN);
+                Ok(Some(bytes))
+            }
+            Ok(None) => Ok(None),
+            Err(why) => {
+                let _ = rustix::fs::unlinkat(&self.dir_fd, name, AtFlags::empty());
+                Err(why)
+            }
+        }
     }
 }
 
@@ -277,7 +310,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = dir.path().join("cache");
         let caches: Vec<Cache> = std::thread::scope(|s| {
-            let opens: Vec<_> = (0..8).map(|_| s.spawn(|| Cache::open(&cache).unwrap())).collect();
+            let opens: Vec<_> = (0..8).map(|_| s.spawn(|| Cache::open(&cache, None).unwrap())).collect();
             opens.into_iter().map(|h| h.join().unwrap()).collect()
         });
         let tags: Vec<Vec<u8>> = caches.iter().map(|c| c.tag("name", b"bytes").as_ref().to_vec()).collect();

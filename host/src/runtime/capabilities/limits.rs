@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserializer;
 
 /// The largest linear memory an instance may have (a pooled slot's size): 4 GiB, all of wasm32.
-pub const MAX_MEMORY_BYTES: u64 = 1 << 32;
+pub use toolhost_engine::MAX_MEMORY_BYTES;
 
 /// The most component calls that may run at once in one process: half the pool's 256
 /// component instances, so a component built of a few core instances (Rust guests have three;
