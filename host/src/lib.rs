@@ -34,11 +34,11 @@ pub use host::{list_agents, AgentConfig, AgentError, CallOptions, CallResult, Th
 pub use options::{ConfigSource, Environment, HostOptions};
 pub use serve_config::ServeConfig;
 pub use state_store::{StateError, StateStore, StateStoreConfig};
-pub use toolhost_core as core;
 /// Harden this process before opening a host that may run host bash or confined MCP servers
 /// and ACP agents: non-dumpable, so a command of the same uid cannot read toolhost's
 /// `/proc/<pid>/environ` or memory. Call once, early in `main`.
 pub use toolhost_confine::harden_process;
+pub use toolhost_core as core;
 pub use toolhost_core::{
     CallContext, CancelSignal, ErrorKind, LogLevel, LogLine, LogSink, ProgressSink, ThreadState, Tool, ToolOutcome,
     ToolSpec,
