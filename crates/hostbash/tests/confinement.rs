@@ -11,28 +11,9 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{ctx, processes_with, run, tool};
+use common::{ctx, landlock, processes_with, run, tool};
 use toolhost_core::Status;
-use toolhost_hostbash::{confinement_status, ConfinementStatus, TreeMode};
-
-fn require_landlock() {
-    match confinement_status() {
-        ConfinementStatus::Active { .. } => {}
-        ConfinementStatus::Unavailable { reason } => {
-            // Only where the kernel lacks it; everything else must fail loudly.
-            assert!(
-                reason.contains("does not implement") || reason.contains("disabled"),
-                "Landlock should be available here: {reason}"
-            );
-            eprintln!("SKIPPED: the kernel offers no Landlock: {reason}");
-        }
-    }
-}
-
-fn landlock() -> bool {
-    require_landlock();
-    matches!(confinement_status(), ConfinementStatus::Active { .. })
-}
+use toolhost_hostbash::TreeMode;
 
 /// A file's content, mode and owner.
 fn fingerprint(path: &Path) -> (String, u32, u32, u32) {

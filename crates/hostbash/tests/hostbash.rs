@@ -1,14 +1,15 @@
 //! The host `bash` tool run for real: output formats, path validation and rewriting, masking,
 //! the process-group timeout, the scrubbed environment, and Landlock confinement.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::json;
 use toolhost_core::{CallContext, Status, ThreadFs, ThreadState, Tool};
 use toolhost_hostbash::{
-    bash_spec, confinement_status, BashConfig, BashTool, ConfineMode, ConfinementStatus,
-    LOCAL_HOST_BASH_DISABLED_MESSAGE,
+    bash_spec, confinement_status, BashConfig, BashTool, ConfineMode, LOCAL_HOST_BASH_DISABLED_MESSAGE,
 };
 
 fn ctx(data: &Path, thread: &str) -> CallContext {
@@ -24,10 +25,6 @@ fn tool(confine: ConfineMode) -> BashTool {
 async fn run(tool: &BashTool, ctx: &CallContext, command: &str) -> (String, Status) {
     let out = tool.call(ctx, json!({"description": "test", "command": command})).await;
     (out.text_content(), out.status)
-}
-
-fn landlock_active() -> bool {
-    matches!(confinement_status(), ConfinementStatus::Active { .. })
 }
 
 #[test]
@@ -166,8 +163,7 @@ async fn output_is_middle_truncated() {
 
 #[tokio::test]
 async fn confined_command_cannot_escape_the_thread() {
-    if !landlock_active() {
-        eprintln!("skipping: {}", confinement_status());
+    if !common::landlock() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

@@ -12,20 +12,12 @@ use std::time::{Duration, Instant};
 
 use common::{ctx, processes_with, run, tool};
 use toolhost_core::Status;
-use toolhost_hostbash::{confinement_status, BashTool, ConfinementStatus, TreeMode};
+use toolhost_hostbash::{BashTool, TreeMode};
 
-/// Landlock and a root test process; where the kernel itself lacks Landlock, skip visibly.
+/// Landlock (see [`common::landlock`]) and a root test process.
 fn confined_as_root() -> bool {
-    match confinement_status() {
-        ConfinementStatus::Active { .. } => {}
-        ConfinementStatus::Unavailable { reason } => {
-            assert!(
-                reason.contains("does not implement") || reason.contains("disabled"),
-                "Landlock should be available here: {reason}"
-            );
-            eprintln!("SKIPPED: the kernel offers no Landlock: {reason}");
-            return false;
-        }
+    if !common::landlock() {
+        return false;
     }
     // SAFETY: getuid cannot fail.
     assert_eq!(unsafe { libc::getuid() }, 0, "these tests run confined bash as root");

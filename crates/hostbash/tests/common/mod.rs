@@ -7,7 +7,23 @@ use std::sync::Arc;
 
 use serde_json::json;
 use toolhost_core::{CallContext, Status, ThreadFs, ThreadState, Tool};
-use toolhost_hostbash::{BashConfig, BashTool};
+use toolhost_hostbash::{confinement_status, BashConfig, BashTool, ConfinementStatus};
+
+/// Whether Landlock confines commands here. Only where the kernel itself lacks it is that a
+/// visible skip; any other reason fails the test.
+pub fn landlock() -> bool {
+    match confinement_status() {
+        ConfinementStatus::Active { .. } => true,
+        ConfinementStatus::Unavailable { reason } => {
+            assert!(
+                reason.contains("does not implement") || reason.contains("disabled"),
+                "Landlock should be available here: {reason}"
+            );
+            eprintln!("SKIPPED: the kernel offers no Landlock: {reason}");
+            false
+        }
+    }
+}
 
 /// A thread `id` under `data`, its directories created.
 pub fn ctx(data: &Path, id: &str) -> CallContext {
