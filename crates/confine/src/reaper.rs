@@ -118,13 +118,6 @@ impl Signals {
     }
 }
 
-/// A copy of the lifeline's read end above every descriptor the juggling that follows puts in
-/// place, so that no `dup2` onto a low number closes it.
-fn lift(read: libc::c_int) -> libc::c_int {
-    // SAFETY: duplicates a descriptor this process owns.
-    unsafe { libc::fcntl(read, libc::F_DUPFD, 64) }
-}
-
 /// `arg_start` and `arg_end` of this process, read once.
 fn argv_area() -> Option<(usize, usize)> {
     static AREA: std::sync::OnceLock<Option<(usize, usize)>> = std::sync::OnceLock::new();
@@ -209,20 +202,29 @@ impl ReaperPlan {
         }
     }
 
+    /// Let go of every descriptor: `/dev/null` on 0–2, `keep` on 3, 4, … in order, the rest
+    /// closed. Each kept one is first copied above any target, so that no `dup2` onto a low
+    /// number closes one still to be placed. Syscalls only (this runs after a fork).
+    fn keep_only<const N: usize>(&self, keep: [libc::c_int; N]) {
+        // SAFETY: descriptor juggling on descriptors this process owns.
+        unsafe {
+            let lifted = keep.map(|fd| libc::fcntl(fd, libc::F_DUPFD, 64));
+            for target in 0..3 {
+                libc::dup2(self.null.as_raw_fd(), target);
+            }
+            for (i, fd) in lifted.into_iter().enumerate() {
+                libc::dup2(fd, 3 + i as libc::c_int);
+            }
+            libc::syscall(libc::SYS_close_range, 3 + N as u32, u32::MAX, 0u32);
+        }
+    }
+
     /// The process toolhost started, outside the namespace: let go of every descriptor but the
     /// lifeline, wait for the namespace's init, and exit with its status; on SIGTERM or
     /// toolhost's death kill init first. Init's exit returns only once the kernel has ended
     /// every other process of the namespace, so when this process is gone the tree is.
     fn wait_and_exit(&self, init: libc::pid_t, signals: &Signals) -> ! {
-        let lifeline = lift(self.lifeline.0);
-        // SAFETY: descriptor juggling on descriptors this process owns.
-        unsafe {
-            libc::dup2(self.null.as_raw_fd(), 0);
-            libc::dup2(self.null.as_raw_fd(), 1);
-            libc::dup2(self.null.as_raw_fd(), 2);
-            libc::dup2(lifeline, 3);
-            libc::syscall(libc::SYS_close_range, 4u32, u32::MAX, 0u32);
-        }
+        self.keep_only([self.lifeline.0]);
         let sfd = signals.fd();
         let mut killed = false;
         loop {
@@ -250,16 +252,7 @@ impl ReaperPlan {
         // Let go of everything but the status pipe and the lifeline: the command's pipes must
         // reach EOF when the command's tree closes them, and std's spawn-error pipe when the
         // shell execs.
-        let lifeline = lift(self.lifeline.0);
-        // SAFETY: descriptor juggling on descriptors this process owns.
-        unsafe {
-            libc::dup2(self.null.as_raw_fd(), 0);
-            libc::dup2(self.null.as_raw_fd(), 1);
-            libc::dup2(self.null.as_raw_fd(), 2);
-            libc::dup2(self.status.as_raw_fd(), 3);
-            libc::dup2(lifeline, 4);
-            libc::syscall(libc::SYS_close_range, 5u32, u32::MAX, 0u32);
-        }
+        self.keep_only([self.status.as_raw_fd(), self.lifeline.0]);
         let sfd = signals.fd();
         let mut shell_done = false;
         loop {
