@@ -612,39 +612,142 @@ pub fn give_to(fd: &OwnedFd, user: BashUser) -> io::Result<()> {
     Ok(())
 }
 
-/// The probe script: what the process sees, printed for the parent to judge.
-const PROBE: &str = r#"
-grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status
-if cat "$PROBE_OUTSIDE" >/dev/null 2>&1; then echo "READ outside: allowed"; fi
-if echo x > "$HOME/probe-inside" 2>/dev/null; then echo "WRITE home: allowed"; fi
-echo "PIDS: $(ls /proc | grep -cE '^[0-9]+$')"
-"#;
+/// The self-test's checks that need no program: run in the confined process itself, after every
+/// step of the confinement and before the exec, they print what the process could do (a file
+/// outside its grants read, its home written, how many processes `/proc` shows). The exec that
+/// follows (`cat /proc/self/status`) reports what only an exec'd program can: the capabilities,
+/// `no_new_privs` and the seccomp mode it runs with. One small exec instead of a shell and four
+/// programs: the self-test is on a server's first start, so it is part of what a user waits for.
+struct ProbeChecks {
+    outside: std::ffi::CString,
+    inside: std::ffi::CString,
+}
+
+impl ProbeChecks {
+    /// The `pre_exec` step after the confinement's: syscalls on stack buffers only.
+    fn run_in_child(&self) -> io::Result<()> {
+        // SAFETY: open/close of a NUL-terminated path prepared in the parent.
+        unsafe {
+            let fd = libc::open(self.outside.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd >= 0 {
+                say(b"READ outside: allowed\n");
+                libc::close(fd);
+            }
+            let fd = libc::open(
+                self.inside.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                0o600,
+            );
+            if fd >= 0 {
+                say(b"WRITE home: allowed\n");
+                libc::close(fd);
+            }
+        }
+        match count_processes() {
+            Some(n) => {
+                say(b"PIDS: ");
+                let mut digits = [0u8; 20];
+                let mut i = digits.len();
+                let mut n = n;
+                loop {
+                    i -= 1;
+                    digits[i] = b'0' + (n % 10) as u8;
+                    n /= 10;
+                    if n == 0 {
+                        break;
+                    }
+                }
+                say(&digits[i..]);
+                say(b"\n");
+            }
+            None => say(b"PIDS: unreadable\n"),
+        }
+        Ok(())
+    }
+}
+
+/// Write to the probe's stdout (syscalls only).
+fn say(bytes: &[u8]) {
+    // SAFETY: writes a borrowed buffer to descriptor 1.
+    unsafe { libc::write(1, bytes.as_ptr().cast(), bytes.len()) };
+}
+
+/// The numeric entries of `/proc` as this process sees it (syscalls on a stack buffer).
+fn count_processes() -> Option<usize> {
+    // SAFETY: a static NUL-terminated path; the descriptor is closed below.
+    let fd = unsafe { libc::open(c"/proc".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    let mut buf = [0u8; 4096];
+    let mut count = 0;
+    let result = loop {
+        // SAFETY: getdents64 into a stack buffer of the given length.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+        if n < 0 {
+            break None;
+        }
+        if n == 0 {
+            break Some(count);
+        }
+        // linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name (NUL-ended).
+        let mut at = 0usize;
+        while at + 19 < n as usize {
+            let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+            if reclen == 0 {
+                break;
+            }
+            let name = &buf[at + 19..(at + reclen).min(n as usize)];
+            let name = &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())];
+            if !name.is_empty() && name.iter().all(u8::is_ascii_digit) {
+                count += 1;
+            }
+            at += reclen;
+        }
+    };
+    // SAFETY: closing the descriptor opened above.
+    unsafe { libc::close(fd) };
+    result
+}
 
 fn probe(prepared: Prepared) -> Result<Vec<String>, String> {
+    use std::os::unix::ffi::OsStrExt;
     let scratch = std::env::temp_dir().join(format!("toolhost-confine-probe-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&scratch);
     let outside = scratch.join("sentinel");
     std::fs::write(&outside, "probe").map_err(|e| format!("cannot write {}: {e}", outside.display()))?;
+    let home = prepared
+        .env
+        .iter()
+        .find(|(k, _)| k == "HOME")
+        .map(|(_, v)| PathBuf::from(v))
+        .ok_or("the launch has no home")?;
+    let cstr = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|_| "a path with a NUL byte");
+    let checks = ProbeChecks { outside: cstr(&outside)?, inside: cstr(&home.join("probe-inside"))? };
     let namespaces = prepared.plan.pid_namespace;
-    let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(PROBE)
+    let mut cmd = std::process::Command::new("/bin/cat");
+    cmd.arg("/proc/self/status")
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
-        .env("PROBE_OUTSIDE", &outside)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let guard = prepared.install(&mut cmd);
+    // SAFETY: runs in the forked child after the confinement's own step; syscalls only.
+    unsafe { std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || checks.run_in_child()) };
     let output = cmd.output().map_err(|e| format!("the probe could not start: {e}"));
     drop(guard);
     let _ = std::fs::remove_dir_all(&scratch);
+    let _ = std::fs::remove_file(home.join("probe-inside"));
     let output = output?;
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    verdict(&String::from_utf8_lossy(&output.stdout), &String::from_utf8_lossy(&output.stderr), namespaces)
+}
+
+/// Judge what the probe printed: `Ok` lists what was proven.
+fn verdict(text: &str, stderr: &str, namespaces: bool) -> Result<Vec<String>, String> {
     let mut proven = Vec::new();
-    let caps = CapSets::parse(&text)
-        .ok_or_else(|| format!("the probe did not report: {}", String::from_utf8_lossy(&output.stderr).trim()))?;
+    let caps = CapSets::parse(text).ok_or_else(|| format!("the probe did not report: {}", stderr.trim()))?;
     if caps.effective | caps.permitted | caps.inheritable | caps.ambient != 0 {
         return Err(format!("capabilities were not dropped: {caps:?}"));
     }
@@ -706,5 +809,140 @@ mod tests {
         // The system is read-only anyway; a directory argument is never granted by itself.
         let roots = install_roots("/bin/sh", &[dir.path().to_string_lossy().into_owned()], None);
         assert!(roots.is_empty(), "{roots:?}");
+    }
+
+    const CLEAN: &str = "READ outside: no\nWRITE home: allowed\nPIDS: 2\nName:\tcat\nNoNewPrivs:\t1\nSeccomp:\t2\n\
+                         CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n\
+                         CapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\n";
+
+    #[test]
+    fn the_verdict_refuses_every_sign_that_the_confinement_did_not_engage() {
+        assert_eq!(verdict(CLEAN, "", true).unwrap().len(), 3);
+        let bad = [
+            (CLEAN.replace("CapEff:\t0000000000000000", "CapEff:\t000001ffffffffff"), "capabilities were not dropped"),
+            (CLEAN.replace("NoNewPrivs:\t1", "NoNewPrivs:\t0"), "no_new_privs"),
+            (CLEAN.replace("Seccomp:\t2", "Seccomp:\t0"), "seccomp"),
+            (CLEAN.replace("READ outside: no", "READ outside: allowed"), "Landlock did not engage"),
+            (CLEAN.replace("WRITE home: allowed", ""), "its own home"),
+            (CLEAN.replace("PIDS: 2", "PIDS: 140"), "140 processes"),
+            (CLEAN.replace("PIDS: 2", "PIDS: unreadable"), "processes in /proc"),
+            (String::new(), "did not report"),
+        ];
+        for (text, why) in bad {
+            let err = verdict(&text, "", true).unwrap_err();
+            assert!(err.contains(why), "{why}: {err}");
+        }
+        // Without namespaces /proc is the host's: the count is not judged.
+        assert_eq!(verdict(&CLEAN.replace("PIDS: 2", "PIDS: 140"), "", false).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_self_test_proves_the_confinement_with_one_small_exec() {
+        if let ConfinementStatus::Unavailable { reason } = ruleset::confinement_status() {
+            if std::env::var_os("CI").is_some() {
+                panic!("Landlock is unavailable in CI: {reason}");
+            }
+            eprintln!("skipped: Landlock is unavailable here ({reason})");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let confiner = Confiner::new(ProcessSpec {
+            label: "probe".into(),
+            setting: "toolhost.mcp_servers.probe".into(),
+            command: "/bin/cat".into(),
+            args: Vec::new(),
+            path_env: None,
+            env: Vec::new(),
+            home: dir.path().join("home"),
+            grants: Grants { network: Network::None, ..Grants::default() },
+            user: None,
+        })
+        .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let started = std::time::Instant::now();
+        let proven = rt.block_on(confiner.self_test()).unwrap();
+        let took = started.elapsed();
+        assert!(proven.iter().any(|p| p.contains("capabilities 0")), "{proven:?}");
+        assert!(proven.iter().any(|p| p.contains("Landlock refused")), "{proven:?}");
+        if confiner.namespaces {
+            assert!(proven.iter().any(|p| p.contains("/proc shows only its own tree (2 processes)")), "{proven:?}");
+        }
+        // The probe's file is gone from the home the server will get.
+        assert!(!dir.path().join("home/probe-inside").exists());
+        // Once per confiner: the second answer is the first's.
+        assert_eq!(rt.block_on(confiner.self_test()).unwrap(), proven);
+        eprintln!("self-test: {took:?}");
+    }
+
+    /// Resident memory of a process, in KiB.
+    fn rss_kib(pid: u32) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn a_supervisor_does_not_keep_toolhost_memory() {
+        if let ConfinementStatus::Unavailable { reason } = ruleset::confinement_status() {
+            if std::env::var_os("CI").is_some() {
+                panic!("Landlock is unavailable in CI: {reason}");
+            }
+            eprintln!("skipped: Landlock is unavailable here ({reason})");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let confiner = Confiner::new(ProcessSpec {
+            label: "sleeper".into(),
+            setting: "toolhost.mcp_servers.sleeper".into(),
+            command: "/bin/sleep".into(),
+            args: vec!["30".into()],
+            path_env: None,
+            env: Vec::new(),
+            home: dir.path().join("home"),
+            grants: Grants { network: Network::None, ..Grants::default() },
+            user: None,
+        })
+        .unwrap();
+        // 128 MiB of toolhost's heap, written before and after the fork.
+        let mut heap = vec![1u8; 128 << 20];
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let prepared = rt.block_on(confiner.prepare(None)).unwrap();
+        let mut cmd = std::process::Command::new("/bin/sleep");
+        cmd.arg("30");
+        let guard = prepared.install(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let supervisor = child.id();
+        // The supervisors are up once the command runs: wait for `sleep` to appear under them.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let tree = loop {
+            let mut tree = vec![supervisor];
+            let mut i = 0;
+            while i < tree.len() {
+                let kids = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", tree[i])).unwrap_or_default();
+                tree.extend(kids.split_whitespace().filter_map(|k| k.parse::<u32>().ok()));
+                i += 1;
+            }
+            let cmdline = |p: &u32| std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            if tree.iter().any(|p| cmdline(p).starts_with(b"/bin/sleep")) {
+                break tree;
+            }
+            assert!(std::time::Instant::now() < deadline, "the command did not start: {tree:?}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        for b in heap.iter_mut().step_by(4096) {
+            *b = 2;
+        }
+        std::hint::black_box(&heap);
+        assert!(rss_kib(std::process::id()) > 128 << 10);
+        for pid in &tree {
+            let rss = rss_kib(*pid);
+            assert!(rss < 32 << 10, "process {pid} of the tree holds {rss} KiB of toolhost's 128 MiB");
+        }
+        drop(guard);
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }

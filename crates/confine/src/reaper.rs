@@ -225,6 +225,7 @@ impl ReaperPlan {
     /// every other process of the namespace, so when this process is gone the tree is.
     fn wait_and_exit(&self, init: libc::pid_t, signals: &Signals) -> ! {
         self.keep_only([self.lifeline.0]);
+        release_memory();
         let sfd = signals.fd();
         let mut killed = false;
         loop {
@@ -253,6 +254,7 @@ impl ReaperPlan {
         // reach EOF when the command's tree closes them, and std's spawn-error pipe when the
         // shell execs.
         self.keep_only([self.status.as_raw_fd(), self.lifeline.0]);
+        release_memory();
         let sfd = signals.fd();
         let mut shell_done = false;
         loop {
@@ -285,6 +287,111 @@ impl ReaperPlan {
                 }
             }
         }
+    }
+}
+
+/// Let go of toolhost's memory. A supervisor is a fork of toolhost and lives as long as its
+/// tree: without this it would keep every page toolhost had at the fork, and each page toolhost
+/// writes afterwards becomes a second copy that only the supervisor holds (a server started
+/// from a 300 MB toolhost pinned 300 MB until it exited). After [`ReaperPlan::keep_only`] a
+/// supervisor needs only its stack, its thread's TLS (errno), and the code and data of the
+/// binary and libc, so every private anonymous writable mapping but the two holding the stack
+/// and the thread pointer is dropped with `MADV_DONTNEED`. Signal handlers go back to their
+/// defaults first (SIGPIPE stays ignored): a handler toolhost installed could reach into what was
+/// dropped.
+/// Syscalls on stack buffers only.
+fn release_memory() {
+    let Some(tp) = thread_pointer() else { return };
+    let marker = 0u8;
+    let sp = std::ptr::addr_of!(marker) as usize;
+    for sig in 1..=libc::SIGRTMAX() {
+        // A status write to a toolhost that is gone must not end the supervisor (Rust ignores
+        // SIGPIPE; keep it that way).
+        let disposition = if sig == libc::SIGPIPE { libc::SIG_IGN } else { libc::SIG_DFL };
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+            // SAFETY: resets a disposition; no handler of toolhost's runs here any more.
+            unsafe { libc::signal(sig, disposition) };
+        }
+    }
+    // SAFETY: a static path; the descriptor is closed below.
+    let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return;
+    }
+    let mut buf = [0u8; 4096];
+    let mut line = [0u8; 160];
+    let mut len = 0;
+    loop {
+        // SAFETY: reads into a stack buffer.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        for &b in &buf[..n as usize] {
+            if b == b'\n' {
+                if let Some((start, end)) = droppable(&line[..len], [sp, tp]) {
+                    // SAFETY: drops this process's own pages of a private anonymous mapping
+                    // that holds neither the stack nor the TLS; nothing below touches it.
+                    unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+                }
+                len = 0;
+            } else if len < line.len() {
+                line[len] = b;
+                len += 1;
+            }
+        }
+    }
+    // SAFETY: closing the descriptor opened above.
+    unsafe { libc::close(fd) };
+}
+
+/// The range of one `/proc/self/maps` line (`start-end perms offset dev inode [path]`) when it
+/// is a private anonymous writable mapping that holds none of `keep`.
+fn droppable(line: &[u8], keep: [usize; 2]) -> Option<(usize, usize)> {
+    let mut fields = line.split(|b| *b == b' ').filter(|f| !f.is_empty());
+    let range = fields.next()?;
+    let perms = fields.next()?;
+    let _offset = fields.next()?;
+    let _dev = fields.next()?;
+    let inode = fields.next()?;
+    let path = fields.next().unwrap_or(b"");
+    let dash = range.iter().position(|b| *b == b'-')?;
+    let (start, end) = (hex(&range[..dash])?, hex(&range[dash + 1..])?);
+    let anonymous = inode == b"0" && (path.is_empty() || path == b"[heap]" || path == b"[stack]");
+    let writable_private = perms.len() == 4 && perms[1] == b'w' && perms[3] == b'p';
+    (anonymous && writable_private && end > start && !keep.iter().any(|a| (start..end).contains(a)))
+        .then_some((start, end))
+}
+
+fn hex(digits: &[u8]) -> Option<usize> {
+    let mut v: usize = 0;
+    for &d in digits {
+        v = v.checked_mul(16)?.checked_add((d as char).to_digit(16)? as usize)?;
+    }
+    Some(v)
+}
+
+/// The thread pointer (where this thread's TLS and errno live), or `None` where it is not read.
+fn thread_pointer() -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let tp: usize;
+        // SAFETY: glibc and musl keep the thread control block's own address at %fs:0.
+        unsafe {
+            std::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags))
+        };
+        Some(tp)
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        let tp: usize;
+        // SAFETY: reads the thread pointer register.
+        unsafe { std::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nostack, nomem, preserves_flags)) };
+        Some(tp)
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        None
     }
 }
 
