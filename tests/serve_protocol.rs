@@ -111,7 +111,17 @@ fn stdio_answers_every_malformed_message_and_keeps_serving() {
     assert!(t.len() <= 20_100 && t.contains("middle truncated"), "{}: {}…{}", t.len(), &t[..200], &t[t.len() - 200..]);
     srv.send(&tool_call(21, &huge, json!({})));
     let t = srv.next()["result"]["content"][0]["text"].as_str().unwrap().to_string();
-    assert!(t.starts_with("Error: yyy") && t.ends_with("try one of the available tools."), "{}", t.len());
+    assert!(
+        t.starts_with("Error: yyy")
+            && t.ends_with("present_files, ask_clarification, review_skill_package, list_uploaded_files]."),
+        "{}",
+        &t[t.len() - 200..]
+    );
+    assert!(
+        t[t.len() - 300..].contains(" is not a valid tool, try one of [hello, read_file, write_file, "),
+        "{}",
+        &t[t.len() - 300..]
+    );
     assert!(t.len() <= 20_100 && t.contains("middle truncated"), "{}", t.len());
 
     srv.send(&tool_call(30, "hello", json!({"name": "still here"})));
