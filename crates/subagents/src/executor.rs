@@ -103,7 +103,7 @@ impl GraphSteps {
 
     /// The tool calls model call `n` asked for run within `max_turns`.
     pub fn tools_run(&self, n: u64, max_turns: u64) -> bool {
-        self.model_step(n) + self.after_model + 1 <= max_turns
+        self.model_step(n) + self.after_model < max_turns
     }
 
     /// A final answer at model call `n` ends the graph within `max_turns` (else LangGraph raises

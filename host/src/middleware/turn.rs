@@ -279,8 +279,10 @@ mod tests {
     #[test]
     fn the_total_cap_counts_this_runs_delegations_only() {
         let stage = lead_agent_turn_stage(&config());
-        let mut state = ThreadState::default();
-        state.delegations = (0..6).map(|i| json!({"id": format!("d{i}"), "run_id": "run-1"})).collect();
+        let state = ThreadState {
+            delegations: (0..6).map(|i| json!({"id": format!("d{i}"), "run_id": "run-1"})).collect(),
+            ..Default::default()
+        };
         let run1 = AssemblyRequest {
             subagent_enabled: true,
             agent: crate::AgentRun { run_id: Some("run-1".into()), ..Default::default() },
