@@ -860,3 +860,67 @@ async fn subagent_promotions_stay_in_its_own_state() {
     let after = names(env.host.model_tools(&lead(), "t1").await.unwrap());
     assert!(!after.contains(&"time_get_current_time".to_string()), "the parent still sees it deferred: {after:?}");
 }
+
+/// Over MCP the total cap counts per run, as DeerFlow's ledger does with its `run_id`: a request
+/// names its run (`_meta["toolhost/run"]`), a request naming none belongs to its session's run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_caps_delegations_per_named_run() {
+    let server = ChatServer::scripted(vec![answer("done")]).await;
+    let env = open(&server.base_url, "  max_total_per_run: 1\n");
+    let dir = env.dir.path().to_path_buf();
+    let texts = tokio::task::spawn_blocking(move || {
+        let mut serve = Serve::start(&dir);
+        let mut texts = Vec::new();
+        let runs: [Option<&str>; 5] = [Some("run-a"), Some("run-a"), Some("run-b"), None, None];
+        for (i, run) in runs.into_iter().enumerate() {
+            let mut meta = json!({});
+            if let Some(run) = run {
+                meta["toolhost/run"] = json!(run);
+            }
+            let id = 100 + i as u64;
+            serve.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "task", "_meta": meta,
+                "arguments": {"description": "d", "prompt": "p", "subagent_type": "general-purpose"}}}));
+            let reply = loop {
+                let m = serve.next();
+                if m["id"] == id {
+                    break m;
+                }
+            };
+            texts.push(reply["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string());
+        }
+        // A run id that is not a string is refused, naming the key.
+        serve.send(json!({"jsonrpc": "2.0", "id": 200, "method": "tools/call", "params": {
+            "name": "task", "_meta": {"toolhost/run": 5},
+            "arguments": {"description": "d", "prompt": "p", "subagent_type": "general-purpose"}}}));
+        let refused = loop {
+            let m = serve.next();
+            if m["id"] == 200 {
+                break m;
+            }
+        };
+        (texts, refused)
+    })
+    .await
+    .unwrap();
+    let (texts, refused) = texts;
+    let done = "Task Succeeded. Result: done";
+    assert_eq!(texts[0], done);
+    assert!(texts[1].contains("[SUBAGENT LIMIT REACHED]"), "{}", texts[1]);
+    assert_eq!(texts[2], done, "another run starts from zero");
+    // The session's own run: its first delegation runs, the second is over the cap of one.
+    assert_eq!(texts[3], done);
+    assert!(texts[4].contains("[SUBAGENT LIMIT REACHED]"), "{}", texts[4]);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("toolhost/run"), "{refused}");
+    // The serve process keeps the ledger in the thread's state file.
+    let state: Value = serde_json::from_slice(
+        &std::fs::read(env.dir.path().join("data/threads/t1/host/state.json")).expect("serve's state file"),
+    )
+    .unwrap();
+    let ledger = state["delegations"].as_array().cloned().unwrap_or_default();
+    let runs: Vec<&str> = ledger.iter().map(|d| d["run_id"].as_str().unwrap_or("")).collect();
+    assert_eq!(runs.len(), 3, "{ledger:?}");
+    assert_eq!(runs[..2], ["run-a", "run-b"]);
+    assert!(runs[2].starts_with("run-"), "{runs:?}");
+}
