@@ -241,11 +241,19 @@ fn probes() -> Vec<Probe> {
             args: q(),
             key: Some(("EXA_API_KEY", "Error: API key must be provided as an argument or in EXA_API_KEY environment variable")),
         },
+        // DeerFlow with firecrawl-py 4.23.0 (the vectors' pin): `FirecrawlApp` builds its v1
+        // client first, whose key check answers before v2's, for both tools.
         Probe {
             use_: "deerflow.community.firecrawl.tools:web_fetch_tool",
             tool: "web_fetch",
             args: u(),
-            key: Some(("FIRECRAWL_API_KEY", "Error: API key is required for the cloud API. Set FIRECRAWL_API_KEY environment variable or pass api_key parameter.")),
+            key: Some(("FIRECRAWL_API_KEY", "Error: No API key provided")),
+        },
+        Probe {
+            use_: "deerflow.community.firecrawl.tools:web_search_tool",
+            tool: "web_search",
+            args: q(),
+            key: Some(("FIRECRAWL_API_KEY", "Error: No API key provided")),
         },
         Probe { use_: "deerflow.community.fastcrw.tools:web_search_tool", tool: "web_search", args: q(), key: None },
         Probe {

@@ -60,10 +60,13 @@ async fn errors_have_kinds_and_keep_deerflows_text() {
     let t = host.thread("kinds");
     let kind = |r: &toolhost::CallResult| r.error_kind();
 
+    // LangGraph ToolNode's text, naming every tool of the run in order.
     let r = t.call(ToolCall::new("nope", json!({}))).await.unwrap();
+    let names: Vec<String> = t.tools().await.unwrap().into_iter().map(|s| s.name).collect();
+    assert_eq!(names[..5], ["read_file", "write_file", "spin", "ok", "sleep"], "{names:?}");
     assert_eq!(
-        (kind(&r), r.text().as_str()),
-        (Some(ErrorKind::NotFound), "Error: nope is not a valid tool, try one of the available tools.")
+        (kind(&r), r.text()),
+        (Some(ErrorKind::NotFound), format!("Error: nope is not a valid tool, try one of [{}].", names.join(", ")))
     );
 
     // A component that refuses its arguments (the SDK's typed arguments).

@@ -52,6 +52,37 @@ async fn layers_are_in_deerflow_order() {
         "clarification",
     ];
     assert_eq!(env.host.pipeline_layers(), expected);
+    // The turn stage: DeerFlow's turn-level middlewares in its build_middlewares order.
+    assert_eq!(env.host.turn_layers(), ["mcp_routing", "subagent_limit", "clarification"]);
+}
+
+/// ClarificationMiddleware's sibling drop (DeerFlow's fix for its issue #4906; a toolhost
+/// deviation from f1f4af99, see tests/conformance/README.md): a turn that batches
+/// `ask_clarification` with a write runs only the clarification — the file is never written —
+/// and the write is answered that it did not run. A turn without a clarification runs as it is.
+#[tokio::test]
+async fn a_clarification_turn_runs_no_sibling_call() {
+    let env = open("", |_| {});
+    let path = "/mnt/user-data/workspace/too-early.txt";
+    let turn = vec![
+        ("write_file".to_string(), json!({"description": "d", "path": path, "content": "x"}), Some("w".to_string())),
+        (
+            "ask_clarification".to_string(),
+            json!({"question": "Which file?", "clarification_type": "missing_info"}),
+            Some("c".to_string()),
+        ),
+    ];
+    let results = env.host.call_turn(&AssemblyRequest::default(), "t1", turn.clone()).await.unwrap();
+    assert_eq!(
+        results[0].outcome.text_content(),
+        "Error: write_file was not run: this response also called ask_clarification, so the user is asked first. Call write_file again once the user has answered, if it is still needed."
+    );
+    assert!(results[0].is_error());
+    assert!(results[1].outcome.end_run && results[1].outcome.text_content().contains("Which file?"));
+    assert!(!env.dir.path().join("data/threads/t1/user-data/workspace/too-early.txt").exists());
+    // The same write alone runs.
+    let r = call(&env, "t1", "write_file", turn[0].1.clone()).await;
+    assert_eq!(r.outcome.text_content(), "OK");
 }
 
 #[tokio::test]

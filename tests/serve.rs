@@ -43,10 +43,12 @@ async fn exercise_tools(c: &Session, file: &str) {
 
     let r = call(c, "hello", json!({"name": " "})).await;
     assert_eq!((text(&r).as_str(), r.is_error), ("Error: name must not be empty", Some(true)));
-    // An unknown tool is the pipeline's own error text, not a protocol error.
+    // An unknown tool is the pipeline's own error text (LangGraph ToolNode's, naming the
+    // tools), not a protocol error.
     let r = call(c, "no_such_tool", json!({})).await;
     assert_eq!(r.is_error, Some(true));
-    assert_eq!(text(&r), "Error: no_such_tool is not a valid tool, try one of the available tools.");
+    let listed: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(text(&r), format!("Error: no_such_tool is not a valid tool, try one of [{}].", listed.join(", ")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -67,6 +69,40 @@ async fn stdio_lists_and_calls_tools_in_its_thread() {
     assert!(t.contains("Which colour?") && t.ends_with("The user answered: blue"), "{t}");
     assert_eq!(client.elicited.lock().unwrap().len(), 1);
     assert!(client.elicited.lock().unwrap()[0].contains("Which colour?"));
+    c.cancel().await.unwrap();
+}
+
+/// `view_image` over MCP: DeerFlow's text, and the image itself as MCP image content (what
+/// DeerFlow's ViewImageMiddleware shows the model), read again from the thread's file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn view_image_answers_with_the_image_as_mcp_image_content() {
+    use base64::Engine as _;
+    let s = Setup::new(false, false);
+    let config = std::fs::read_to_string(s.config()).unwrap();
+    std::fs::write(
+        s.config(),
+        format!(
+            "models:\n  - {{name: m, use: 'langchain_openai:ChatOpenAI', model: m, supports_vision: true}}\n{config}"
+        ),
+    )
+    .unwrap();
+    let c = stdio_session(&s, Client::default(), &["--thread", "t-image"]).await;
+    let path = "/mnt/user-data/workspace/i.png";
+    let r = call(&c, "write_file", json!({"description": "d", "path": path, "content": "x"})).await;
+    assert_eq!(text(&r), "OK");
+    let png: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01";
+    std::fs::write(s.data().join("threads/t-image/user-data/workspace/i.png"), png).unwrap();
+
+    let r = call(&c, "view_image", json!({"image_path": path})).await;
+    assert_eq!((r.is_error, text(&r).as_str()), (Some(false), "Successfully read image"), "{r:?}");
+    let images: Vec<_> = r.content.iter().filter_map(|b| b.as_image()).collect();
+    assert_eq!(images.len(), 1, "{r:?}");
+    assert_eq!(images[0].mime_type, "image/png");
+    assert_eq!(images[0].data, base64::engine::general_purpose::STANDARD.encode(png));
+    // A failed view has no image.
+    let r = call(&c, "view_image", json!({"image_path": "/mnt/user-data/workspace/missing.png"})).await;
+    assert_eq!(r.is_error, Some(true));
+    assert!(r.content.iter().all(|b| b.as_image().is_none()));
     c.cancel().await.unwrap();
 }
 

@@ -332,6 +332,7 @@ fn one_address_cannot_hold_every_session() {
     assert!(header(&head, "retry-after").is_some(), "{head}");
     let reply: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
     assert_eq!(reply["error"]["code"], -32000, "{body}");
+    assert_eq!(reply["id"], 1, "the refused initialize was read: its id is answered {body}");
     let message = reply["error"]["message"].as_str().unwrap();
     assert!(message.contains("127.0.0.1") && message.contains("max_sessions_per_client"), "{message}");
 

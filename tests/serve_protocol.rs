@@ -111,7 +111,17 @@ fn stdio_answers_every_malformed_message_and_keeps_serving() {
     assert!(t.len() <= 20_100 && t.contains("middle truncated"), "{}: {}…{}", t.len(), &t[..200], &t[t.len() - 200..]);
     srv.send(&tool_call(21, &huge, json!({})));
     let t = srv.next()["result"]["content"][0]["text"].as_str().unwrap().to_string();
-    assert!(t.starts_with("Error: yyy") && t.ends_with("try one of the available tools."), "{}", t.len());
+    assert!(
+        t.starts_with("Error: yyy")
+            && t.ends_with("present_files, ask_clarification, review_skill_package, list_uploaded_files]."),
+        "{}",
+        &t[t.len() - 200..]
+    );
+    assert!(
+        t[t.len() - 300..].contains(" is not a valid tool, try one of [hello, read_file, write_file, "),
+        "{}",
+        &t[t.len() - 300..]
+    );
     assert!(t.len() <= 20_100 && t.contains("middle truncated"), "{}", t.len());
 
     srv.send(&tool_call(30, "hello", json!({"name": "still here"})));
@@ -174,12 +184,14 @@ fn sessions_are_capped_expire_when_idle_and_end_with_delete() {
         std::thread::sleep(Duration::from_millis(3500));
     };
     let b = server.raw_session(&[]);
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    let init = json!({"jsonrpc": "2.0", "id": "init-9", "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
     .to_string();
     let (status, head, body) = server.raw("POST", init.as_bytes(), &[]);
     assert_eq!(status, 503, "{head}");
     assert_eq!(messages(&body)[0]["error"]["code"], -32000, "{body}");
+    // The request was read: the refusal answers its id.
+    assert_eq!(messages(&body)[0]["id"], "init-9", "{body}");
     assert!(body.contains("max_sessions") && header(&head, "retry-after").is_some(), "{head}{body}");
 
     // DELETE: 200 for a session that is there, 404 for one that is not (or no longer).
@@ -377,7 +389,7 @@ async fn tools_and_exclude_choose_what_is_served() {
     let r =
         call(&c, "write_file", json!({"description": "d", "path": "/mnt/user-data/workspace/a", "content": "a"})).await;
     assert_eq!(r.is_error, Some(true));
-    assert_eq!(text(&r), "Error: write_file is not a valid tool, try one of the available tools.");
+    assert_eq!(text(&r), format!("Error: write_file is not a valid tool, try one of [{}].", listed.join(", ")));
     c.cancel().await.unwrap();
 
     let c = stdio_session(&s, Client::default(), &["--tools", "hello"]).await;
@@ -950,4 +962,103 @@ fn a_call_s_log_lines_come_on_its_own_stream_before_the_result() {
     // Above the lines' level: none.
     set_level(5, "error");
     assert_eq!(call(6).len(), 1);
+}
+
+/// Over stdio as over HTTP, a method the 2026-07-28 revision removed is refused with `-32601`
+/// when the request names that protocol (on stdio in its `_meta`); a 2025 request for it, and a
+/// 2026-07-28 request for a method the revision kept, are served.
+#[test]
+fn stdio_refuses_removed_methods_as_http_does() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let s = Setup::new(false, false);
+    let mut child = s
+        .command(&["--thread", "stdio-2026"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // A request gets its reply; a notification none.
+    let mut ask = |msg: Value| -> Value {
+        writeln!(stdin, "{msg}").unwrap();
+        stdin.flush().unwrap();
+        if msg.get("id").is_none() {
+            return Value::Null;
+        }
+        serde_json::from_str(&lines.next().expect("a reply").unwrap()).unwrap()
+    };
+    for (id, method) in [(1, "ping"), (2, "initialize"), (3, "logging/setLevel"), (4, "resources/subscribe")] {
+        let r =
+            ask(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"_meta": meta_2026("stdio-2026")}}));
+        assert_eq!(r["id"], id, "{r}");
+        assert_eq!(r["error"]["code"], -32601, "{r}");
+        assert_eq!(r["error"]["message"], format!("Method not found: {method} is not part of protocol 2026-07-28"));
+    }
+    // A 2025 session still initializes and pings.
+    let r = ask(json!({"jsonrpc": "2.0", "id": 10, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}));
+    assert_eq!(r["result"]["protocolVersion"], "2025-11-25", "{r}");
+    ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let r = ask(json!({"jsonrpc": "2.0", "id": 11, "method": "ping"}));
+    assert_eq!(r["id"], 11, "{r}");
+    assert!(r.get("error").is_none(), "{r}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// An `extensions_config.json` entry naming `serve --http`'s own URL: the server recognizes its
+/// own MCP client (the `Toolhost-Instance` header) and refuses it at once, as a stdio entry
+/// starting toolhost itself is recognized, instead of holding the request until the host opens
+/// — which waits for that request (a 60 s stall before).
+#[test]
+fn an_http_entry_naming_the_server_itself_is_refused_at_once() {
+    use std::io::BufRead as _;
+    let s = Setup::new(false, false);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    std::fs::write(
+        s.dir.path().join("extensions_config.json"),
+        json!({"mcpServers": {"myself": {"type": "http", "url": url}}}).to_string(),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let mut child = s
+        .command(&["--http", &format!("127.0.0.1:{port}")])
+        .env_remove("TOOLHOST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    while !seen.iter().any(|l: &String| l.contains("serving MCP (streamable HTTP)")) {
+        seen.push(rx.recv_timeout(Duration::from_secs(60)).expect("the server announces its address"));
+    }
+    let server = HttpServer { child, addr: format!("127.0.0.1:{port}") };
+    let session = server.raw_session(&[]);
+    let (status, _, body) =
+        server.raw("POST", &tool_call(1, "hello", json!({"name": "me"})), &[("Mcp-Session-Id", &session)]);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("Hello, me."), "{body}");
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let (_, _, body) = server.raw("POST", list.as_bytes(), &[("Mcp-Session-Id", &session)]);
+    assert!(body.contains("\"hello\"") && !body.contains("myself"), "{body}");
+    assert!(started.elapsed() < Duration::from_secs(45), "took {:?}: the self-reference stalled", started.elapsed());
+    // It was the door that refused the host's own client.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !seen.iter().any(|l| l.contains("own MCP client")) {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("no refusal of the host's own MCP client logged: {seen:#?}"),
+        }
+    }
 }

@@ -65,6 +65,17 @@ fn kwargs(r: &toolhost::CallResult) -> Value {
     Value::Object(r.outcome.additional_kwargs.clone().unwrap_or_default())
 }
 
+/// The task as the subagent's model received it, without DeerFlow's user-input markers
+/// (InputSanitizationMiddleware frames it for every model call).
+fn prompt_of(req: &Value) -> String {
+    let framed = req["messages"][1]["content"].as_str().unwrap_or("");
+    framed
+        .strip_prefix("--- BEGIN USER INPUT ---\n")
+        .and_then(|t| t.strip_suffix("\n--- END USER INPUT ---"))
+        .unwrap_or(framed)
+        .to_string()
+}
+
 fn read_notes() -> Reply {
     tool_calls(&[("read_file", r#"{"description": "read", "path": "/mnt/user-data/workspace/notes.txt"}"#)])
 }
@@ -103,7 +114,11 @@ async fn subagent_reads_a_file_and_answers() {
         assert!(!offered.contains(&hidden), "{hidden} offered to a subagent: {offered:?}");
     }
     assert!(reqs[0]["messages"][0]["content"].as_str().unwrap().starts_with("You are a general-purpose subagent"));
-    assert_eq!(reqs[0]["messages"][1], json!({"role": "user", "content": "What do the notes say?"}));
+    // The task framed as DeerFlow's InputSanitizationMiddleware frames the user message.
+    assert_eq!(
+        reqs[0]["messages"][1],
+        json!({"role": "user", "content": "--- BEGIN USER INPUT ---\nWhat do the notes say?\n--- END USER INPUT ---"})
+    );
     let tool_msg = reqs[1]["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(tool_msg["role"], "tool");
     assert!(tool_msg["content"].as_str().unwrap().contains("the answer is 42"), "{tool_msg}");
@@ -172,11 +187,91 @@ async fn endless_model_is_turn_capped() {
         tool_calls(&[("ls", &format!(r#"{{"description": "l", "path": "/mnt/user-data/workspace/{i}"}}"#))])
     }))
     .await;
-    let env = open(&server.base_url, "  agents:\n    general-purpose: {max_turns: 6}\n");
+    let env = open(&server.base_url, "  agents:\n    general-purpose: {max_turns: 20}\n");
     let r = task(&env, "general-purpose", "x").await;
-    assert_eq!(r.outcome.text_content(), "Task failed (capped: turn budget). Error: Reached max_turns=6");
+    // DeerFlow's recursion limit counts graph steps: the second model call is step 14, its tools
+    // step 19 — there is no third call within 20. No text to recover: a failure.
+    assert_eq!(r.outcome.text_content(), "Task failed (capped: turn budget). Error: Reached max_turns=20");
     assert_eq!(kwargs(&r)["subagent_stop_reason"], "turn_capped");
-    assert_eq!(server.requests().len(), 3, "model, tools, model, tools, model, tools: six steps");
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// `max_turns` as DeerFlow counts it (`recursion_limit` over graph steps, every middleware hook
+/// one): each case of `tests/conformance/subagent_turns.json` — DeerFlow's own executor with a
+/// scripted model — replayed against the same script, with the same model calls, tool runs,
+/// status, result and stop reason.
+#[tokio::test]
+async fn max_turns_counts_graph_steps_as_deerflow() {
+    let raw =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/conformance/subagent_turns.json"))
+            .unwrap();
+    let doc: Value = serde_json::from_str(&raw).unwrap();
+    let cases = doc["cases"].as_array().unwrap();
+    assert!(cases.len() >= 60);
+    // One host for every case: a custom subagent per `max_turns` (the same graph as
+    // general-purpose's), and a script that follows the case at hand.
+    let max: u64 = cases.iter().map(|c| c["max_turns"].as_u64().unwrap()).max().unwrap();
+    let agents: String = (1..=max)
+        .map(|n| format!("    turns-{n}: {{description: d, system_prompt: You are a subagent., max_turns: {n}}}\n"))
+        .collect();
+    // (final_at, the first request of this case, the case's number)
+    let current: Arc<std::sync::Mutex<(Option<u64>, usize, usize)>> = Arc::default();
+    let script = current.clone();
+    let server = ChatServer::start(Arc::new(move |i, _| {
+        let (final_at, first, case) = *script.lock().unwrap();
+        let call = (i - first) as u64 + 1;
+        // Model call `call` asks for one tool run (a file write, so runs can be counted) until
+        // call `final_at` answers in text, as DeerFlow's scripted model did.
+        if final_at.is_some_and(|f| call >= f) {
+            return answer(&format!("final {call}"));
+        }
+        let path = format!("/mnt/user-data/workspace/run-{case}-{call}.txt");
+        let args = json!({"description": "count", "path": path, "content": "x"}).to_string();
+        match tool_calls(&[("write_file", &args)]) {
+            Reply::Json(mut j) => {
+                j["choices"][0]["message"]["content"] = json!(format!("step {call}"));
+                Reply::Json(j)
+            }
+            other => other,
+        }
+    }))
+    .await;
+    let env = open(&server.base_url, &agents);
+    let workspace = env.dir.path().join("data/threads/t1/user-data/workspace");
+    for (n, case) in cases.iter().enumerate() {
+        let final_at = case["final_at"].as_u64();
+        let max_turns = case["max_turns"].as_u64().unwrap();
+        let first = server.requests().len();
+        *current.lock().unwrap() = (final_at, first, n);
+        // A run per case: the thread's earlier delegations belong to other runs.
+        let req =
+            AssemblyRequest { agent: AgentRun { run_id: Some(format!("case-{n}")), ..Default::default() }, ..lead() };
+        let args = json!({"description": "count", "prompt": "do it", "subagent_type": format!("turns-{max_turns}")});
+        let r = env.host.call(&req, "t1", "task", args, None).await.unwrap();
+        let prefix = format!("run-{n}-");
+        let runs = std::fs::read_dir(&workspace)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(&prefix))
+            .count();
+        let k = kwargs(&r);
+        let got = json!({
+            "model_calls": server.requests().len() - first,
+            "tool_runs": runs,
+            "status": k["subagent_status"],
+            "result": k.get("subagent_result_brief").cloned().unwrap_or(Value::Null),
+            "error": k.get("subagent_error").cloned().unwrap_or(Value::Null),
+            "stop_reason": k.get("subagent_stop_reason").cloned().unwrap_or(Value::Null),
+        });
+        let want = json!({
+            "model_calls": case["model_calls"],
+            "tool_runs": case["tool_runs"],
+            "status": case["status"],
+            "result": case["result"],
+            "error": case["error"],
+            "stop_reason": case["stop_reason"],
+        });
+        assert_eq!(got, want, "final_at {final_at:?}, max_turns {max_turns}: {}", r.outcome.text_content());
+    }
 }
 
 /// Hostile replies: a huge body, arguments that are not JSON, a tool the subagent was not
@@ -184,7 +279,7 @@ async fn endless_model_is_turn_capped() {
 #[tokio::test]
 async fn hostile_model_replies() {
     let server = ChatServer::start(Arc::new(|i, req: &Value| {
-        let prompt = req["messages"][1]["content"].as_str().unwrap_or("").to_string();
+        let prompt = prompt_of(req);
         let turn = req["messages"].as_array().map(|m| m.len()).unwrap_or(0);
         let _ = i;
         match (prompt.as_str(), turn) {
@@ -285,6 +380,23 @@ async fn parallel_and_total_limits() {
     // Another thread is another run.
     let r = env.host.call(&lead(), "t2", "task", call(0).1, None).await.unwrap();
     assert_eq!(r.outcome.text_content(), "Task Succeeded. Result: done");
+
+    // With run ids (DeerFlow's `runtime.context["run_id"]`), the total counts per run: the
+    // delegations carry their run, and a new run of the same thread starts again from zero.
+    let run =
+        |id: &str| AssemblyRequest { agent: AgentRun { run_id: Some(id.into()), ..Default::default() }, ..lead() };
+    let r = env.host.call_turn(&run("run-a"), "t3", (10..14).map(call).collect()).await.unwrap();
+    let done = r.iter().filter(|r| r.outcome.text_content() == "Task Succeeded. Result: done").count();
+    assert_eq!(done, 3, "{r:?}");
+    let ledger = env.host.thread_state("t3").await.unwrap().delegations;
+    assert!(ledger.len() == 3 && ledger.iter().all(|d| d["run_id"] == "run-a"), "{ledger:?}");
+    let r = env.host.call(&run("run-a"), "t3", "task", call(20).1, Some("tc20".into())).await.unwrap();
+    assert!(r.outcome.text_content().contains("[SUBAGENT LIMIT REACHED]"), "{}", r.outcome.text_content());
+    let r = env.host.call(&run("run-b"), "t3", "task", call(21).1, Some("tc21".into())).await.unwrap();
+    assert_eq!(r.outcome.text_content(), "Task Succeeded. Result: done");
+    // Without a run id every delegation of the thread counts, as in DeerFlow.
+    let r = env.host.call(&lead(), "t3", "task", call(22).1, Some("tc22".into())).await.unwrap();
+    assert!(r.outcome.text_content().contains("[SUBAGENT LIMIT REACHED]"), "{}", r.outcome.text_content());
 }
 
 fn toolhost(dir: &Path, args: &[&str]) -> Output {
@@ -334,6 +446,12 @@ async fn setup_agent_then_agent_end_to_end() {
         .unwrap();
     assert_eq!(r.outcome.text_content(), "Agent 'research' created successfully!");
     let dir = env.dir.path();
+    // Where DeerFlow's setup_agent writes it: the per-user layout of its no-auth user.
+    assert!(dir.join("data/users/default/agents/research/config.yaml").is_file());
+    assert!(!dir.join("data/agents/research").exists());
+    // Another user has no such agent; the default user's is found without --user.
+    let o = toolhost(dir, &["tools", "--agent", "research", "--user", "alice"]);
+    assert!(!o.status.success() && out(&o).contains("agent 'research' not found"), "{}", out(&o));
 
     let o = toolhost(dir, &["call", "update_agent", r#"{"tool_groups": ["file:read"]}"#, "--agent", "research"]);
     assert!(o.status.success(), "{}", out(&o));
@@ -407,7 +525,9 @@ async fn malformed_and_missing_agent_configs() {
     let o = toolhost(&dir, &["tools", "--agent", "ghost"]);
     assert!(!o.status.success());
     assert!(
-        out(&o).contains("agent 'ghost' not found: ") && out(&o).contains("ghost/config.yaml does not exist"),
+        out(&o).contains("agent 'ghost' not found: neither ")
+            && out(&o).contains("users/default/agents/ghost/config.yaml nor the legacy ")
+            && out(&o).contains("/agents/ghost/config.yaml exists"),
         "{}",
         out(&o)
     );
@@ -470,6 +590,26 @@ async fn acp_subagent_without_acp_agents_fails_clearly() {
     let text = r.outcome.text_content();
     assert!(text.starts_with("Task failed. Error: Error: invoke_acp_agent is not a valid tool"), "{text}");
     assert!(server.requests().is_empty());
+}
+
+/// A subagent's system prompt: its own prompt, then DeerFlow's `<skill_system>` section over the
+/// enabled skills its allowlist keeps (`_build_initial_state`); none for `skills: []`. The
+/// expected section is DeerFlow's own `_get_cached_skills_prompt_section` output for this skill
+/// (prompt.py at f1f4af99).
+#[tokio::test]
+async fn a_subagent_prompt_carries_deerflows_skill_section() {
+    let server = ChatServer::scripted(vec![answer("done")]).await;
+    let env = open_with(
+        &server.base_url,
+        "    skill-less: {description: d, system_prompt: No skills., skills: []}\nskills:\n  path: skills\n  container_path: /mnt/skills\n",
+        write_skill,
+    );
+    let section = "<skill_system>\nYou have access to skills that provide optimized workflows for specific tasks. Each skill contains best practices, frameworks, and references to additional resources.\n\n**Progressive Loading Pattern:**\n1. When a user query matches a skill's use case, immediately call `read_file` on the skill's main file using the path attribute provided in the skill tag below\n2. Read and understand the skill's workflow and instructions\n3. The skill file contains references to external resources under the same folder\n4. Load referenced resources only when needed during execution\n5. Follow the skill's instructions precisely\n\n**Explicit Slash Skill Activation:**\n- If the user starts a request with `/<skill-name>`, that skill was explicitly requested for the current turn.\n- Follow the activated skill before choosing a general workflow.\n- The runtime injects the activated skill content for explicit slash activations; do not call `read_file` for that SKILL.md again unless the injected skill references supporting resources you need.\n\n**Skills are located at:** /mnt/skills\n\n<available_skills>\n    <skill>\n        <name>demo-skill</name>\n        <description>A demo skill. [built-in]</description>\n        <location>/mnt/skills/public/demo-skill/SKILL.md</location>\n    </skill>\n</available_skills>\n\n\n</skill_system>";
+    assert_eq!(task(&env, "reader", "x").await.outcome.text_content(), "Task Succeeded. Result: done");
+    let system = server.requests()[0]["messages"][0]["content"].as_str().unwrap().to_string();
+    assert_eq!(system, format!("You read files.\n\n{section}"));
+    assert_eq!(task(&env, "skill-less", "x").await.outcome.text_content(), "Task Succeeded. Result: done");
+    assert_eq!(server.requests()[1]["messages"][0]["content"], "No skills.");
 }
 
 fn write_skill(root: &Path) {
@@ -601,9 +741,9 @@ impl Drop for Serve {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_reports_task_progress_and_cancellation_stops_the_subagent() {
     let server = ChatServer::start(Arc::new(|_, req: &Value| {
-        let prompt = req["messages"][1]["content"].as_str().unwrap_or("");
+        let prompt = prompt_of(req);
         let turn = req["messages"].as_array().map(|m| m.len()).unwrap_or(0);
-        match (prompt, turn) {
+        match (prompt.as_str(), turn) {
             ("hang", _) => Reply::Hang,
             (_, 2) => read_notes(),
             _ => answer("The notes say 42."),
@@ -656,7 +796,7 @@ async fn serve_reports_task_progress_and_cancellation_stops_the_subagent() {
     .await
     .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while server.requests().iter().filter(|r| r["messages"][1]["content"] == "hang").count() == 0 {
+    while server.requests().iter().filter(|r| prompt_of(r) == "hang").count() == 0 {
         assert!(Instant::now() < deadline, "the hanging request never arrived");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -719,4 +859,68 @@ async fn subagent_promotions_stay_in_its_own_state() {
     assert_eq!(names_promoted, 0, "parent promoted: {promoted:?}");
     let after = names(env.host.model_tools(&lead(), "t1").await.unwrap());
     assert!(!after.contains(&"time_get_current_time".to_string()), "the parent still sees it deferred: {after:?}");
+}
+
+/// Over MCP the total cap counts per run, as DeerFlow's ledger does with its `run_id`: a request
+/// names its run (`_meta["toolhost/run"]`), a request naming none belongs to its session's run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_caps_delegations_per_named_run() {
+    let server = ChatServer::scripted(vec![answer("done")]).await;
+    let env = open(&server.base_url, "  max_total_per_run: 1\n");
+    let dir = env.dir.path().to_path_buf();
+    let texts = tokio::task::spawn_blocking(move || {
+        let mut serve = Serve::start(&dir);
+        let mut texts = Vec::new();
+        let runs: [Option<&str>; 5] = [Some("run-a"), Some("run-a"), Some("run-b"), None, None];
+        for (i, run) in runs.into_iter().enumerate() {
+            let mut meta = json!({});
+            if let Some(run) = run {
+                meta["toolhost/run"] = json!(run);
+            }
+            let id = 100 + i as u64;
+            serve.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "task", "_meta": meta,
+                "arguments": {"description": "d", "prompt": "p", "subagent_type": "general-purpose"}}}));
+            let reply = loop {
+                let m = serve.next();
+                if m["id"] == id {
+                    break m;
+                }
+            };
+            texts.push(reply["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string());
+        }
+        // A run id that is not a string is refused, naming the key.
+        serve.send(json!({"jsonrpc": "2.0", "id": 200, "method": "tools/call", "params": {
+            "name": "task", "_meta": {"toolhost/run": 5},
+            "arguments": {"description": "d", "prompt": "p", "subagent_type": "general-purpose"}}}));
+        let refused = loop {
+            let m = serve.next();
+            if m["id"] == 200 {
+                break m;
+            }
+        };
+        (texts, refused)
+    })
+    .await
+    .unwrap();
+    let (texts, refused) = texts;
+    let done = "Task Succeeded. Result: done";
+    assert_eq!(texts[0], done);
+    assert!(texts[1].contains("[SUBAGENT LIMIT REACHED]"), "{}", texts[1]);
+    assert_eq!(texts[2], done, "another run starts from zero");
+    // The session's own run: its first delegation runs, the second is over the cap of one.
+    assert_eq!(texts[3], done);
+    assert!(texts[4].contains("[SUBAGENT LIMIT REACHED]"), "{}", texts[4]);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("toolhost/run"), "{refused}");
+    // The serve process keeps the ledger in the thread's state file.
+    let state: Value = serde_json::from_slice(
+        &std::fs::read(env.dir.path().join("data/threads/t1/host/state.json")).expect("serve's state file"),
+    )
+    .unwrap();
+    let ledger = state["delegations"].as_array().cloned().unwrap_or_default();
+    let runs: Vec<&str> = ledger.iter().map(|d| d["run_id"].as_str().unwrap_or("")).collect();
+    assert_eq!(runs.len(), 3, "{ledger:?}");
+    assert_eq!(runs[..2], ["run-a", "run-b"]);
+    assert!(runs[2].starts_with("run-"), "{runs:?}");
 }

@@ -32,6 +32,10 @@ struct Cli {
     /// extensions_config.json (MCP servers, skill states); default: DeerFlow's search.
     #[arg(long, global = true)]
     extensions: Option<PathBuf>,
+    /// The user whose custom agents `--agent`, `agents`, `setup_agent` and `update_agent` use
+    /// (`<data>/users/USER/agents/`, as DeerFlow writes them; DeerFlow's no-auth user is `default`).
+    #[arg(long, global = true, env = "TOOLHOST_USER", default_value = "default", value_name = "USER")]
+    user: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -46,7 +50,8 @@ enum Command {
         /// The model whose supports_vision decides view_image (default: the first model).
         #[arg(long)]
         model: Option<String>,
-        /// Assemble for custom agent NAME (`<data>/agents/NAME/config.yaml`).
+        /// Assemble for custom agent NAME (`<data>/users/USER/agents/NAME/config.yaml`, or the legacy
+        /// `<data>/agents/NAME/`).
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
         /// Assemble as with subagents enabled (adds `task`).
@@ -78,7 +83,8 @@ enum Command {
         groups: Option<String>,
         #[arg(long)]
         model: Option<String>,
-        /// Call as custom agent NAME (`<data>/agents/NAME/config.yaml`).
+        /// Call as custom agent NAME (`<data>/users/USER/agents/NAME/config.yaml`, or the legacy
+        /// `<data>/agents/NAME/`).
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
         /// Subagents enabled: `task` is available.
@@ -120,7 +126,8 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
     },
-    /// List the custom agents (`<data>/agents/*/config.yaml`) with their groups, skills and model.
+    /// List the custom agents of `--user` (`<data>/users/USER/agents/*/config.yaml`, then the legacy
+    /// `<data>/agents/*/`) with their groups, skills and model.
     Agents {
         /// JSON output.
         #[arg(long)]
@@ -164,7 +171,8 @@ enum Command {
         /// The model whose supports_vision decides view_image (default: the first model).
         #[arg(long)]
         model: Option<String>,
-        /// Serve the tools of custom agent NAME (`<data>/agents/NAME/config.yaml`).
+        /// Serve the tools of custom agent NAME (`<data>/users/USER/agents/NAME/config.yaml`, or the
+        /// legacy `<data>/agents/NAME/`).
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
         /// Subagents enabled: serve `task`.
@@ -303,8 +311,14 @@ impl UserCache {
     }
 }
 
-/// `req` as custom agent `agent` asks (`--agent`).
-fn with_agent(host: &Toolhost, agent: Option<&str>, req: AssemblyRequest) -> anyhow::Result<AssemblyRequest> {
+/// `req` for `--user`, as custom agent `agent` asks (`--agent`).
+fn with_agent(
+    cli: &Cli,
+    host: &Toolhost,
+    agent: Option<&str>,
+    mut req: AssemblyRequest,
+) -> anyhow::Result<AssemblyRequest> {
+    req.agent.user_id = Some(cli.user.clone());
     Ok(match agent {
         Some(name) => host.agent_request(name, req)?,
         None => req,
@@ -440,7 +454,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 groups: groups.clone(),
                 model_name: model.clone(),
                 subagent_enabled: *subagents,
-                agent: toolhost::AgentRun { plan_mode: *plan_mode, ..Default::default() },
+                agent: toolhost::AgentRun {
+                    plan_mode: *plan_mode,
+                    user_id: Some(cli.user.clone()),
+                    ..Default::default()
+                },
                 ..Default::default()
             };
             let opts = toolhost_serve::ServeOptions {
@@ -486,7 +504,7 @@ async fn tools(
     explain: bool,
 ) -> anyhow::Result<Output> {
     let host = open(cli)?;
-    let req = &with_agent(&host, agent, req)?;
+    let req = &with_agent(cli, &host, agent, req)?;
     let assembly = host.get_available_tools(req).await;
     let tools = match thread {
         Some(t) => host.model_tools(req, t).await?,
@@ -569,7 +587,7 @@ async fn call(
 ) -> anyhow::Result<Output> {
     let args = call_arguments(args)?;
     let host = open(cli)?;
-    let req = with_agent(&host, agent, req)?;
+    let req = with_agent(cli, &host, agent, req)?;
     let result = host.call(&req, thread, name, args, None).await?;
     let o = &result.outcome;
     let mut json = serde_json::json!({
@@ -653,7 +671,7 @@ fn inspect(cli: &Cli, file: &std::path::Path) -> anyhow::Result<Output> {
 /// `toolhost route`: DeerFlow's McpRoutingMiddleware on one user message.
 async fn route(cli: &Cli, agent: Option<&str>, thread: &str, message: &str) -> anyhow::Result<Output> {
     let host = open(cli)?;
-    let req = with_agent(&host, agent, AssemblyRequest::default())?;
+    let req = with_agent(cli, &host, agent, AssemblyRequest::default())?;
     let names = host.auto_promote(&req, thread, message).await?;
     let text = if names.is_empty() {
         "no deferred tool matched\n".to_string()
@@ -765,7 +783,7 @@ async fn serve(
 /// `toolhost agents`: the custom agents with their groups, skills and model; an agent whose
 /// config cannot be read is listed with its error and fails the command.
 fn agents(cli: &Cli) -> anyhow::Result<Output> {
-    let listed = toolhost::list_agents(&cli.data_dir);
+    let listed = toolhost::list_agents(&cli.data_dir, Some(&cli.user));
     let show = |v: &Option<Vec<String>>, all: &str| match v {
         None => all.to_string(),
         Some(v) if v.is_empty() => "none".to_string(),
@@ -791,7 +809,11 @@ fn agents(cli: &Cli) -> anyhow::Result<Output> {
         }
     }
     if listed.is_empty() {
-        notes.push(format!("no agents under {}", cli.data_dir.join("agents").display()));
+        notes.push(format!(
+            "no agents under {} or {}",
+            cli.data_dir.join("users").join(&cli.user).join("agents").display(),
+            cli.data_dir.join("agents").display()
+        ));
     }
     let code = if notes.iter().any(|n| n.starts_with("error:")) { ExitCode::FAILURE } else { ExitCode::SUCCESS };
     Ok(Output::new(Value::Array(json), text).notes(notes).code(code))

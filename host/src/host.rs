@@ -17,6 +17,7 @@ pub use toolhost_subagents::agents::{AgentConfig, AgentError};
 use crate::assembly::{self, Assembly, AssemblyFacts, AssemblyRequest, Builtin, Sources, ToolLayer};
 use crate::config::{self, AppConfig, LoadedConfig, TaskSupport};
 use crate::error::{HostError, Problem};
+use crate::middleware::turn::{BeforeModel, TurnCall, TurnStage};
 use crate::middleware::{Pipeline, ToolRequest};
 use crate::options::HostOptions;
 use crate::runtime::{ConcurrencyLimits, Runtime, RuntimeOptions};
@@ -46,6 +47,8 @@ pub struct Toolhost {
     data_dir: PathBuf,
     sources: Sources,
     pipeline: Pipeline,
+    /// DeerFlow's turn-level middlewares (McpRouting, SubagentLimit, Clarification's sibling drop).
+    turn_stage: TurnStage,
     /// Every thread's files, through the thread filesystem layer.
     threads: Threads,
     /// Thread state: embedded (memory and files) or shared (PostgreSQL), per `state_store:`.
@@ -196,8 +199,10 @@ impl Toolhost {
             sources.skills.clone(),
             sources.public_skills.clone(),
         );
+        let turn_stage = crate::middleware::turn::lead_agent_turn_stage(&config.config);
         Ok(Self {
             threads: Threads::new(opts.data_dir.clone(), sources.shared.clone()),
+            turn_stage,
             config,
             runtime,
             data_dir: opts.data_dir.clone(),
@@ -249,6 +254,11 @@ impl Toolhost {
         self.pipeline.layer_names()
     }
 
+    /// The turn stage's layer names, in DeerFlow's list order.
+    pub fn turn_layers(&self) -> Vec<&'static str> {
+        self.turn_stage.layer_names()
+    }
+
     /// Add a tool layer (an embedder's own source of tools), assembled after MCP and ACP ones of
     /// the same [`kind`](ToolLayer::kind).
     pub fn add_layer(&mut self, layer: Arc<dyn ToolLayer>) {
@@ -284,7 +294,15 @@ impl Toolhost {
     /// The result is reused for the same request until a layer reports a change (an edited
     /// `extensions_config.json`, a server's `tools/list_changed`).
     pub async fn get_available_tools(&self, req: &AssemblyRequest) -> Arc<Assembly> {
-        let key = format!("{req:?}");
+        // The run id decides nothing in assembly: runs share their assembly.
+        let key = match req.agent.run_id {
+            Some(_) => {
+                let mut r = req.clone();
+                r.agent.run_id = None;
+                format!("{r:?}")
+            }
+            None => format!("{req:?}"),
+        };
         let mut generation = 0u64;
         for layer in &self.sources.layers {
             generation = generation.wrapping_mul(31).wrapping_add(layer.generation().await);
@@ -370,8 +388,9 @@ impl Toolhost {
         })
     }
 
-    /// `req` for custom agent `name` (`<data>/agents/NAME/config.yaml`, as `setup_agent` writes
-    /// it): the agent's `tool_groups` replace `req.groups`, its `model` is used unless `req`
+    /// `req` for custom agent `name` of the run's user (`req.agent.user_id`, `default` when
+    /// unset): `<data>/users/<user_id>/agents/NAME/config.yaml`, where DeerFlow's `setup_agent`
+    /// and agents API write it, else DeerFlow's legacy `<data>/agents/NAME/config.yaml`. The agent's `tool_groups` replace `req.groups`, its `model` is used unless `req`
     /// names one (a model the config lacks falls back to the default, with a warning in the
     /// log), its `skills` decide which skills' `allowed-tools` count, and the run gets
     /// `update_agent`. A missing or malformed agent config is an error naming the file.
@@ -382,10 +401,11 @@ impl Toolhost {
         Ok(req)
     }
 
-    /// The custom agents under `<data>/agents`, by name; one whose config cannot be read comes
-    /// with its error.
-    pub fn agents(&self) -> Vec<(String, Result<AgentConfig, AgentError>)> {
-        list_agents(&self.data_dir)
+    /// The custom agents of user `user_id` (`None`: `default`) — theirs under
+    /// `<data>/users/<user_id>/agents`, then the legacy shared ones under `<data>/agents` — by
+    /// name; one whose config cannot be read comes with its error.
+    pub fn agents(&self, user_id: Option<&str>) -> Vec<(String, Result<AgentConfig, AgentError>)> {
+        list_agents(&self.data_dir, user_id)
     }
 
     /// The skills as the skill policy sees them (`None` when no skills directory is configured
@@ -504,9 +524,10 @@ impl Toolhost {
         Ok(results(outcomes, merged))
     }
 
-    /// DeerFlow's McpRoutingMiddleware: promote the deferred MCP tools whose routing keywords
-    /// match the user's latest message (at most `tool_search.auto_promote_top_k`, by priority),
-    /// as if `tool_search` had selected them. Returns the names promoted.
+    /// The turn stage's `before_model` hooks for the user's latest message — DeerFlow's
+    /// McpRoutingMiddleware: promote the deferred MCP tools whose routing keywords match it (at
+    /// most `tool_search.auto_promote_top_k`, by priority), as if `tool_search` had selected
+    /// them. Returns the names promoted.
     pub async fn auto_promote(
         &self,
         req: &AssemblyRequest,
@@ -514,30 +535,21 @@ impl Toolhost {
         user_message: &str,
     ) -> Result<Vec<String>, HostError> {
         let assembly = self.get_available_tools(req).await;
-        let Some(d) = assembly.deferred.as_deref() else { return Ok(Vec::new()) };
-        let Some(hash) = d.setup.catalog_hash.as_deref() else { return Ok(Vec::new()) };
-        let mut metas = Vec::new();
-        for layer in &self.sources.layers {
-            metas.extend(layer.routing().await);
+        let view = BeforeModel { user_message, deferred: assembly.deferred.as_deref(), layers: &self.sources.layers };
+        let updates = self.turn_stage.before_model(&view).await;
+        if updates.is_empty() {
+            return Ok(Vec::new());
         }
-        let index =
-            toolhost_deferred::build_routing_index(metas.iter().map(|(n, m)| (n.as_str(), m)), &d.setup.deferred_names);
-        let routing =
-            toolhost_deferred::McpRouting::new(&index, hash, self.config.config.tool_search.auto_promote_top_k);
-        let message = toolhost_deferred::ChatMessage::Human(toolhost_deferred::HumanMessage {
-            text: user_message.to_string(),
-            ..Default::default()
-        });
-        let Some(update) = routing.before_model(&[message]) else { return Ok(Vec::new()) };
-        let names: Vec<String> = update
-            .promoted
-            .as_ref()
-            .and_then(|p| p.get("names"))
-            .and_then(|n| n.as_array())
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-            .unwrap_or_default();
+        let names: Vec<String> = updates
+            .iter()
+            .filter_map(|u| u.promoted.as_ref())
+            .filter_map(|p| p.get("names"))
+            .filter_map(|n| n.as_array())
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
         let fs = self.thread_fs(thread_id)?;
-        self.states.apply(&fs, &[&update]).await?;
+        self.states.apply(&fs, &updates.iter().collect::<Vec<_>>()).await?;
         Ok(names)
     }
 
@@ -550,7 +562,10 @@ impl Toolhost {
         opts: &CallOptions,
     ) -> Vec<ToolOutcome> {
         let assembly = self.get_available_tools(req).await;
-        let dropped = crate::subagents::limit_task_calls(&self.config.config, req, &state, calls);
+        // The turn stage's `after_model` hooks: which calls of the turn never run.
+        let turn: Vec<TurnCall> = calls.iter().map(|(name, _, _)| TurnCall { name }).collect();
+        let dropped = self.turn_stage.after_model(&turn, &state, req);
+        let run_id: Option<Arc<str>> = req.agent.run_id.as_deref().map(Arc::from);
         let skills = crate::subagents::skill_allowlist(req);
         let state = Arc::new(state);
         // A lone call has nothing to run beside it: a component may run on this thread instead
@@ -565,6 +580,7 @@ impl Toolhost {
                 ctx.log = opts.log.clone();
                 ctx.cancel = opts.cancel.clone();
                 ctx.client = opts.client.clone();
+                ctx.run_id = run_id.clone();
                 ctx
             })
             .collect();
@@ -572,12 +588,13 @@ impl Toolhost {
             let tool = assembly.tools.iter().find(|t| t.spec().name == *name);
             let deferred = assembly.deferred.as_deref();
             let available_skills = skills.as_ref();
+            let tools = &assembly.tools;
             async move {
-                // DeerFlow's SubagentLimitMiddleware removed this `task` call from the turn.
+                // A turn-level middleware removed this call from the turn.
                 if let Some(outcome) = dropped {
                     return outcome;
                 }
-                let req = ToolRequest { name, args, ctx, tool, deferred, available_skills };
+                let req = ToolRequest { name, args, ctx, tool, tools, deferred, available_skills };
                 self.pipeline.call(&req).await
             }
         });
@@ -651,13 +668,16 @@ impl<'h> Thread<'h> {
     }
 }
 
-/// Calls run on tokio (components on its blocking pool): say so instead of panicking elsewhere.
-/// The custom agents under `<data_dir>/agents` (directories holding a `config.yaml`), by name;
-/// one whose config cannot be read comes with its error. Needs no open host.
-pub fn list_agents(data_dir: &Path) -> Vec<(String, Result<AgentConfig, AgentError>)> {
-    toolhost_subagents::agents::list_agents(&data_dir.join("agents"))
+/// The custom agents of user `user_id` (`None`: `default`) under `data_dir` (directories holding
+/// a `config.yaml`: `<data_dir>/users/<user_id>/agents/*`, then the legacy `<data_dir>/agents/*`
+/// of other names), by name; one whose config cannot be read comes with its error. Needs no open
+/// host.
+pub fn list_agents(data_dir: &Path, user_id: Option<&str>) -> Vec<(String, Result<AgentConfig, AgentError>)> {
+    let run = crate::AgentRun { user_id: user_id.map(str::to_string), ..Default::default() };
+    toolhost_subagents::agents::list_agents(&run.agent_store(data_dir))
 }
 
+/// Calls run on tokio (components on its blocking pool): say so instead of panicking elsewhere.
 fn require_tokio() -> Result<(), HostError> {
     tokio::runtime::Handle::try_current().map(|_| ()).map_err(|_| HostError::NoTokioRuntime)
 }

@@ -1,17 +1,17 @@
 //! The host's side of DeerFlow's subagents and custom agents: the `task` builtin with the
 //! settings it shares, binding it to each run, running a subagent's tools through this host
-//! ([`toolhost_subagents::SubagentHost`]), the SubagentLimit truncation of a turn's `task` calls,
-//! and custom agents (`<data>/agents/NAME/config.yaml` turned into an [`AssemblyRequest`]).
+//! ([`toolhost_subagents::SubagentHost`]), and custom agents (DeerFlow's
+//! `<data>/users/<user_id>/agents/NAME/config.yaml`, or the legacy `<data>/agents/NAME/`, turned
+//! into an [`AssemblyRequest`]).
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
-use serde_json::Value;
 use toolhost_core::{ThreadState, Tool, ToolOutcome};
 use toolhost_subagents::{
-    agents, limit, HostSlot, ParentRun, SubagentHost, SubagentScope, SubagentToolset, TaskSettings, TaskTool,
+    agents, HostSlot, ParentRun, SubagentHost, SubagentScope, SubagentToolset, TaskSettings, TaskTool,
 };
 
 use crate::assembly::{AgentRun, Assembly, AssemblyRequest};
@@ -92,7 +92,11 @@ impl SubagentHost for Toolhost {
         let req = subagent_request(scope);
         let assembly = self.get_available_tools(&req).await;
         let tools = self.model_tools_with_state(&req, thread_id, state.clone()).await.map_err(|e| e.to_string())?;
-        Ok(SubagentToolset { tools, deferred_prompt: assembly.deferred.as_ref().map(|d| d.setup.prompt_section()) })
+        Ok(SubagentToolset {
+            tools,
+            deferred_prompt: assembly.deferred.as_ref().map(|d| d.setup.prompt_section()),
+            skills_prompt: self.subagent_skills_prompt(scope),
+        })
     }
 
     async fn run_tool_calls(
@@ -109,39 +113,36 @@ impl SubagentHost for Toolhost {
     }
 }
 
+impl Toolhost {
+    /// `SubagentExecutor._load_skills` then `get_skills_prompt_section`: the enabled skills the
+    /// subagent's allowlist keeps (`[]`: none), as its `<skill_system>` section; `None` when it
+    /// has none.
+    fn subagent_skills_prompt(&self, scope: &SubagentScope) -> Option<String> {
+        if scope.skills.as_ref().is_some_and(Vec::is_empty) {
+            return None;
+        }
+        let registry = self.skill_registry()?;
+        let available: BTreeSet<String> = registry
+            .skills
+            .iter()
+            .filter(|s| s.enabled && scope.skills.as_ref().is_none_or(|allowed| allowed.iter().any(|a| a == s.name())))
+            .map(|s| s.name().to_string())
+            .collect();
+        if available.is_empty() {
+            return None;
+        }
+        let section = toolhost_skills::prompt::skills_prompt_section(
+            &registry,
+            Some(&available),
+            self.config().skill_evolution.enabled,
+        );
+        (!section.is_empty()).then_some(section)
+    }
+}
+
 /// The run's skill allowlist as the skill policy takes it.
 pub(crate) fn skill_allowlist(req: &AssemblyRequest) -> Option<BTreeSet<String>> {
     req.agent.available_skills.as_ref().map(|s| s.iter().cloned().collect())
-}
-
-/// DeerFlow's SubagentLimitMiddleware over one turn's calls: for each call, `Some(outcome)` when
-/// it is dropped and must not run. Only runs with subagents enabled have `task`.
-pub(crate) fn limit_task_calls(
-    config: &AppConfig,
-    req: &AssemblyRequest,
-    state: &ThreadState,
-    calls: &[(String, Value, Option<String>)],
-) -> Vec<Option<ToolOutcome>> {
-    if !req.subagent_enabled || !calls.iter().any(|(n, _, _)| n == "task") {
-        return vec![None; calls.len()];
-    }
-    let limits = limit::SubagentLimits::new(
-        req.agent.max_concurrent_subagents.unwrap_or(toolhost_subagents::config::DEFAULT_MAX_CONCURRENT_SUBAGENTS),
-        req.agent.max_total_subagents.unwrap_or(config.subagents.max_total_per_run),
-    );
-    let names: Vec<&str> = calls.iter().map(|(n, _, _)| n.as_str()).collect();
-    let t = limit::truncate_task_calls(&names, limit::prior_delegations(&state.delegations), limits);
-    if !t.dropped.is_empty() {
-        tracing::warn!(
-            "Truncated {} excess task tool call(s) from model response (concurrent limit: {}; total limit: {})",
-            t.dropped.len(),
-            limits.max_concurrent,
-            limits.max_total
-        );
-    }
-    (0..calls.len())
-        .map(|i| t.dropped.contains(&i).then(|| ToolOutcome::error(limit::dropped_message(limits, &t))))
-        .collect()
 }
 
 /// A custom agent applied to `req`: its `tool_groups` restrict config tools, its `model` decides
@@ -155,7 +156,7 @@ pub(crate) fn apply_agent(
     name: &str,
     req: &mut AssemblyRequest,
 ) -> Result<Vec<String>, agents::AgentError> {
-    let agent = agents::load_agent(&data_dir.join("agents"), name)?;
+    let agent = agents::load_agent(&req.agent.agent_store(data_dir), name)?;
     let mut warnings = Vec::new();
     req.groups = agent.tool_groups.clone();
     if req.model_name.is_none() {

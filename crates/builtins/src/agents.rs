@@ -1,6 +1,8 @@
 //! `setup_agent` and `update_agent` (DeerFlow `H/tools/builtins/setup_agent_tool.py`,
-//! `update_agent_tool.py`) over a file agent store: `<agents_dir>/<name>/config.yaml` and
-//! `SOUL.md`, written together through temp files and renames.
+//! `update_agent_tool.py`) over DeerFlow's file agent store (`H/persistence/agents/file.py`):
+//! an agent lives in `<base>/users/<user_id>/agents/<name>/` (`config.yaml`, `SOUL.md`, written
+//! together through temp files and renames); `<base>/agents/<name>/` is the legacy shared layout,
+//! still read but never written.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,6 +25,12 @@ const UNTRUSTED_CHANNELS: [&str; 1] = ["github"];
 pub enum AgentStoreError {
     #[error("Invalid agent name '{0}'. Must match pattern: ^[A-Za-z0-9-]+$")]
     InvalidName(String),
+    /// DeerFlow's `_validate_user_id`; the id is shown as Python's `repr`.
+    #[error("Invalid user_id {}: only alphanumeric characters, hyphens, and underscores are allowed.", py_repr_str(.0))]
+    InvalidUserId(String),
+    /// `update_agent` on an agent only the legacy shared layout has.
+    #[error("Agent '{0}' only exists in the legacy shared layout and is not scoped to a user. Run scripts/migrate_user_isolation.py to move legacy agents into the per-user layout before updating.")]
+    LegacyOnly(String),
     /// Paths are given relative to the store so no host path reaches the model.
     #[error("cannot write {file}: {source}")]
     Write { file: String, source: std::io::Error },
@@ -42,6 +50,19 @@ pub fn validate_agent_name(name: &str) -> Result<&str, AgentStoreError> {
     }
 }
 
+/// DeerFlow's `DEFAULT_USER_ID`: the user of a run that names none (no-auth mode).
+pub const DEFAULT_USER_ID: &str = "default";
+
+/// DeerFlow's `_validate_user_id`: `^[A-Za-z0-9_-]+$`, since the id becomes a directory.
+pub fn validate_user_id(user_id: &str) -> Result<&str, AgentStoreError> {
+    let ok = !user_id.is_empty() && user_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(user_id)
+    } else {
+        Err(AgentStoreError::InvalidUserId(user_id.to_string()))
+    }
+}
+
 /// A custom agent's `config.yaml` as `update_agent` reads it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AgentConfig {
@@ -54,22 +75,81 @@ pub struct AgentConfig {
     pub other: BTreeMap<String, serde_yaml::Value>,
 }
 
-/// The on-disk agent store of one user.
+/// The on-disk agent store of one user (DeerFlow's `FileAgentStore` with `paths.base_dir`).
 #[derive(Debug, Clone)]
 pub struct AgentStore {
-    agents_dir: PathBuf,
     base_dir: PathBuf,
+    user_id: String,
 }
 
 impl AgentStore {
-    /// `agents_dir` holds `<name>/{config.yaml,SOUL.md}`; `base_dir` the default agent's
-    /// `SOUL.md`.
-    pub fn new(agents_dir: PathBuf, base_dir: PathBuf) -> Self {
-        Self { agents_dir, base_dir }
+    /// The agents of `user_id` under `base_dir` (DeerFlow's base dir: toolhost's data dir), which
+    /// also holds the default agent's `SOUL.md`. An invalid user id is reported by each use.
+    pub fn new(base_dir: PathBuf, user_id: impl Into<String>) -> Self {
+        Self { base_dir, user_id: user_id.into() }
     }
 
+    /// The user whose agents these are.
+    pub fn user_id(&self) -> &str {
+        &self.user_id
+    }
+
+    /// `paths.user_agents_dir(user_id)`: `<base>/users/<user_id>/agents`.
+    pub fn user_agents_dir(&self) -> Result<PathBuf, AgentStoreError> {
+        Ok(self.base_dir.join("users").join(validate_user_id(&self.user_id)?).join("agents"))
+    }
+
+    /// `paths.agents_dir`: the legacy shared layout, `<base>/agents`.
+    pub fn legacy_agents_dir(&self) -> PathBuf {
+        self.base_dir.join("agents")
+    }
+
+    /// `paths.user_agent_dir`: where the agent is written (its name lower-cased, as DeerFlow's).
+    pub fn user_agent_dir(&self, name: &str) -> Result<PathBuf, AgentStoreError> {
+        Ok(self.user_agents_dir()?.join(validate_agent_name(name)?.to_lowercase()))
+    }
+
+    /// `paths.agent_dir`: the agent's legacy shared directory.
+    pub fn legacy_agent_dir(&self, name: &str) -> Result<PathBuf, AgentStoreError> {
+        Ok(self.legacy_agents_dir().join(validate_agent_name(name)?.to_lowercase()))
+    }
+
+    /// `resolve_agent_dir`: the per-user directory when it holds a `config.yaml`, else the legacy
+    /// one when that does, else the per-user one (where a new agent goes).
     pub fn agent_dir(&self, name: &str) -> Result<PathBuf, AgentStoreError> {
-        Ok(self.agents_dir.join(validate_agent_name(name)?))
+        let user = self.user_agent_dir(name)?;
+        if user.join(CONFIG_FILENAME).exists() {
+            return Ok(user);
+        }
+        let legacy = self.legacy_agent_dir(name)?;
+        if legacy.join(CONFIG_FILENAME).exists() {
+            return Ok(legacy);
+        }
+        Ok(user)
+    }
+
+    /// `FileAgentStore.list`: the agents with a `config.yaml`, per-user ones first and shadowing
+    /// legacy ones of the same directory name, sorted by name.
+    pub fn list_names(&self) -> Result<Vec<String>, AgentStoreError> {
+        let mut seen = std::collections::BTreeSet::new();
+        for root in [self.user_agents_dir()?, self.legacy_agents_dir()] {
+            let Ok(entries) = std::fs::read_dir(&root) else { continue };
+            for e in entries.filter_map(Result::ok) {
+                let Ok(name) = e.file_name().into_string() else { continue };
+                if e.file_type().is_ok_and(|t| t.is_dir())
+                    && validate_agent_name(&name).is_ok()
+                    && e.path().join(CONFIG_FILENAME).is_file()
+                {
+                    seen.insert(name);
+                }
+            }
+        }
+        Ok(seen.into_iter().collect())
+    }
+
+    /// The `config.yaml` the agent is read from (see [`agent_dir`](Self::agent_dir)).
+    pub fn config_file(&self, name: &str) -> Result<PathBuf, AgentStoreError> {
+        Ok(self.agent_dir(name)?.join(CONFIG_FILENAME))
     }
 
     /// The agent's config, or `None` when it has no `config.yaml`.
@@ -125,7 +205,7 @@ impl AgentStore {
         config: Option<&BTreeMap<String, serde_yaml::Value>>,
         soul: Option<&str>,
     ) -> Result<(), AgentStoreError> {
-        let dir = self.agent_dir(name)?;
+        let dir = self.user_agent_dir(name)?;
         let is_new = !dir.exists();
         let result = (|| {
             std::fs::create_dir_all(&dir)
@@ -368,6 +448,14 @@ impl Tool for UpdateAgentTool {
         if let Some(m) = model.as_deref().filter(|m| !self.model_names.iter().any(|n| n == m)) {
             return err(format!("Unknown model '{m}'. Pass a model name that exists in config.yaml's models section."));
         }
+        // DeerFlow never writes over a legacy shared agent: it asks for the migration first.
+        let legacy_only = match (self.store.user_agent_dir(name), self.store.legacy_agent_dir(name)) {
+            (Ok(user), Ok(legacy)) => !user.join(CONFIG_FILENAME).exists() && legacy.join(CONFIG_FILENAME).exists(),
+            (Err(e), _) | (_, Err(e)) => return err(e.to_string()),
+        };
+        if legacy_only {
+            return err(AgentStoreError::LegacyOnly(name.to_string()).to_string());
+        }
         let existing = match self.store.load_config(name) {
             Ok(Some(c)) => c,
             Ok(None) => {
@@ -439,7 +527,7 @@ mod tests {
     use serde_json::json;
 
     fn store(dir: &Path) -> AgentStore {
-        AgentStore::new(dir.join("agents"), dir.join("base"))
+        AgentStore::new(dir.to_path_buf(), DEFAULT_USER_ID)
     }
 
     #[tokio::test]
@@ -451,7 +539,7 @@ mod tests {
         assert!(!out.is_error(), "{}", out.text_content());
         assert_eq!(out.text_content(), "Agent 'code-helper' created successfully!");
         assert_eq!(out.update.created_agent_name.as_deref(), Some("code-helper"));
-        let agent = dir.path().join("agents/code-helper");
+        let agent = dir.path().join("users/default/agents/code-helper");
         assert_eq!(std::fs::read_to_string(agent.join("SOUL.md")).unwrap(), "# Soul\nBe kind.");
         let cfg: serde_yaml::Value =
             serde_yaml::from_str(&std::fs::read_to_string(agent.join("config.yaml")).unwrap()).unwrap();
@@ -471,7 +559,7 @@ mod tests {
             .call(&ctx, json!({"soul": "  \n", "description": "d"}))
             .await;
         assert_eq!(out.text_content(), "Error: soul content is empty; refusing to create agent with an empty SOUL.md");
-        assert!(!dir.path().join("agents/x").exists());
+        assert!(!dir.path().join("users/default/agents/x").exists());
         let out = SetupAgentTool::new(store(dir.path()), Some("../evil".into()))
             .call(&ctx, json!({"soul": "s", "description": "d"}))
             .await;
@@ -480,7 +568,7 @@ mod tests {
         let out =
             SetupAgentTool::new(store(dir.path()), None).call(&ctx, json!({"soul": "global", "description": ""})).await;
         assert_eq!(out.text_content(), "Agent 'None' created successfully!");
-        assert_eq!(std::fs::read_to_string(dir.path().join("base/SOUL.md")).unwrap(), "global");
+        assert_eq!(std::fs::read_to_string(dir.path().join("SOUL.md")).unwrap(), "global");
         let out = SetupAgentTool::new(store(dir.path()), None).call(&ctx, json!({"soul": "s"})).await;
         assert!(out.is_error() && out.text_content().contains("description is required"));
     }
@@ -489,13 +577,13 @@ mod tests {
     async fn update_agent_changes_only_what_is_passed() {
         let (dir, ctx) = thread();
         let s = store(dir.path());
-        std::fs::create_dir_all(dir.path().join("agents/bot")).unwrap();
+        std::fs::create_dir_all(dir.path().join("users/default/agents/bot")).unwrap();
         std::fs::write(
-            dir.path().join("agents/bot/config.yaml"),
+            dir.path().join("users/default/agents/bot/config.yaml"),
             "name: bot\ndescription: old\ngithub:\n  repo: a/b\nskills: [x]\n",
         )
         .unwrap();
-        std::fs::write(dir.path().join("agents/bot/SOUL.md"), "old soul").unwrap();
+        std::fs::write(dir.path().join("users/default/agents/bot/SOUL.md"), "old soul").unwrap();
         let tool = UpdateAgentTool::new(s.clone(), Some("bot".into()), None, vec!["gpt".into()]);
 
         let out = tool
@@ -509,11 +597,11 @@ mod tests {
         assert_eq!((cfg.description.as_str(), cfg.model.as_deref()), ("new", Some("gpt")));
         assert_eq!(cfg.skills, Some(vec!["x".to_string()]));
         assert_eq!(cfg.other["github"]["repo"], "a/b", "unmanaged keys survive");
-        assert_eq!(std::fs::read_to_string(dir.path().join("agents/bot/SOUL.md")).unwrap(), "old soul");
+        assert_eq!(std::fs::read_to_string(dir.path().join("users/default/agents/bot/SOUL.md")).unwrap(), "old soul");
 
         let out = tool.call(&ctx, json!({"soul": "new soul"})).await;
         assert!(out.text_content().contains("Changed: soul."));
-        assert_eq!(std::fs::read_to_string(dir.path().join("agents/bot/SOUL.md")).unwrap(), "new soul");
+        assert_eq!(std::fs::read_to_string(dir.path().join("users/default/agents/bot/SOUL.md")).unwrap(), "new soul");
 
         let out = tool.call(&ctx, json!({"description": "new"})).await;
         assert_eq!(
@@ -544,8 +632,8 @@ mod tests {
             assert!(out.is_error());
             assert_eq!(out.text_content(), expected);
         }
-        std::fs::create_dir_all(dir.path().join("agents/bot")).unwrap();
-        std::fs::write(dir.path().join("agents/bot/config.yaml"), "description: [unclosed").unwrap();
+        std::fs::create_dir_all(dir.path().join("users/default/agents/bot")).unwrap();
+        std::fs::write(dir.path().join("users/default/agents/bot/config.yaml"), "description: [unclosed").unwrap();
         let out = tool(Some("bot"), None).call(&ctx, json!({"soul": "s"})).await;
         assert!(out
             .text_content()
@@ -553,5 +641,41 @@ mod tests {
         assert!(!out.text_content().contains(&*dir.path().to_string_lossy()), "no host path");
         let out = tool(Some("bot"), None).call(&ctx, json!({"skills": "a"})).await;
         assert!(out.is_error() && out.text_content().contains("skills must be a list of strings"));
+    }
+
+    #[tokio::test]
+    async fn the_per_user_layout_is_written_and_the_legacy_one_read() {
+        let (dir, ctx) = thread();
+        let s = store(dir.path());
+        // A legacy shared agent (DeerFlow before user isolation) is read...
+        std::fs::create_dir_all(dir.path().join("agents/old")).unwrap();
+        std::fs::write(dir.path().join("agents/old/config.yaml"), "name: old\ndescription: legacy\n").unwrap();
+        assert_eq!(s.load_config("old").unwrap().unwrap().description, "legacy");
+        assert_eq!(s.agent_dir("old").unwrap(), dir.path().join("agents/old"));
+        // ...but update_agent refuses it, as DeerFlow's does.
+        let out = UpdateAgentTool::new(s.clone(), Some("old".into()), None, vec![])
+            .call(&ctx, json!({"description": "new"}))
+            .await;
+        assert_eq!(
+            out.text_content(),
+            "Error: Agent 'old' only exists in the legacy shared layout and is not scoped to a user. Run scripts/migrate_user_isolation.py to move legacy agents into the per-user layout before updating."
+        );
+        // setup_agent writes the per-user layout, under the lower-cased name; it then shadows the
+        // legacy agent of that name.
+        let out = SetupAgentTool::new(s.clone(), Some("Old".into()))
+            .call(&ctx, json!({"soul": "s", "description": "mine"}))
+            .await;
+        assert!(!out.is_error(), "{}", out.text_content());
+        assert!(dir.path().join("users/default/agents/old/config.yaml").is_file());
+        assert_eq!(s.load_config("old").unwrap().unwrap().description, "mine");
+        assert_eq!(s.list_names().unwrap(), ["old"]);
+        // Another user sees only the legacy agent.
+        let other = AgentStore::new(dir.path().to_path_buf(), "alice");
+        assert_eq!(other.load_config("old").unwrap().unwrap().description, "legacy");
+        let bad = AgentStore::new(dir.path().to_path_buf(), "a/b");
+        assert_eq!(
+            bad.load_config("old").unwrap_err().to_string(),
+            "Invalid user_id 'a/b': only alphanumeric characters, hyphens, and underscores are allowed."
+        );
     }
 }

@@ -93,9 +93,10 @@ pub fn intercept(tool_call_id: &str, args: &Value, disable_clarification: bool) 
     Clarification { message_id, text, human_input: Some(payload), end_run: true }
 }
 
-/// ClarificationMiddleware's `after_model` (`_drop_sibling_tool_calls`, DeerFlow #4906): when
-/// a model turn batches `ask_clarification` with other calls, only the clarification calls run
-/// (the model re-issues the rest after the user answers). Returns the indices of the calls to
+/// ClarificationMiddleware's `after_model` (`_strip_sibling_tool_calls`, DeerFlow's fix for its
+/// issue #4906 in pull requests #4908/#4934 — not in f1f4af99, so a toolhost deviation; the turn
+/// stage applies it): when a model turn batches `ask_clarification` with other calls, only the
+/// clarification calls run (the model re-issues the rest after the user answers). Returns the indices of the calls to
 /// keep, given the turn's tool names in order. A pure-clarification turn, a turn without one,
 /// or a run with clarification disabled keeps every call.
 pub fn calls_to_keep(tool_names: &[&str], disable_clarification: bool) -> Vec<usize> {

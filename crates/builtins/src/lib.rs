@@ -126,7 +126,7 @@ mod tests {
         use std::sync::Arc;
 
         // Every builtin this crate owns (the host's builtin list puts them in DeerFlow's order).
-        let store = AgentStore::new(std::env::temp_dir().join("agents"), std::env::temp_dir());
+        let store = AgentStore::new(std::env::temp_dir(), agents::DEFAULT_USER_ID);
         let all: Vec<Arc<dyn Tool>> = vec![
             Arc::new(PresentFilesTool::new()),
             Arc::new(AskClarificationTool::new(false)),

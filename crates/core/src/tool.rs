@@ -169,6 +169,17 @@ impl ToolOutcome {
         Self { exception: Some(ToolException { class: class.into(), detail: detail.clone() }), ..Self::error(detail) }
     }
 
+    /// LangGraph `ToolNode`'s answer to a call of a tool it does not have
+    /// (`INVALID_TOOL_NAME_ERROR_TEMPLATE`): `Error: NAME is not a valid tool, try one of [a, b].`,
+    /// naming every tool of the run in the node's order.
+    pub fn not_a_valid_tool<'a>(name: &str, available: impl IntoIterator<Item = &'a str>) -> Self {
+        let names: Vec<&str> = available.into_iter().collect();
+        Self::error_of(
+            ErrorKind::NotFound,
+            format!("Error: {name} is not a valid tool, try one of [{}].", names.join(", ")),
+        )
+    }
+
     /// An error of a known kind (see [`ErrorKind`]).
     pub fn error_of(kind: ErrorKind, text: impl Into<String>) -> Self {
         Self { kind: Some(kind), ..Self::error(text) }
@@ -324,6 +335,10 @@ pub struct CallContext {
     /// Whoever made the call, for a tool that asks them something during it (a component's
     /// `client` import, when its config grants it); `None`: nobody to ask.
     pub client: Option<crate::Client>,
+    /// The agent run the call belongs to (DeerFlow's `runtime.context["run_id"]`): `task` tags
+    /// its delegation-ledger entry with it, and the per-run cap on delegations counts by it.
+    /// `None`: the caller named no run.
+    pub run_id: Option<Arc<str>>,
 }
 
 /// A flag that asks a running call to stop, shared by the caller (who raises it) and the call
@@ -361,6 +376,7 @@ impl CallContext {
             log: None,
             cancel: None,
             client: None,
+            run_id: None,
         }
     }
 

@@ -14,7 +14,7 @@ pub const TOOL_SEARCH_NAME: &str = "tool_search";
 /// DeerFlow's docstring as langchain's `@tool` turns it into a description
 /// (`textwrap.dedent(__doc__).strip()`; the first line starts at the quotes, so the rest keeps
 /// its indentation under Python 3.12).
-pub const TOOL_SEARCH_DESCRIPTION: &str = "Fetches full schema definitions for deferred tools so they can be called.\n\n        Deferred tools appear by name in <available-deferred-tools> in the system\n        prompt. Until fetched, only the name is known. This tool matches a query\n        against the deferred tools and returns the matched tools complete schemas;\n        once returned, a tool becomes callable.\n\n        Query forms:\n          - \"select:Read,Edit\" -- fetch these exact tools by name\n          - \"notebook jupyter\" -- keyword search, up to max_results best matches";
+pub const TOOL_SEARCH_DESCRIPTION: &str = "Fetches full schema definitions for deferred tools so they can be called.\n\n        Deferred tools appear by name in <available-deferred-tools> in the system\n        prompt. Until fetched, only the name is known. This tool matches a query\n        against the deferred tools and returns the matched tools complete schemas;\n        once returned, a tool becomes callable.\n\n        Query forms:\n          - \"select:Read,Edit\" -- fetch these exact tools by name\n          - \"notebook jupyter\" -- keyword search, up to max_results best matches\n          - \"+slack send\" -- require \"slack\" in the name, rank by remaining terms";
 
 /// `tool_search`'s spec: one required string `query` (the injected `tool_call_id` is not a
 /// model argument), in langchain's key order after title removal.

@@ -205,3 +205,16 @@ fn merge_promoted_vectors() {
     assert!(checked >= 25, "checked {checked}");
     assert_eq!(errors, ["promoted-022", "promoted-023", "promoted-024", "promoted-025", "promoted-026"]);
 }
+
+/// `tool_search` as DeerFlow's model sees it: `convert_to_openai_function` of the tool DeerFlow's
+/// `build_deferred_tool_setup` builds (`tests/conformance/tool_schemas.json`).
+#[test]
+fn tool_search_schema_is_deerflows() {
+    let raw =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/tool_schemas.json"))
+            .expect("tool_schemas.json");
+    let doc: Value = serde_json::from_str(&raw).expect("JSON");
+    let want = &doc["builtins"]["tool_search"];
+    let spec = toolhost_deferred::tool_search_spec();
+    assert_eq!(json!({"name": spec.name, "description": spec.description, "parameters": spec.parameters}), *want);
+}

@@ -167,19 +167,18 @@ impl Default for BashConfig {
     }
 }
 
-/// DeerFlow's `bash` tool schema: `description` first, both required.
+/// DeerFlow's `bash` tool schema as its model sees it (LangChain's `convert_to_openai_function`:
+/// no titles, no top-level description): `description` first, both required.
 pub fn bash_spec() -> ToolSpec {
     ToolSpec {
         name: "bash".into(),
         description: BASH_DESCRIPTION.into(),
         parameters: json!({
-            "description": BASH_DESCRIPTION,
             "properties": {
-                "description": {"description": DESCRIPTION_ARG, "title": "Description", "type": "string"},
-                "command": {"description": COMMAND_ARG, "title": "Command", "type": "string"},
+                "description": {"description": DESCRIPTION_ARG, "type": "string"},
+                "command": {"description": COMMAND_ARG, "type": "string"},
             },
             "required": ["description", "command"],
-            "title": "bash",
             "type": "object",
         }),
         group: Some("bash".into()),

@@ -243,6 +243,7 @@ impl ServerHandle {
 
     async fn http_headers(&self) -> Result<(HashMap<HeaderName, HeaderValue>, Option<Instant>), ConnectError> {
         let mut headers = HashMap::new();
+        headers.insert(HeaderName::from_static(crate::INSTANCE_HEADER), HeaderValue::from_static(crate::instance_id()));
         for (k, v) in &self.config.headers {
             let name = HeaderName::try_from(k.as_str())
                 .map_err(|_| ConnectError::Config(format!("invalid header name {k:?}")))?;

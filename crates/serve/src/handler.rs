@@ -31,7 +31,10 @@ use super::jsonrpc::{cap_text, ECHO_MAX_BYTES};
 use super::listen::{Changes, Listeners};
 use super::mrtr::{call_binding, Round, RoundEnd, StateSeal};
 use super::tasks::TaskStore;
-use super::threads::{check_client_thread, Hold, ThreadKeeper, META_THREAD, THREAD_HEADER};
+use super::threads::{
+    check_client_thread, fresh_thread_id, Hold, ThreadKeeper, MAX_RUN_ID_BYTES, META_RUN, META_THREAD, RUN_HEADER,
+    THREAD_HEADER,
+};
 use toolhost::AssemblyRequest;
 use toolhost::TaskSupport;
 use toolhost::{CallOptions, CallResult, Toolhost};
@@ -121,6 +124,8 @@ pub struct McpSessionHandler {
     /// ([`super::threads::fresh_thread_id`]), unrelated to the `Mcp-Session-Id`, so that a thread directory's
     /// name never tells anyone how to speak in that session.
     thread: String,
+    /// The session's own agent run (DeerFlow's `run_id`), for requests that name none.
+    run: String,
     /// Keeps the session's thread from expiring while the session lives.
     _hold: Arc<Hold>,
     /// `resources/subscribe`: URI → thread and what the file looked like when last seen.
@@ -153,10 +158,17 @@ impl McpSessionHandler {
     /// A session in `thread`, whose MCP tasks live in `tasks`.
     pub fn new(opening: Opening, keeper: Arc<ThreadKeeper>, thread: String, tasks: Arc<TaskStore>) -> Self {
         let hold = Arc::new(keeper.hold_session(&thread));
+        // Only tells this session's delegations from others': a clock-and-pid id does when the
+        // random source fails.
+        let run = fresh_thread_id("run-").unwrap_or_else(|_| {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            format!("run-{}-{}", std::process::id(), now.as_nanos())
+        });
         Self {
             opening,
             keeper,
             thread,
+            run,
             _hold: hold,
             subscriptions: Default::default(),
             log_level: Default::default(),
@@ -223,7 +235,9 @@ impl McpSessionHandler {
             }));
             opts.log = Some(LogSink::new(move |l| drop(tx.send(l))));
         }
-        let r = served.host.call_with(&served.request, thread, name, args, None, opts).await;
+        let mut request = served.request.clone();
+        request.agent.run_id = Some(self.run_id(cx)?);
+        let r = served.host.call_with(&request, thread, name, args, None, opts).await;
         for f in forwards {
             if let Err(e) = f.await {
                 tracing::debug!("notification forwarding ended: {e}");
@@ -257,6 +271,11 @@ impl McpSessionHandler {
         let mut mcp = outcome_to_result(&outcome);
         if mcp.is_error == Some(true) {
             cap_error_texts(&mut mcp);
+        }
+        // view_image: the images the call recorded, as MCP image content next to DeerFlow's text
+        // (in DeerFlow, ViewImageMiddleware shows them to the model before its next call).
+        if let Some(images) = outcome.update.viewed_images.as_ref().filter(|i| !i.is_empty() && !outcome.is_error()) {
+            mcp.content.extend(viewed_image_blocks(&served.host, thread, images).await);
         }
         // present_files: the presented files as resource links the client can read
         // (`resources/read`) and show.
@@ -389,6 +408,27 @@ impl McpSessionHandler {
         }
     }
 
+    /// The agent run a request belongs to: the one it names (`_meta["toolhost/run"]`, or the
+    /// `Toolhost-Run` header), else the session's.
+    fn run_id(&self, cx: &RequestContext<RoleServer>) -> Result<String, McpError> {
+        let invalid = |why: &str| McpError::invalid_params(format!("invalid run id: {why}"), None);
+        let named = match cx.meta.get(META_RUN) {
+            Some(Value::String(run)) => Some(run.clone()),
+            Some(_) => return Err(invalid(&format!("_meta[\"{META_RUN}\"] must be a string"))),
+            None => match cx.extensions.get::<http::request::Parts>().and_then(|p| p.headers.get(RUN_HEADER)) {
+                Some(v) => Some(v.to_str().map_err(|_| invalid("the Toolhost-Run header is not ASCII"))?.to_string()),
+                None => None,
+            },
+        };
+        match named {
+            Some(run) if run.is_empty() || run.len() > MAX_RUN_ID_BYTES || run.chars().any(char::is_control) => {
+                Err(invalid(&format!("it must be 1 to {MAX_RUN_ID_BYTES} bytes without control characters")))
+            }
+            Some(run) => Ok(run),
+            None => Ok(self.run.clone()),
+        }
+    }
+
     /// Send a log message if the client asked for messages this severe.
     async fn log(&self, cx: &RequestContext<RoleServer>, level: LoggingLevel, data: Value) {
         let wanted = *self.log_level.lock().unwrap_or_else(|p| p.into_inner());
@@ -514,6 +554,29 @@ pub fn outcome_to_result(outcome: &ToolOutcome) -> CallToolResult {
         result.meta = Some(rmcp::model::MetaObject(k.clone()));
     }
     result
+}
+
+/// The images of a `viewed_images` update as MCP image blocks: each read again through the
+/// thread filesystem layer and sent only if it is still the file the call checked
+/// (`image_details_content`); a changed or vanished one is left out.
+async fn viewed_image_blocks(
+    host: &Arc<toolhost::Toolhost>,
+    thread: &str,
+    images: &serde_json::Map<String, Value>,
+) -> Vec<ContentBlock> {
+    let Ok(fs) = host.thread_fs(thread) else { return Vec::new() };
+    let state = toolhost::ThreadState { viewed_images: images.clone(), ..Default::default() };
+    // Up to 20 MiB per image of blocking reads: off the async workers.
+    let parts = tokio::task::spawn_blocking(move || toolhost_builtins::view_image::image_details_content(&state, &fs))
+        .await
+        .unwrap_or_default();
+    parts
+        .into_iter()
+        .filter_map(|p| match p {
+            ContentPart::Image { data, mime_type } => Some(ContentBlock::image(data, mime_type)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// `_meta` key of a tool in `tools/list`: how it runs as an MCP task (`forbidden`, `optional`,
@@ -808,14 +871,20 @@ impl ServerHandler for McpSessionHandler {
         tracing::debug!(thread = %thread, tool = %name, "tools/call");
         let served = self.opening.ready().await?;
         if !served.filter.serves(&name) {
-            // What the pipeline answers for a tool that is not there (--tools / --exclude).
-            let text = format!(
-                "Error: {} is not a valid tool, try one of the available tools.",
-                cap_text(&name, ECHO_MAX_BYTES)
+            // What the pipeline answers for a tool that is not there (--tools / --exclude),
+            // naming the served ones as LangGraph's ToolNode names its tools.
+            let assembly = served.host.get_available_tools(&served.request).await;
+            let names = assembly.tool_node_names();
+            let outcome = toolhost::ToolOutcome::not_a_valid_tool(
+                &cap_text(&name, ECHO_MAX_BYTES),
+                names.into_iter().filter(|n| served.filter.serves(n)),
             );
-            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+            return Ok(CallToolResult::error(vec![ContentBlock::text(outcome.text_content())]).into());
         }
         // MCP tasks: a client that supports them gets the tools that may run long as a task.
+        // Server-directed, as SEP-2663 has it: the client does not opt in per request (the
+        // earlier revision's `params.task` is gone), and the official conformance suite's
+        // `tasks-lifecycle` checks exactly that — declaring the extension is the opt-in.
         let wants_tasks = cx.client_capabilities().is_some_and(|c| c.supports_tasks());
         // Without tasks only a configured `required` matters, and that needs no spec.
         let support = if wants_tasks {

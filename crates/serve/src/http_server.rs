@@ -33,6 +33,9 @@ pub const MCP_PATH: &str = "/mcp";
 
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 const SESSION_HEADER: &str = "mcp-session-id";
+/// The answer to this toolhost's own MCP client (see [`toolhost_mcp::INSTANCE_HEADER`]).
+const SELF_REFERENCE: &str = "this is the MCP server of the toolhost that sent the request: an MCP server entry in \
+     extensions_config.json names this server's own URL; remove it (a toolhost cannot serve its tools to itself)";
 
 /// How to serve over streamable HTTP.
 #[derive(Debug, Clone)]
@@ -208,6 +211,19 @@ impl Door {
         if req.uri().path() != MCP_PATH {
             return plain(StatusCode::NOT_FOUND, "Not Found: the MCP endpoint is /mcp");
         }
+        // This process's own MCP client: an extensions_config.json entry names this server's URL.
+        // Refused at once (its request would wait for the host, which waits for it).
+        if req
+            .headers()
+            .get(toolhost_mcp::INSTANCE_HEADER)
+            .is_some_and(|v| v.as_bytes() == toolhost_mcp::instance_id().as_bytes())
+        {
+            tracing::warn!(
+                "refused a request from this toolhost's own MCP client: an MCP server entry names this server's URL"
+            );
+            let reply = ErrorReply { id: serde_json::Value::Null, code: -32000, message: SELF_REFERENCE.to_string() };
+            return json_error(StatusCode::LOOP_DETECTED, &reply);
+        }
         if let Some(token) = &self.token {
             if !authorized(&req, token) {
                 let mut r =
@@ -294,6 +310,9 @@ impl Door {
         if let Some(reply) = Self::removed_method(&parts.headers, &bytes) {
             return json_error(StatusCode::NOT_FOUND, &reply);
         }
+        // The request's id, for the refusals below to answer it by (JSON-RPC: `null` only when
+        // it could not be read).
+        let mut request_id = serde_json::Value::Null;
         let (is_initialize, is_call) = match screen(&bytes) {
             // A request with params that do not fit its method was read and understood: like
             // any JSON-RPC error result, it comes back with 200.
@@ -306,10 +325,13 @@ impl Door {
                 return json_error(StatusCode::BAD_REQUEST, &reply);
             }
             Screened::Pass(msg) => match &*msg {
-                JsonRpcMessage::Request(r) => (
-                    matches!(r.request, ClientRequest::InitializeRequest(_)),
-                    matches!(r.request, ClientRequest::CallToolRequest(_)),
-                ),
+                JsonRpcMessage::Request(r) => {
+                    request_id = serde_json::to_value(&r.id).unwrap_or(serde_json::Value::Null);
+                    (
+                        matches!(r.request, ClientRequest::InitializeRequest(_)),
+                        matches!(r.request, ClientRequest::CallToolRequest(_)),
+                    )
+                }
                 _ => (false, false),
             },
         };
@@ -356,7 +378,7 @@ impl Door {
         if open >= self.max_sessions {
             tracing::warn!("refused a new session: {open} open (max_sessions)");
             let reply = ErrorReply {
-                id: serde_json::Value::Null,
+                id: request_id,
                 code: -32000,
                 message: format!(
                     "Server busy: {open} MCP sessions are open, the most this server keeps (toolhost.serve.max_sessions / \
@@ -370,7 +392,7 @@ impl Door {
         if mine >= self.max_sessions_per_client {
             tracing::warn!("refused a new session from {client}: it holds {mine} (max_sessions_per_client)");
             let reply = ErrorReply {
-                id: serde_json::Value::Null,
+                id: request_id,
                 code: -32000,
                 message: format!(
                     "Too many sessions from {client}: it has {mine} MCP sessions open, the most one client address \
@@ -392,25 +414,8 @@ impl Door {
     /// `logging/setLevel` nor `resources/(un)subscribe`: SEP-2575) is `404` with `-32601` and its id,
     /// whatever its params (they need not fit the old method). Only known revisions are checked.
     fn removed_method(headers: &http::HeaderMap, body: &[u8]) -> Option<ErrorReply> {
-        const REMOVED: [&str; 5] =
-            ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
         let version = headers.get("mcp-protocol-version")?.to_str().ok()?;
-        let known = rmcp::model::ProtocolVersion::KNOWN_VERSIONS.iter().find(|v| v.as_str() == version)?;
-        if known.has_initialize() {
-            return None;
-        }
-        #[derive(serde::Deserialize)]
-        struct Head {
-            method: String,
-            id: Option<serde_json::Value>,
-        }
-        let head: Head = serde_json::from_slice(body).ok()?;
-        let method = REMOVED.into_iter().find(|m| *m == head.method)?;
-        Some(ErrorReply {
-            id: head.id.unwrap_or(serde_json::Value::Null),
-            code: -32601,
-            message: format!("Method not found: {method} is not part of protocol {version}"),
-        })
+        super::jsonrpc::removed_method(Some(version), body)
     }
 
     /// 200 for a session that was there (rmcp says 202, which the Python SDK logs as a failed

@@ -70,6 +70,41 @@ pub fn cap_text(text: &str, max: usize) -> String {
     format!("{}… ({} more bytes)", &text[..end], text.len() - end)
 }
 
+/// Methods the 2026-07-28 revision removed: a request for one under that protocol is answered
+/// `-32601`, over HTTP (the `MCP-Protocol-Version` header names the protocol) as over stdio (the
+/// request's `_meta["io.modelcontextprotocol/protocolVersion"]` does).
+const REMOVED_IN_2026: [&str; 5] =
+    ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+
+/// The refusal of a request for a method protocol `version` does not have; `None` when the
+/// version is unknown or has `initialize`, or the body is not such a request. `version`
+/// `None`: the request's own `_meta` names it (stdio).
+pub fn removed_method(version: Option<&str>, body: &[u8]) -> Option<ErrorReply> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        method: String,
+        id: Option<Value>,
+        params: Option<Value>,
+    }
+    let head: Head = serde_json::from_slice(body).ok()?;
+    let method = REMOVED_IN_2026.into_iter().find(|m| *m == head.method)?;
+    let version = match version {
+        Some(v) => v.to_string(),
+        None => {
+            head.params.as_ref()?.get("_meta")?.get("io.modelcontextprotocol/protocolVersion")?.as_str()?.to_string()
+        }
+    };
+    let known = rmcp::model::ProtocolVersion::KNOWN_VERSIONS.iter().find(|v| v.as_str() == version)?;
+    if known.has_initialize() {
+        return None;
+    }
+    Some(ErrorReply {
+        id: head.id.unwrap_or(Value::Null),
+        code: -32601,
+        message: format!("Method not found: {method} is not part of protocol {version}"),
+    })
+}
+
 /// Screen one message (a whole stdio line without its newline, or an HTTP body).
 pub fn screen(raw: &[u8]) -> Screened {
     let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);

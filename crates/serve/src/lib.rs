@@ -114,7 +114,8 @@ pub struct ServeOptions {
     pub insecure_no_auth: bool,
     /// What every session's tools are assembled for (groups, model, …).
     pub request: AssemblyRequest,
-    /// Serve as this custom agent (`<data>/agents/NAME/config.yaml`), applied to `request` once
+    /// Serve as this custom agent (`<data>/users/USER/agents/NAME/config.yaml` of the request's
+    /// user, or the legacy `<data>/agents/NAME/`), applied to `request` once
     /// the host is open (see [`Toolhost::agent_request`]).
     pub agent: Option<String>,
     /// Which assembled tools are served.

@@ -1,6 +1,8 @@
 //! MCP over stdio as an rmcp transport: one JSON-RPC message per line, each screened by
 //! [`super::jsonrpc`] first. rmcp's own line transport drops a line that is not JSON without a
-//! word (the client then waits forever); here it gets a -32700 reply and the session goes on.
+//! word (the client then waits forever); here it gets a -32700 reply and the session goes on. A
+//! method the 2026-07-28 revision removed, asked for under that protocol, is refused here as the
+//! HTTP door refuses it.
 
 use std::sync::Arc;
 
@@ -10,7 +12,7 @@ use rmcp::RoleServer;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
 use tokio::sync::Mutex;
 
-use super::jsonrpc::{screen, ErrorReply, Screened, INVALID_REQUEST, MAX_MESSAGE_BYTES};
+use super::jsonrpc::{removed_method, screen, ErrorReply, Screened, INVALID_REQUEST, MAX_MESSAGE_BYTES};
 
 /// Newline-delimited JSON-RPC over a reader and a writer, with malformed lines answered.
 pub struct ScreenedLines<R, W> {
@@ -126,6 +128,12 @@ where
             let text = line.strip_suffix(b"\n").unwrap_or(&line);
             let text = text.strip_suffix(b"\r").unwrap_or(text);
             if text.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            // A method 2026-07-28 removed, asked for under that protocol: refused as over HTTP.
+            if let Some(reply) = removed_method(None, text) {
+                tracing::debug!("refused a removed method: {}", reply.message);
+                self.reply(reply);
                 continue;
             }
             match screen(text) {

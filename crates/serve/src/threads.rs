@@ -16,6 +16,14 @@ use toolhost::Toolhost;
 pub const META_THREAD: &str = "toolhost/thread";
 /// The HTTP header that names the thread, for clients that cannot set `_meta`.
 pub const THREAD_HEADER: &str = "toolhost-thread";
+/// The `_meta` key of a request that names its agent run (DeerFlow's `run_id`, one per user
+/// message): `task`'s delegations are capped per run (`max_total_per_run`). Without it, a
+/// session is one run.
+pub const META_RUN: &str = "toolhost/run";
+/// The HTTP header that names the run.
+pub const RUN_HEADER: &str = "toolhost-run";
+/// The longest run id a request may name.
+pub const MAX_RUN_ID_BYTES: usize = 256;
 /// Prefixes of the threads the server makes up for sessions; a client cannot name them, so
 /// knowing a thread directory's name never lets anyone into another session's thread.
 pub const RESERVED_PREFIXES: [&str; 2] = ["mcp-", "stdio-"];

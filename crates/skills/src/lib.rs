@@ -8,6 +8,7 @@ pub mod custom;
 pub mod frontmatter;
 pub mod manage;
 pub mod policy;
+pub mod prompt;
 pub mod registry;
 pub mod review;
 pub mod states;

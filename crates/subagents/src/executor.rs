@@ -58,6 +58,59 @@ pub struct SubagentRun<'a> {
     /// Where the `task` call's progress goes (an MCP client's progress token): one report per
     /// subagent message.
     pub progress: Option<Progressor<'a>>,
+    /// The subagent's model `supports_vision` (DeerFlow then adds ViewImageMiddleware, two
+    /// more graph nodes per turn: see [`GraphSteps`]).
+    pub vision: bool,
+}
+
+/// DeerFlow's subagent is a LangGraph graph (`create_agent` with
+/// `build_subagent_runtime_middlewares`) in which every middleware hook is a node, and
+/// `max_turns` is the run's `recursion_limit`: it counts graph steps, not model calls. The nodes
+/// of the hooks present: before the agent ThreadData, Sandbox, SubagentDateContext (+ the loop
+/// and token-budget guards); before each model call DurableContext (+ ViewImage); after it
+/// SafetyFinishReason, DurableContext (+ the guards, + ViewImage); after the agent Sandbox (+
+/// the guards). Checked against DeerFlow's own runs (`tests/conformance/subagent_turns.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphSteps {
+    before_agent: u64,
+    before_model: u64,
+    after_model: u64,
+    after_agent: u64,
+}
+
+impl GraphSteps {
+    pub fn new(loop_detection: bool, token_budget: bool, vision: bool) -> Self {
+        let guards = u64::from(loop_detection) + u64::from(token_budget);
+        let vision = u64::from(vision);
+        Self {
+            before_agent: 3 + guards,
+            before_model: 1 + vision,
+            after_model: 2 + guards + vision,
+            after_agent: 1 + guards,
+        }
+    }
+
+    /// The step at which model call `n` (1-based) runs.
+    fn model_step(&self, n: u64) -> u64 {
+        let per_turn = 1 + self.after_model + 1 + self.before_model;
+        self.before_agent + self.before_model + 1 + (n - 1) * per_turn
+    }
+
+    /// Model call `n` runs within `max_turns`.
+    pub fn model_runs(&self, n: u64, max_turns: u64) -> bool {
+        self.model_step(n) <= max_turns
+    }
+
+    /// The tool calls model call `n` asked for run within `max_turns`.
+    pub fn tools_run(&self, n: u64, max_turns: u64) -> bool {
+        self.model_step(n) + self.after_model < max_turns
+    }
+
+    /// A final answer at model call `n` ends the graph within `max_turns` (else LangGraph raises
+    /// its recursion error and DeerFlow recovers the answer as a capped partial result).
+    pub fn finishes(&self, n: u64, max_turns: u64) -> bool {
+        self.model_step(n) + self.after_model + self.after_agent < max_turns
+    }
 }
 
 /// The run's end before the status contract: `Ok(final text, stop reason)` or a failure.
@@ -107,9 +160,14 @@ impl SubagentRun<'_> {
             Ok(t) => t,
             Err(e) => return End::Failed(e),
         };
+        // `_build_initial_state`: the subagent's prompt, its skills, its deferred tools, as one
+        // system message.
         let mut system: Vec<String> = Vec::new();
         if let Some(p) = self.config.system_prompt.as_deref().filter(|p| !p.is_empty()) {
             system.push(p.to_string());
+        }
+        if let Some(s) = first.skills_prompt.as_deref().filter(|s| !s.is_empty()) {
+            system.push(s.to_string());
         }
         if let Some(d) = first.deferred_prompt.as_deref().filter(|d| !d.is_empty()) {
             system.push(d.to_string());
@@ -117,19 +175,22 @@ impl SubagentRun<'_> {
         if !system.is_empty() {
             messages.push(json!({"role": "system", "content": system.join("\n\n")}));
         }
-        messages.push(json!({"role": "user", "content": task}));
+        // InputSanitizationMiddleware (the outermost model wrapper): the task is the genuine user
+        // message, framed in DeerFlow's user-input markers for every model call.
+        messages.push(json!({"role": "user", "content": toolhost_core::untrusted::frame_untrusted_text(task)}));
 
-        let mut steps: u64 = 0;
+        let steps = GraphSteps::new(self.loop_detection.enabled, self.token_budget.enabled, self.vision);
+        let max_turns = self.config.max_turns;
+        let mut model_calls: u64 = 0;
         let mut guard = LoopGuard::new(self.loop_detection.clone());
         let mut budget = BudgetGuard::new(self.token_budget.clone());
         let mut pending_warnings: Vec<String> = Vec::new();
         let mut toolset = Some(first);
         loop {
-            // Each model call and each round of tool calls is one graph step.
-            if steps >= self.config.max_turns {
+            model_calls += 1;
+            if !steps.model_runs(model_calls, max_turns) {
                 return End::TurnCapped;
             }
-            steps += 1;
             let tools = match toolset.take() {
                 Some(t) => t,
                 None => match self.host.subagent_tools(self.scope, self.thread_id, state).await {
@@ -185,12 +246,14 @@ impl SubagentRun<'_> {
                 p.report(subagent_message(&turn.content, &turn.tool_calls));
             }
             if turn.tool_calls.is_empty() {
+                if !steps.finishes(model_calls, max_turns) {
+                    return End::TurnCapped;
+                }
                 return End::Done(turn.content, stop.map(|(_, r)| r));
             }
-            if steps >= self.config.max_turns {
+            if !steps.tools_run(model_calls, max_turns) {
                 return End::TurnCapped;
             }
-            steps += 1;
             let replies = self.run_tools(&turn, &visible, state).await;
             match replies {
                 Ok(replies) => messages.extend(replies),

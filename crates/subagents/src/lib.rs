@@ -41,6 +41,9 @@ pub struct SubagentToolset {
     pub tools: Vec<ToolSpec>,
     /// The `<available-deferred-tools>` section for its system prompt, when tools are deferred.
     pub deferred_prompt: Option<String>,
+    /// The `<skill_system>` section for its system prompt (DeerFlow's
+    /// `get_skills_prompt_section` over the subagent's enabled skills), when it has skills.
+    pub skills_prompt: Option<String>,
 }
 
 /// One tool call of a model turn.

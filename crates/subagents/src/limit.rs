@@ -1,7 +1,8 @@
 //! `SubagentLimitMiddleware` (DeerFlow `H/agents/middlewares/subagent_limit_middleware.py`): of
 //! the `task` calls in one model response, keep at most `max_concurrent_subagents` (1..=4,
 //! default 3) and no more than what is left of `max_total_per_run` (1..=50, default 6) after the
-//! delegations already in the thread's ledger; the rest never run.
+//! delegations the thread's ledger holds for the current run (all of them when the run has no
+//! id); the rest never run.
 
 use std::collections::BTreeSet;
 
@@ -36,14 +37,36 @@ pub struct Truncation {
     pub total_exhausted: bool,
 }
 
-/// `_count_prior_delegations` with no run id: every ledger entry of the thread counts, by id.
-pub fn prior_delegations(ledger: &[Value]) -> usize {
+/// `_count_prior_delegations`: the ledger entries of run `run_id` (their `run_id`), by id; with no
+/// run id, every entry of the thread.
+pub fn prior_delegations(ledger: &[Value], run_id: Option<&str>) -> usize {
     ledger
         .iter()
+        .filter(|e| run_id.is_none() || entry_run_id(e).as_deref() == run_id)
         .filter_map(|e| e.get("id").and_then(Value::as_str))
         .filter(|id| !id.is_empty())
         .collect::<BTreeSet<_>>()
         .len()
+}
+
+/// `_delegation_run_id`: `str(entry["run_id"])` when it is truthy.
+fn entry_run_id(entry: &Value) -> Option<String> {
+    match entry.get("run_id")? {
+        Value::Null | Value::Bool(false) => None,
+        Value::String(s) if s.is_empty() => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) if n.as_f64() == Some(0.0) => None,
+        other => Some(toolhost_py_str(other)),
+    }
+}
+
+/// A non-string run id as Python's `str()` shows a JSON scalar (ledger entries are written by
+/// the host with string ids; anything else is only compared).
+fn toolhost_py_str(v: &Value) -> String {
+    match v {
+        Value::Bool(true) => "True".to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// `_truncate_task_calls` over the tool names of one model response.
@@ -91,6 +114,18 @@ mod tests {
         assert!(t.total_exhausted);
         assert_eq!(truncate_task_calls(&["task", "task"], 0, l), Truncation::default());
         assert_eq!(SubagentLimits::new(99, 0), SubagentLimits { max_concurrent: 4, max_total: 1 });
-        assert_eq!(prior_delegations(&[json!({"id": "a"}), json!({"id": "a"}), json!({"id": "b"}), json!({})]), 2);
+        assert_eq!(
+            prior_delegations(&[json!({"id": "a"}), json!({"id": "a"}), json!({"id": "b"}), json!({})], None),
+            2
+        );
+        let ledger = [
+            json!({"id": "a", "run_id": "r1"}),
+            json!({"id": "b", "run_id": "r2"}),
+            json!({"id": "c"}),
+            json!({"id": "d", "run_id": ""}),
+        ];
+        assert_eq!(prior_delegations(&ledger, Some("r1")), 1);
+        assert_eq!(prior_delegations(&ledger, Some("r3")), 0);
+        assert_eq!(prior_delegations(&ledger, None), 4);
     }
 }

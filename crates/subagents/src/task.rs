@@ -143,6 +143,7 @@ impl TaskTool {
             loop_detection: s.loop_detection.clone(),
             usage: &usage,
             progress,
+            vision: entry.get("supports_vision").and_then(Value::as_bool).unwrap_or(false),
         };
         tracing::info!(subagent = subagent_type, model = %model_name, timeout = config.timeout_seconds, "task: starting subagent");
         // Dropping the loop on timeout drops its model request and its running tool calls.
@@ -216,7 +217,7 @@ impl TaskTool {
 
 /// The delegation-ledger entry DeerFlow's DurableContextMiddleware derives from the call and
 /// its result (`extract_delegations`).
-fn ledger_entry(id: &str, description: &str, subagent_type: &str, o: &SubagentOutcome) -> Value {
+fn ledger_entry(id: &str, description: &str, subagent_type: &str, o: &SubagentOutcome, run_id: Option<&str>) -> Value {
     let kwargs = o.additional_kwargs();
     let mut entry = json!({
         "id": id,
@@ -250,6 +251,10 @@ fn ledger_entry(id: &str, description: &str, subagent_type: &str, o: &SubagentOu
         entry["result_brief"] = json!(bound_metadata_text(&text));
         entry["result_sha256"] = json!(sha);
         entry["result_ref"] = json!(id);
+    }
+    // DurableContextMiddleware's `_with_run_id`: a new delegation carries the run it began in.
+    if let Some(run) = run_id {
+        entry["run_id"] = json!(run);
     }
     entry
 }
@@ -298,7 +303,7 @@ impl Tool for TaskTool {
         if let Some(p) = &progress {
             p.report(format!("subagent {subagent_type} {}", outcome.status.as_str()));
         }
-        let entry = ledger_entry(&ctx.tool_call_id, description, subagent_type, &outcome);
+        let entry = ledger_entry(&ctx.tool_call_id, description, subagent_type, &outcome, ctx.run_id.as_deref());
         let mut out = ToolOutcome::text(outcome.message())
             .with_update(StateUpdate { delegations: Some(vec![entry]), ..Default::default() });
         out.additional_kwargs = Some(outcome.additional_kwargs());

@@ -12,9 +12,9 @@ use crate::config::AppConfig;
 
 /// The lead agent's tools appended after assembly (spec §1.1); never deferred.
 pub fn add_lead_agent_tools(config: &AppConfig, data_dir: &Path, req: &AssemblyRequest, assembly: &mut Assembly) {
-    use toolhost_builtins::{AgentStore, SetupAgentTool, UpdateAgentTool, WriteTodosTool};
-    let store = AgentStore::new(data_dir.join("agents"), data_dir.to_path_buf());
+    use toolhost_builtins::{SetupAgentTool, UpdateAgentTool, WriteTodosTool};
     let run = &req.agent;
+    let store = run.agent_store(data_dir);
     let mut extra: Vec<(Arc<dyn Tool>, &str)> = Vec::new();
     if run.bootstrap {
         extra.push((Arc::new(SetupAgentTool::new(store.clone(), run.agent_name.clone())), "bootstrap run"));
@@ -58,7 +58,7 @@ pub fn add_lead_agent_tools(config: &AppConfig, data_dir: &Path, req: &AssemblyR
 /// takes its place (`toolhost check` warns).
 pub(crate) fn lead_agent_tool_names() -> Vec<String> {
     use toolhost_builtins::{AgentStore, SetupAgentTool, UpdateAgentTool, WriteTodosTool};
-    let store = AgentStore::new(Default::default(), Default::default());
+    let store = AgentStore::new(Default::default(), toolhost_builtins::agents::DEFAULT_USER_ID);
     let tools: [Arc<dyn Tool>; 3] = [
         Arc::new(SetupAgentTool::new(store.clone(), None)),
         Arc::new(UpdateAgentTool::new(store, None, None, Vec::new())),

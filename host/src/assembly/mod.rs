@@ -61,6 +61,25 @@ pub struct AgentRun {
     pub max_concurrent_subagents: Option<i64>,
     /// `max_total_subagents` (default `subagents.max_total_per_run`, clamped 1..=50).
     pub max_total_subagents: Option<i64>,
+    /// The run's id (DeerFlow's `runtime.context["run_id"]`, one per user message): `task` tags
+    /// its delegations with it and SubagentLimitMiddleware's total cap counts this run's only.
+    /// `None`: every delegation of the thread counts (DeerFlow's fallback, with its warning).
+    /// Runs share their assembly: the id decides no tool.
+    pub run_id: Option<String>,
+    /// The user the run belongs to (DeerFlow's `user_id`; `None`: `default`, DeerFlow's no-auth
+    /// user): whose custom agents `setup_agent`, `update_agent` and the agent's own config come
+    /// from (`<data>/users/<user_id>/agents/`).
+    pub user_id: Option<String>,
+}
+
+impl AgentRun {
+    /// The run's custom-agent store: the user's agents under `data_dir`, DeerFlow's base dir.
+    pub fn agent_store(&self, data_dir: &std::path::Path) -> toolhost_builtins::AgentStore {
+        toolhost_builtins::AgentStore::new(
+            data_dir.to_path_buf(),
+            self.user_id.as_deref().unwrap_or(toolhost_builtins::agents::DEFAULT_USER_ID),
+        )
+    }
 }
 
 impl Default for AssemblyRequest {
@@ -219,6 +238,23 @@ impl Assembly {
     pub fn spec_refs(&self) -> impl Iterator<Item = &toolhost_core::ToolSpec> + '_ {
         self.tools.iter().map(|t| t.spec())
     }
+
+    /// The tool names in LangGraph `ToolNode`'s order (see [`tool_node_names`]).
+    pub fn tool_node_names(&self) -> Vec<&str> {
+        tool_node_names(&self.spec_refs().collect::<Vec<_>>())
+    }
+}
+
+/// A run's tool names in LangGraph `ToolNode`'s order, the order its answer to an unknown tool
+/// lists them in: LangChain's `create_agent` puts the middlewares' own tools (TodoMiddleware's
+/// `write_todos`, in plan mode) before the agent's tools.
+pub fn tool_node_names<'a>(specs: &[&'a toolhost_core::ToolSpec]) -> Vec<&'a str> {
+    let middleware_tool = |s: &&toolhost_core::ToolSpec| {
+        s.name == "write_todos" && matches!(s.source, toolhost_core::ToolSource::Builtin)
+    };
+    let middleware = specs.iter().copied().filter(middleware_tool);
+    let regular = specs.iter().copied().filter(|s| !middleware_tool(s));
+    middleware.chain(regular).map(|s| s.name.as_str()).collect()
 }
 
 /// Deferred MCP tools of one assembly: the catalog behind `tool_search` and the filter that

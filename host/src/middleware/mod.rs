@@ -1,6 +1,9 @@
-//! The tool-call pipeline: DeerFlow's middlewares around a tool call, in DeerFlow's order, as one
-//! explicit list ([`Pipeline::layers`]). The first layer is the outermost wrapper. The same
-//! layers filter the tool list the model sees.
+//! DeerFlow's agent middlewares, in two stages. The tool-call pipeline: the middlewares around
+//! one tool call (`wrap_tool_call`), in DeerFlow's order, as one explicit list
+//! ([`lead_agent_pipeline`]); the first layer is the outermost wrapper, and the same layers filter
+//! the tool list the model sees. The turn stage ([`turn`]): the middlewares that see a model turn
+//! as a whole (`before_model`/`after_model`: McpRouting, SubagentLimit, Clarification's sibling
+//! drop), before any of its calls enters the pipeline.
 
 mod clarification;
 mod deferred_tool_filter;
@@ -10,6 +13,7 @@ mod sandbox_audit;
 mod skill_tool_policy;
 mod tool_error_handling;
 mod tool_result_sanitization;
+pub mod turn;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -31,9 +35,9 @@ pub use tool_result_sanitization::ToolResultSanitizationMiddleware;
 
 /// The lead agent's tool-call chain, outermost first, in DeerFlow's order (spec §1.2):
 /// ToolResultSanitization → SandboxAudit → ReadBeforeWrite → ToolErrorHandling → SkillToolPolicy
-/// → DeferredToolFilter → Clarification. (McpRouting, which DeerFlow runs before the deferred
-/// filter, acts before the model call, not around a tool call: it is
-/// [`Toolhost::auto_promote`](crate::Toolhost::auto_promote).) toolhost's own
+/// → DeferredToolFilter → Clarification. (McpRouting, SubagentLimit and Clarification's sibling
+/// drop act on a whole model turn, not around a tool call: they are the turn stage,
+/// [`turn::lead_agent_turn_stage`].) toolhost's own
 /// ThreadDiskQuota layer, only when `sandbox.thread_disk_quota_mb` is set, sits right inside the
 /// read-before-write gate, so a write the gate refuses never counts; `read_only_tools` names the
 /// component tools it need not watch (see [`ThreadDiskQuotaMiddleware::new`]).
@@ -66,6 +70,9 @@ pub struct ToolRequest<'a> {
     pub ctx: &'a CallContext,
     /// `None`: no tool of that name is available (the innermost layer answers so).
     pub tool: Option<&'a Arc<dyn Tool>>,
+    /// Every tool of the run, in DeerFlow's order (LangGraph `ToolNode`'s tools, whose names an
+    /// unknown tool's answer lists).
+    pub tools: &'a [Arc<dyn Tool>],
     /// The assembly's deferred tools, when tool search is on.
     pub deferred: Option<&'a Deferred>,
     /// The run's skill allowlist (a custom agent's or subagent's `skills`); `None`: all.
@@ -105,9 +112,9 @@ impl Next<'_> {
             Some((layer, rest)) => layer.wrap_call(req, Next { rest }).await,
             None => match req.tool {
                 Some(tool) => tool.call(req.ctx, req.args.clone()).await,
-                None => ToolOutcome::error_of(
-                    toolhost_core::ErrorKind::NotFound,
-                    format!("Error: {} is not a valid tool, try one of the available tools.", req.name),
+                None => ToolOutcome::not_a_valid_tool(
+                    req.name,
+                    crate::assembly::tool_node_names(&req.tools.iter().map(|t| t.spec()).collect::<Vec<_>>()),
                 ),
             },
         }

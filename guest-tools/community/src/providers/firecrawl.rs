@@ -1,6 +1,7 @@
 //! `deerflow.community.firecrawl.tools` and `deerflow.community.fastcrw.tools` (fastCRW speaks
-//! Firecrawl's API): firecrawl-py v2's `search` and `scrape` over requests, with its retries,
-//! its validation and its error texts.
+//! Firecrawl's API): firecrawl-py 4.23.0's unified `FirecrawlApp` — the v1 client's key check,
+//! then v2's `search` and `scrape` over requests, with its retries, its validation and its error
+//! texts.
 
 use serde_json::{json, Value};
 
@@ -25,31 +26,39 @@ struct Client_ {
 }
 
 fn client(ctx: &Ctx, flavor: Flavor) -> Result<Client_, PyError> {
-    let mut key = match ctx.get("api_key") {
+    let configured = match ctx.get("api_key") {
         None => None,
         Some(Value::Null) => None,
         Some(v) => Some(py::str_of(v)),
     };
-    let (base, cloud) = match flavor {
-        Flavor::Firecrawl => {
-            if key.is_none() {
-                key = (ctx.env)("FIRECRAWL_API_KEY");
-            }
-            // DeerFlow always talks to the cloud API here; `base_url` only redirects the wire.
-            (ctx.base_url(FIRECRAWL_BASE), true)
-        }
+    // What DeerFlow passes to `FirecrawlApp(api_key=…, api_url=…)`.
+    let (api_key, api_url, base) = match flavor {
+        // DeerFlow always talks to the cloud API here; `base_url` only redirects the wire.
+        Flavor::Firecrawl => (configured, FIRECRAWL_BASE.to_string(), ctx.base_url(FIRECRAWL_BASE)),
         Flavor::Fastcrw => {
-            if ctx.get("api_key").is_none() {
-                key = (ctx.env)("CRW_API_KEY");
-            }
+            let key = if ctx.get("api_key").is_none() { (ctx.env)("CRW_API_KEY") } else { configured };
             let base = match ctx.get("base_url") {
                 Some(v) if !v.is_null() => py::str_of(v),
                 _ => (ctx.env)("CRW_API_URL").unwrap_or_else(|| FASTCRW_BASE.to_string()),
             };
-            let cloud = base.to_lowercase().contains("api.firecrawl.dev");
-            (base, cloud)
+            (key, base.clone(), base)
         }
     };
+    // firecrawl-py 4.23.0's unified `FirecrawlApp` builds its v1 client first
+    // (`V1FirecrawlApp.__init__`): `api_key or $FIRECRAWL_API_KEY`, `api_url or
+    // $FIRECRAWL_API_URL`, and no key for a cloud URL (case-sensitive) is its error.
+    let v1_key = api_key.clone().filter(|k| !k.is_empty()).or_else(|| (ctx.env)("FIRECRAWL_API_KEY"));
+    let v1_url = if api_url.is_empty() {
+        (ctx.env)("FIRECRAWL_API_URL").unwrap_or_else(|| FIRECRAWL_BASE.to_string())
+    } else {
+        api_url.clone()
+    };
+    if v1_url.contains("api.firecrawl.dev") && v1_key.is_none() {
+        return Err(PyError::new("ValueError", "No API key provided"));
+    }
+    // Then the v2 client: `$FIRECRAWL_API_KEY` only for a key of None; an empty one fails.
+    let key = api_key.or_else(|| (ctx.env)("FIRECRAWL_API_KEY"));
+    let cloud = api_url.to_lowercase().contains("api.firecrawl.dev");
     if cloud && key.as_deref().is_none_or(str::is_empty) {
         return Err(PyError::new(
             "ValueError",
