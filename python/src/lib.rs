@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use pyo3::create_exception;
@@ -90,18 +91,76 @@ fn to_json(v: &impl serde::Serialize) -> PyResult<String> {
     serde_json::to_string(v).map_err(|e| ToolhostError::new_err(format!("cannot encode a result as JSON: {e}")))
 }
 
-fn parse_args(args: &str) -> PyResult<Value> {
-    match serde_json::from_str::<Value>(args) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(other) => Err(PyValueError::new_err(format!("tool arguments must be a JSON object, got {other}"))),
-        Err(e) => Err(PyValueError::new_err(format!("tool arguments are not valid JSON: {e}"))),
+/// A call's result as the Python layer reads it: DeerFlow's text, whether it is an error and
+/// its kind (what nearly every caller reads, as Python values), and the rest as JSON that
+/// `CallResult` parses only if asked (the content parts, the state update, `end_run`, reducer
+/// errors).
+type PyCallResult = (String, bool, Option<String>, Detail);
+
+fn py_result(r: CallResult) -> PyCallResult {
+    let kind = r.error_kind().and_then(|k| serde_json::to_value(k).ok()).and_then(|v| v.as_str().map(str::to_string));
+    (r.text(), r.is_error(), kind, Detail(r))
+}
+
+/// The library's whole `CallResult`, turned into JSON only when Python asks for it.
+#[pyclass(frozen, module = "toolhost._native")]
+struct Detail(CallResult);
+
+#[pymethods]
+impl Detail {
+    fn json(&self) -> PyResult<String> {
+        to_json(&self.0)
     }
 }
 
-/// A call's result as the Python layer reads it: DeerFlow's text, the error kind, the whole
-/// outcome (content parts, state update, `end_run`) and reducer errors.
-fn result_json(r: &CallResult) -> Value {
-    json!({"text": r.text(), "is_error": r.is_error(), "error_kind": r.error_kind(), "result": r})
+/// Tool arguments straight from Python values (a dict of str, int, float, bool, None, lists
+/// and dicts), without a JSON round trip.
+fn py_to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+    if obj.is_none() {
+        Ok(Value::Null)
+    } else if let Ok(s) = obj.cast::<PyString>() {
+        Ok(Value::String(s.to_str()?.to_string()))
+    } else if let Ok(b) = obj.cast::<PyBool>() {
+        Ok(Value::Bool(b.is_true()))
+    } else if obj.is_instance_of::<PyInt>() {
+        if let Ok(i) = obj.extract::<i64>() {
+            Ok(Value::from(i))
+        } else if let Ok(u) = obj.extract::<u64>() {
+            Ok(Value::from(u))
+        } else {
+            Err(PyValueError::new_err(format!("integer argument {obj} does not fit in 64 bits")))
+        }
+    } else if let Ok(f) = obj.cast::<PyFloat>() {
+        serde_json::Number::from_f64(f.value())
+            .map(Value::Number)
+            .ok_or_else(|| PyValueError::new_err(format!("{obj} is not a JSON number")))
+    } else if let Ok(d) = obj.cast::<PyDict>() {
+        let mut map = serde_json::Map::with_capacity(d.len());
+        for (k, v) in d.iter() {
+            let key = k.cast::<PyString>().map_err(|_| {
+                pyo3::exceptions::PyTypeError::new_err(format!("argument keys must be strings, got {k:?}"))
+            })?;
+            map.insert(key.to_str()?.to_string(), py_to_value(&v)?);
+        }
+        Ok(Value::Object(map))
+    } else if let Ok(l) = obj.cast::<PyList>() {
+        l.iter().map(|v| py_to_value(&v)).collect::<PyResult<Vec<_>>>().map(Value::Array)
+    } else if let Ok(t) = obj.cast::<PyTuple>() {
+        t.iter().map(|v| py_to_value(&v)).collect::<PyResult<Vec<_>>>().map(Value::Array)
+    } else {
+        let ty = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+        Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "a tool argument cannot be a {ty}: use str, int, float, bool, None, list or dict"
+        )))
+    }
+}
+
+fn py_args(args: &Bound<'_, PyAny>) -> PyResult<Value> {
+    match py_to_value(args)? {
+        v @ Value::Object(_) => Ok(v),
+        other => Err(PyValueError::new_err(format!("tool arguments must be a dict, got {other}"))),
+    }
 }
 
 /// An open host (`toolhost::Toolhost`, shared so `task` can reach it).
@@ -288,39 +347,51 @@ impl Thread {
 
     /// Run one call through the pipeline and merge its update; the GIL is released meanwhile.
     #[pyo3(signature = (name, args, call_id=None))]
-    fn call(&self, py: Python<'_>, name: &str, args: &str, call_id: Option<String>) -> PyResult<String> {
-        let args = parse_args(args)?;
+    fn call(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        args: &Bound<'_, PyAny>,
+        call_id: Option<String>,
+    ) -> PyResult<PyCallResult> {
+        let args = py_args(args)?;
         let rt = runtime()?;
         let r = py
             .detach(|| rt.block_on(self.host.call(&self.request, &self.id, name, args, call_id)))
             .map_err(host_err)?;
-        to_json(&result_json(&r))
+        Ok(py_result(r))
     }
 
     /// Run a model turn's calls concurrently (`[[name, args, call_id], …]` as JSON); results in
     /// call order, updates merged in call order with DeerFlow's reducers.
-    fn call_turn(&self, py: Python<'_>, calls: &str) -> PyResult<String> {
+    fn call_turn(&self, py: Python<'_>, calls: &str) -> PyResult<Vec<PyCallResult>> {
         let parsed: Vec<(String, Value, Option<String>)> =
             serde_json::from_str(calls).map_err(|e| PyValueError::new_err(format!("calls are not valid: {e}")))?;
         let rt = runtime()?;
         let results =
             py.detach(|| rt.block_on(self.host.call_turn(&self.request, &self.id, parsed))).map_err(host_err)?;
-        to_json(&results.iter().map(result_json).collect::<Vec<_>>())
+        Ok(results.into_iter().map(py_result).collect())
     }
 
     /// Start one call on the runtime and return at once; `done(ok, value)` is called from a
     /// runtime thread with the result's JSON (`ok` true) or the exception (`ok` false). The
     /// returned [`Cancel`] stops the call.
     #[pyo3(signature = (name, args, call_id, done))]
-    fn call_async(&self, name: String, args: &str, call_id: Option<String>, done: Py<PyAny>) -> PyResult<Cancel> {
-        let args = parse_args(args)?;
+    fn call_async(
+        &self,
+        name: String,
+        args: &Bound<'_, PyAny>,
+        call_id: Option<String>,
+        done: Py<PyAny>,
+    ) -> PyResult<Cancel> {
+        let args = py_args(args)?;
         let rt = runtime()?;
         let cancel = CancelSignal::new();
         let opts = CallOptions { cancel: Some(cancel.clone()), ..CallOptions::default() };
         let (host, id, request) = (self.host.clone(), self.id.clone(), self.request.clone());
         rt.spawn(async move {
             let r = host.call_with(&request, &id, &name, args, call_id, opts).await;
-            deliver(done, r.map_err(host_err).and_then(|r| to_json(&result_json(&r))));
+            deliver(done, r.map_err(host_err).map(py_result));
         });
         Ok(Cancel(cancel))
     }
@@ -328,8 +399,8 @@ impl Thread {
     /// For the benchmark of the Python layer's cost (BENCHMARKS.md): `n` calls made from Rust
     /// with `Toolhost::call`, as an embedder would, each timed in seconds.
     #[pyo3(signature = (name, args, n))]
-    fn _time_rust_calls(&self, py: Python<'_>, name: &str, args: &str, n: usize) -> PyResult<Vec<f64>> {
-        let args = parse_args(args)?;
+    fn _time_rust_calls(&self, py: Python<'_>, name: &str, args: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<f64>> {
+        let args = py_args(args)?;
         let rt = runtime()?;
         py.detach(|| {
             rt.block_on(async {
@@ -358,16 +429,43 @@ impl Thread {
     }
 }
 
+/// Callbacks being delivered now, and whether the interpreter is shutting down (no more are).
+static DELIVERING: AtomicUsize = AtomicUsize::new(0);
+static CLOSED: AtomicBool = AtomicBool::new(false);
+
 /// Hand an asyncio call's outcome to its Python callback (which moves it onto the event loop).
-fn deliver(done: Py<PyAny>, r: PyResult<String>) {
+/// Once the interpreter exits (see [`_shutdown`]) nobody waits for it: it is dropped unsent,
+/// since attaching a runtime thread to a finalizing interpreter is not allowed.
+fn deliver<T: for<'py> IntoPyObject<'py> + Send>(done: Py<PyAny>, r: PyResult<T>) {
+    DELIVERING.fetch_add(1, Ordering::SeqCst);
+    if CLOSED.load(Ordering::SeqCst) {
+        DELIVERING.fetch_sub(1, Ordering::SeqCst);
+        std::mem::forget((done, r));
+        return;
+    }
     Python::attach(|py| {
         let called = match r {
-            Ok(text) => done.call1(py, (true, text)),
+            Ok(value) => done.call1(py, (true, value)),
             Err(e) => done.call1(py, (false, e.into_value(py))),
         };
         if let Err(e) = called {
             // The callback only schedules onto the loop; a closed loop is the caller's business.
             e.print(py);
+        }
+    });
+    DELIVERING.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Called at interpreter exit (`atexit`): stop delivering callbacks and wait (GIL released, at
+/// most two seconds) for those under way, so that no runtime thread is attached to the
+/// interpreter while it finalizes.
+#[pyfunction]
+fn _shutdown(py: Python<'_>) {
+    CLOSED.store(true, Ordering::SeqCst);
+    py.detach(|| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while DELIVERING.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     });
 }
@@ -411,7 +509,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Host>()?;
     m.add_class::<Thread>()?;
     m.add_class::<Cancel>()?;
+    m.add_class::<Detail>()?;
     m.add_function(wrap_pyfunction!(reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(_shutdown, m)?)?;
     m.add("ToolhostError", py.get_type::<ToolhostError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("WasmRuntimeError", py.get_type::<WasmRuntimeError>())?;

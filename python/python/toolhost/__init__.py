@@ -18,9 +18,10 @@ has an ``a``-prefixed asyncio twin (``acall``, ``astate``, ...).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from . import _native
@@ -35,6 +36,9 @@ from ._native import (
 )
 
 __version__ = _native.__version__
+
+# No runtime thread may call into the interpreter while it finalizes: asyncio callbacks stop here.
+atexit.register(_native._shutdown)
 
 __all__ = [
     "AgentError",
@@ -75,7 +79,6 @@ class ToolSpec:
         return cls(d["name"], d["description"], d["parameters"], d.get("group"), d.get("source"))
 
 
-@dataclass(frozen=True)
 class CallResult:
     """One call's result.
 
@@ -86,38 +89,52 @@ class CallResult:
     ``promoted``, ...; already merged into the thread's state), ``content`` the content parts
     (``{"type": "text", "text": ...}``, ``{"type": "image", "data", "mime_type"}``),
     ``end_run`` is true for ``ask_clarification``, and ``state_errors`` lists the reducer errors
-    that kept the update out (as DeerFlow raises them).
+    that kept the update out (as DeerFlow raises them). Those are read from the library's result
+    only when asked for.
     """
 
-    text: str
-    is_error: bool
-    error_kind: str | None
-    update: dict
-    content: list
-    end_run: bool
-    state_errors: list
-    additional_kwargs: dict | None = None
-    raw: dict = field(default_factory=dict, repr=False)
+    __slots__ = ("text", "is_error", "error_kind", "_detail", "_parsed")
+
+    def __init__(self, text: str, is_error: bool, error_kind: str | None, detail: Any):
+        self.text = text
+        self.is_error = is_error
+        self.error_kind = error_kind
+        self._detail = detail
+        self._parsed: dict | None = None
 
     @classmethod
-    def _from_json(cls, text: str) -> "CallResult":
-        return cls._from(json.loads(text))
+    def _from(cls, t: tuple) -> "CallResult":
+        return cls(*t)
 
-    @classmethod
-    def _from(cls, d: dict) -> "CallResult":
-        r = d["result"]
-        o = r["outcome"]
-        return cls(
-            text=d["text"],
-            is_error=d["is_error"],
-            error_kind=d["error_kind"],
-            update=o.get("update", {}),
-            content=o.get("content", []),
-            end_run=o.get("end_run", False),
-            state_errors=r.get("state_errors", []),
-            additional_kwargs=o.get("additional_kwargs"),
-            raw=r,
-        )
+    @property
+    def raw(self) -> dict:
+        """The library's ``CallResult`` as JSON (``outcome``, ``state_errors``)."""
+        if self._parsed is None:
+            self._parsed = json.loads(self._detail.json())
+        return self._parsed
+
+    @property
+    def update(self) -> dict:
+        return self.raw["outcome"].get("update", {})
+
+    @property
+    def content(self) -> list:
+        return self.raw["outcome"].get("content", [])
+
+    @property
+    def end_run(self) -> bool:
+        return self.raw["outcome"].get("end_run", False)
+
+    @property
+    def additional_kwargs(self) -> dict | None:
+        return self.raw["outcome"].get("additional_kwargs")
+
+    @property
+    def state_errors(self) -> list:
+        return self.raw.get("state_errors", [])
+
+    def __repr__(self) -> str:
+        return f"CallResult(text={self.text!r}, is_error={self.is_error}, error_kind={self.error_kind!r})"
 
 
 def _paths(p: str | os.PathLike | None) -> str | None:
@@ -291,7 +308,7 @@ class Thread:
 
     def call(self, name: str, args: Mapping[str, Any] | None = None, *, call_id: str | None = None) -> CallResult:
         """Run one call (the GIL is released while it runs)."""
-        return CallResult._from_json(self._native.call(name, json.dumps(dict(args or {})), call_id))
+        return CallResult._from(self._native.call(name, args if type(args) is dict else dict(args or {}), call_id))
 
     def call_turn(self, calls: Iterable[tuple]) -> list[CallResult]:
         """Run a model turn's calls concurrently: ``[(name, args), (name, args, call_id), ...]``.
@@ -300,19 +317,19 @@ class Thread:
         for c in calls:
             name, args, *rest = c
             norm.append([name, dict(args or {}), rest[0] if rest else None])
-        return [CallResult._from(d) for d in json.loads(self._native.call_turn(json.dumps(norm)))]
+        return [CallResult._from(t) for t in self._native.call_turn(json.dumps(norm))]
 
     async def acall(self, name: str, args: Mapping[str, Any] | None = None, *, call_id: str | None = None) -> CallResult:
         """:meth:`call` for asyncio: runs on toolhost's runtime; cancelling the awaiting task stops the call."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future = loop.create_future()
-        cancel = self._native.call_async(name, json.dumps(dict(args or {})), call_id, _settle_on(loop, fut))
+        cancel = self._native.call_async(name, args if type(args) is dict else dict(args or {}), call_id, _settle_on(loop, fut))
         try:
-            text = await fut
+            result = await fut
         except asyncio.CancelledError:
             cancel.cancel()
             raise
-        return CallResult._from_json(text)
+        return CallResult._from(result)
 
     async def astate(self) -> dict:
         """:meth:`state` for asyncio."""
