@@ -50,7 +50,7 @@ class DoorSettings:
     base_dir: Path
     extensions: Path | None
     env: Mapping[str, str]
-    persist_state: bool = True
+    persist_state: bool = False
     hosts: dict = field(default_factory=dict)
 
 
@@ -102,15 +102,18 @@ def configure(
     base_dir: str | os.PathLike | None = None,
     extensions: str | os.PathLike | None = None,
     env: Mapping[str, str] | None = None,
-    persist_state: bool = True,
+    persist_state: bool = False,
 ) -> DoorSettings:
     """Say where DeerFlow's config and data are. Not needed inside DeerFlow: by default the door
     asks DeerFlow (``AppConfig.resolve_config_path()``, ``get_paths().base_dir``,
     ``ExtensionsConfig.resolve_config_path()``), and without DeerFlow it reads the same
     environment variables (``DEER_FLOW_CONFIG_PATH``, ``DEER_FLOW_HOME``,
     ``DEER_FLOW_EXTENSIONS_CONFIG_PATH``). ``env`` is what the config's ``$VAR``s see (default:
-    this process's environment, as DeerFlow's config loader sees it). Reconfiguring drops the
-    hosts opened so far."""
+    this process's environment, as DeerFlow's config loader sees it). toolhost's own per-thread
+    state (read marks for read-before-write) is kept in memory unless ``persist_state`` (then in
+    each thread directory's ``state.json``, written on every call that changes it). DeerFlow's
+    state stays DeerFlow's: the door returns updates, DeerFlow's graph merges them.
+    Reconfiguring drops the hosts opened so far."""
     global _settings
     cfg = Path(config) if config is not None else _default_config()
     with _lock:
