@@ -119,6 +119,7 @@ def configure(
     with _lock:
         for cache in _tool_caches:
             cache.clear()
+        _threads.clear()
         _settings = DoorSettings(
             config=cfg.resolve(),
             base_dir=Path(base_dir).resolve() if base_dir is not None else _default_base_dir(),
@@ -190,6 +191,17 @@ def user_id_of(runtime: Any) -> str:
     return DEFAULT_USER_ID
 
 
+# Thread handles by (thread id, DeerFlow's workspace path, model): what `_thread` would open again.
+_threads: dict = {}
+
+
+def _workspace_of(runtime: Any) -> str | None:
+    state = getattr(runtime, "state", None)
+    thread_data = state.get("thread_data") if isinstance(state, Mapping) else None
+    workspace = thread_data.get("workspace_path") if isinstance(thread_data, Mapping) else None
+    return workspace if isinstance(workspace, str) else None
+
+
 def data_dir_of(runtime: Any, thread_id: str) -> Path:
     """The toolhost data dir whose ``threads/<thread_id>/user-data`` is DeerFlow's directory for
     this thread (see the module's docstring)."""
@@ -241,8 +253,17 @@ class ToolhostTool(BaseTool):
 
     def _thread(self, runtime: Any) -> toolhost.Thread:
         thread_id = thread_id_of(runtime)
-        host = host_for(data_dir_of(runtime, thread_id))
-        return host.thread(thread_id, model_name=model_name_of(runtime))
+        model = model_name_of(runtime)
+        workspace = _workspace_of(runtime)
+        key = (thread_id, workspace, model) if workspace else None
+        thread = _threads.get(key) if key else None
+        if thread is None:
+            thread = host_for(data_dir_of(runtime, thread_id)).thread(thread_id, model_name=model)
+            if key:
+                if len(_threads) > 4096:
+                    _threads.clear()
+                _threads[key] = thread
+        return thread
 
     def _run(self, runtime: Any = None, tool_call_id: str | None = None, run_manager: Any = None, **kwargs: Any) -> Any:
         try:
