@@ -506,6 +506,8 @@ fn reduce(field: &str, existing: &str, new: &str) -> PyResult<String> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    // This process's binary is the Python interpreter, not toolhost.
+    toolhost::embedded_in_another_program();
     m.add_class::<Host>()?;
     m.add_class::<Thread>()?;
     m.add_class::<Cancel>()?;

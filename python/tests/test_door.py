@@ -200,3 +200,48 @@ def test_sandbox_fs_cases_through_a_toolnode(tmp_path):
         print(f"sandbox_fs through the door: {len(v['cases']) - skipped} cases, {same_as_deerflow} with DeerFlow's exact text, {skipped} skipped (per-case env/runtime)")
     finally:
         door.configure(config, base_dir=home, env={})
+
+
+def test_tool_search_promotes_through_a_toolnode(tmp_path):
+    """`tool_search` over toolhost's deferred MCP tools (real stdio MCP servers: assembly.json's
+    asm-028) through a ToolNode: DeerFlow's `Command(update={"promoted": …, "messages": […]})`
+    with DeerFlow's catalog_hash, merged by the `promoted` reducer across turns exactly as the
+    library merges it."""
+    import sys
+
+    v = next(x for x in json.loads((CONFORMANCE / "assembly.json").read_text())["variants"] if x["id"] == "asm-028")
+    ext = json.loads(
+        json.dumps(v["extensions_config"])
+        .replace("{PYTHON}", sys.executable)
+        .replace("{FAKE_MCP_SERVER}", str(CONFORMANCE / "fixtures" / "fake_mcp_server.py"))
+    )
+    (tmp_path / "extensions_config.json").write_text(json.dumps(ext))
+    config = tmp_path / "config.yaml"
+    config.write_text(v["config_yaml"])
+    home = tmp_path / "home"
+    door.configure(config, base_dir=home, extensions=tmp_path / "extensions_config.json", env={})
+    try:
+        expected_hash = v["deferred_assembly"]["catalog_hash"]
+        assert door.default_host().deferred_tools() == v["deferred_assembly"]["deferred_names_sorted"]
+        graph = one_call_graph([door.tool_search_tool])
+        library = door.default_host().thread("lib-search")
+        cfg = {"configurable": {"thread_id": "door-search"}}
+        promoted = None
+        for n, query in enumerate(["select:github_create_issue", "select:raw_unique"]):
+            call = {"name": "tool_search", "args": {"query": query}, "id": f"s{n}", "type": "tool_call"}
+            state = {"messages": [AIMessage("", tool_calls=[call])], "promoted": promoted}
+            updates = [u for ev in graph.stream(state, cfg, stream_mode="updates") for u in (ev["tools"] if isinstance(ev["tools"], list) else [ev["tools"]])]
+            want = library.call("tool_search", {"query": query}, call_id=f"s{n}")
+            name = query.split(":", 1)[1]
+            # The Command's update, whether LangGraph streams it as one write or split per field.
+            update = {k: v for u in updates for k, v in u.items()}
+            assert set(update) == {"promoted", "messages"}, updates
+            assert update["promoted"] == {"catalog_hash": expected_hash, "names": [name]}
+            msg = update["messages"][0]
+            assert (msg.content, msg.name, msg.tool_call_id) == (want.text, "tool_search", f"s{n}")
+            assert json.loads(msg.content)[0]["name"] == name
+            promoted = graph.invoke(state, cfg)["promoted"]
+        # The reducer's result after both turns is the library's own merge of the same updates.
+        assert promoted == library.state()["promoted"] == {"catalog_hash": expected_hash, "names": ["github_create_issue", "raw_unique"]}
+    finally:
+        door.configure(config, base_dir=home, env={})
