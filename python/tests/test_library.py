@@ -203,3 +203,23 @@ def test_a_call_releases_the_gil(tmp_path, cache_dir):
     # most: a few per cent of the call. Released, it runs most of the time.
     assert during > 0.3 * rate * result["s"], (during, rate, result["s"])
     assert result["s"] > 0.03, f"the call took {result['s']:.3f} s: too short to tell; make the tree bigger"
+
+
+def test_cancelling_an_asyncio_call_raises_cancelled_and_the_thread_goes_on(tmp_path, cache_dir):
+    t = open_host(tmp_path, cache_dir).thread("cancel")
+    ws = Path(t.user_data_dir) / "workspace" / "tree"
+    for d in range(20):
+        (ws / f"d{d}").mkdir(parents=True)
+        for f in range(250):
+            (ws / f"d{d}" / f"f{f}.txt").write_text("hay\n")
+
+    async def main():
+        task = asyncio.create_task(t.acall("grep", {"description": "d", "pattern": "needle", "path": "/mnt/user-data/workspace"}))
+        await asyncio.sleep(0.005)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return await t.acall("write_file", {"description": "d", "path": "/mnt/user-data/outputs/after.md", "content": "after"})
+
+    assert asyncio.run(main()).text == "OK"
+    assert t.call("read_file", {"description": "d", "path": "/mnt/user-data/outputs/after.md"}).text == "after"
