@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# The Python package's tests (python/tests): a venv with pinned tools, the extension built by
-# maturin in the dev profile against the workspace's target dir (a release build would compile
-# wasmtime again), then pytest. scripts/test.sh calls it after the Rust tests.
+# The Python package's tests (python/tests): a venv with pinned tools, the extension as the
+# workspace's dev build made it (see below), then pytest. scripts/test.sh calls it after the Rust tests.
 #
 # Usage: scripts/test-python.sh [--deerflow] [pytest args...]
 #   --deerflow  also run python/tests/test_deerflow_live.py in a DeerFlow venv
@@ -12,7 +11,6 @@ cd "$(dirname "$0")/.."
 ROOT="$PWD"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 VENV="$TARGET/py-venv"
-WHEELS="$TARGET/py-wheels"
 DEERFLOW=0
 if [ "${1:-}" = "--deerflow" ]; then DEERFLOW=1; shift; fi
 
@@ -21,7 +19,7 @@ PY="${PYTHON:-python3}"
     echo "test-python: $PY is older than 3.10; set PYTHON to a CPython >= 3.10" >&2
     exit 1
 }
-PINS=(maturin==1.9.4 pytest==8.4.2 langchain-core==1.8.3 langgraph==1.2.24 langgraph-prebuilt==1.1.3
+PINS=(pytest==8.4.2 langchain-core==1.8.3 langgraph==1.2.24 langgraph-prebuilt==1.1.3
     langgraph-checkpoint==4.3.2 pydantic==2.14.4 pyyaml==6.0.4 langchain-mcp-adapters==0.3.2 mcp==1.30.0)
 if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
@@ -31,14 +29,25 @@ if [ "$(cat "$VENV/.pins" 2>/dev/null)" != "${PINS[*]}" ]; then
     echo "${PINS[*]}" >"$VENV/.pins"
 fi
 
-rm -rf "$WHEELS"
-# --profile dev: the workspace's dev profile (dependencies at opt-level 2), sharing the target
-# dir with `cargo test`, so only the extension crate itself is compiled here.
-"$VENV/bin/maturin" build -q --profile dev --auditwheel skip -m python/Cargo.toml -i "$VENV/bin/python" --out "$WHEELS"
-"$VENV/bin/pip" install -q --force-reinstall --no-deps "$WHEELS"/toolhost-*.whl
+# The extension as the workspace's build made it (`cargo build --workspace` builds python/ with
+# everything else). maturin builds the one package on its own, so cargo unifies its
+# dependencies' features differently and compiles most of them, wasmtime included, a second
+# time (10 minutes here); a user's `pip install ./python` does that once, CI need not. The venv
+# imports the package from a staging directory: the Python sources and the built module, named
+# as maturin names it.
+cargo build -q --workspace --all-targets
+STAGE="$TARGET/py-stage"
+rm -rf "$STAGE"
+mkdir -p "$STAGE"
+cp -r python/python/toolhost "$STAGE/"
+cp "$TARGET/debug/lib_native.so" "$STAGE/toolhost/_native.abi3.so"
+stage_into() {
+    "$1/bin/pip" uninstall -q -y toolhost >/dev/null 2>&1 || true
+    echo "$STAGE" >"$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/toolhost-stage.pth"
+}
+stage_into "$VENV"
 
-# The MCP interceptor's tests serve with the toolhost binary (built already by `cargo test`).
-cargo build -q -p toolhost-cli
+# The MCP interceptor's tests serve with the toolhost binary (built by the workspace build).
 export TOOLHOST_BIN="$TARGET/debug/toolhost"
 
 # Run from python/tests, not python/: the installed package is the one under test.
@@ -48,6 +57,6 @@ if [ "$DEERFLOW" = 1 ]; then
     DF_VENV="$TARGET/py-deerflow-venv"
     line=$(bash scripts/deerflow-venv.sh "$DF_VENV" | tail -1)
     "$DF_VENV/bin/pip" install -q pytest==8.4.2
-    "$DF_VENV/bin/pip" install -q --force-reinstall --no-deps "$WHEELS"/toolhost-*.whl
+    stage_into "$DF_VENV"
     (cd python/tests && env "$line" TOOLHOST_REQUIRE_DEERFLOW=1 "$DF_VENV/bin/python" -m pytest -q -rs -p no:cacheprovider test_deerflow_live.py "$@")
 fi
