@@ -945,4 +945,45 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
     }
+
+    #[test]
+    fn a_command_that_exits_at_once_is_always_seen_to_exit() {
+        if let ConfinementStatus::Unavailable { reason } = ruleset::confinement_status() {
+            if std::env::var_os("CI").is_some() {
+                panic!("Landlock is unavailable in CI: {reason}");
+            }
+            eprintln!("skipped: Landlock is unavailable here ({reason})");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let confiner = Confiner::new(ProcessSpec {
+            label: "true".into(),
+            setting: "toolhost.mcp_servers.true".into(),
+            command: "/bin/true".into(),
+            args: Vec::new(),
+            path_env: None,
+            env: Vec::new(),
+            home: dir.path().join("home"),
+            grants: Grants { network: Network::None, ..Grants::default() },
+            user: None,
+        })
+        .unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        // The command often exits before its supervisor is ready to hear of it: the supervisor
+        // must still see it (a lost SIGCHLD left the supervisor, and the caller, waiting for
+        // ever).
+        for round in 0..200 {
+            let prepared = rt.block_on(confiner.prepare(None)).unwrap();
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut cmd = std::process::Command::new("/bin/true");
+                let guard = prepared.install(&mut cmd);
+                let status = cmd.status();
+                drop(guard);
+                let _ = tx.send(status.map(|s| s.success()));
+            });
+            let done = rx.recv_timeout(std::time::Duration::from_secs(10));
+            assert!(matches!(done, Ok(Ok(true))), "round {round}: {done:?}");
+        }
+    }
 }

@@ -258,15 +258,7 @@ impl ReaperPlan {
         let sfd = signals.fd();
         let mut shell_done = false;
         loop {
-            if sfd < 0 || signals.wait(sfd, 4) {
-                // As init of the namespace, exiting is the kill: the kernel ends every process
-                // in it (and pids read from /proc here would be the host's, not this
-                // namespace's).
-                if !init {
-                    kill_children();
-                }
-                exit(0);
-            }
+            // Reap first, wait after: whatever ended before the signalfd existed is seen here.
             loop {
                 let mut status: libc::c_int = 0;
                 // SAFETY: reaps any child without blocking.
@@ -285,6 +277,15 @@ impl ReaperPlan {
                     }
                     break;
                 }
+            }
+            if sfd < 0 || signals.wait(sfd, 4) {
+                // As init of the namespace, exiting is the kill: the kernel ends every process
+                // in it (and pids read from /proc here would be the host's, not this
+                // namespace's).
+                if !init {
+                    kill_children();
+                }
+                exit(0);
             }
         }
     }
@@ -308,7 +309,10 @@ fn release_memory() {
         // A status write to a toolhost that is gone must not end the supervisor (Rust ignores
         // SIGPIPE; keep it that way).
         let disposition = if sig == libc::SIGPIPE { libc::SIG_IGN } else { libc::SIG_DFL };
-        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+        // SIGCHLD and SIGTERM are blocked and read from a signalfd: their handlers never run,
+        // and setting SIGCHLD to SIG_DFL (whose action is to ignore) would discard one already
+        // pending — a child that exited before this line would never be seen.
+        if ![libc::SIGKILL, libc::SIGSTOP, libc::SIGCHLD, libc::SIGTERM].contains(&sig) {
             // SAFETY: resets a disposition; no handler of toolhost's runs here any more.
             unsafe { libc::signal(sig, disposition) };
         }
