@@ -56,6 +56,14 @@ pub fn trust_config(text: &str, file: &str, env: &Environment) -> Result<provena
     Ok(config::parse(text, file, env)?.0.trust)
 }
 
+/// Call once when this process's binary is not toolhost but a program embedding the library (an
+/// interpreter: the Python package does, on import). toolhost refuses to start a stdio MCP
+/// server whose command is its own binary (it would serve itself, again and again); in an
+/// embedding program that binary is the interpreter, which is what MCP servers commonly run.
+pub fn embedded_in_another_program() {
+    toolhost_mcp::embedded_in_another_program();
+}
+
 /// One line about host bash confinement on this machine (Landlock, seccomp, user namespaces),
 /// for `toolhost tools --explain`.
 pub fn confinement_line() -> String {

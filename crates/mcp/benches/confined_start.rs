@@ -121,6 +121,29 @@ fn main() {
             assert!(std::process::Command::new("/bin/true").status().expect("true").success());
             spawn_plain.push(t.elapsed());
         }
+        // The cgroup move alone, as a start makes it: a fresh tree cgroup, a process moved into
+        // it with nothing else moved for a while before (a cgroup v1 move waits for an RCU grace
+        // period unless another move just did).
+        let mut moves = Vec::new();
+        if let Ok(parent) = toolhost_confine::tree::cgroup_parent() {
+            for _ in 0..STARTS {
+                let limits = Grants::default().limits;
+                let (cgroup, procs) = toolhost_confine::tree::Cgroup::create(&parent, limits).expect("cgroup");
+                let mut sleeper = std::process::Command::new("/bin/sleep").arg("5").spawn().expect("sleep");
+                std::thread::sleep(Duration::from_millis(60));
+                let pid = sleeper.id().to_string();
+                let t = Instant::now();
+                for fd in &procs {
+                    let mut f = std::fs::File::from(fd.try_clone().expect("fd"));
+                    std::io::Write::write_all(&mut f, pid.as_bytes()).expect("move");
+                }
+                moves.push(t.elapsed());
+                let _ = sleeper.kill();
+                let _ = sleeper.wait();
+                cgroup.kill();
+                cgroup.remove();
+            }
+        }
         let (p, c) = (median(plain), median(confined));
         let (rp, rc) = (median(round_trips[0].clone()), median(round_trips[1].clone()));
         println!("MCP stdio server start (spawn + initialize + tools/list), median of {STARTS}:");
@@ -132,6 +155,9 @@ fn main() {
             ms(median(spawn_confined)),
             ms(median(spawn_plain))
         );
+        if !moves.is_empty() {
+            println!("  of a confined start: moving a process into its cgroups {:.2} ms", ms(median(moves)));
+        }
         println!("tools/call round trip through the server, median of {CALLS}:");
         println!("  unconfined {:.1} us, confined {:.1} us (ratio {:.2})", us(rp), us(rc), us(rc) / us(rp));
     });

@@ -284,12 +284,24 @@ impl McpManager {
     }
 }
 
+/// Set when this process's binary is not toolhost but a program that embeds the library (the
+/// Python package: the binary is the Python interpreter, which stdio MCP servers very often
+/// are). Then a server whose command is this binary is not toolhost starting itself.
+static EMBEDDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Say that this process's binary is a program embedding toolhost, not toolhost itself (see
+/// [`runs_this_binary`]). Called once by such a program (the Python extension, on import).
+pub fn embedded_in_another_program() {
+    EMBEDDED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The path of this process's binary when a stdio server's command is that same file (by
-/// path, through links, or as a hard link): toolhost must never serve itself. A bare command is
+/// path, through links, or as a hard link): toolhost must never serve itself. Never, when the
+/// binary is a program that embeds toolhost ([`embedded_in_another_program`]). A bare command is
 /// looked up in the entry's own `PATH`, else `path` (the host environment's).
 pub fn runs_this_binary(entry: &McpServerConfig, path: Option<&str>) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::MetadataExt as _;
-    if !matches!(entry.transport(), Ok(Transport::Stdio)) {
+    if EMBEDDED.load(std::sync::atomic::Ordering::Relaxed) || !matches!(entry.transport(), Ok(Transport::Stdio)) {
         return None;
     }
     let command = entry.command.as_deref().filter(|c| !c.is_empty())?;

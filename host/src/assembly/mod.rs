@@ -292,7 +292,7 @@ pub async fn get_available_tools(
                 continue;
             }
         }
-        if !facts.host_bash_allowed && (e.group == "bash" || e.use_ == BASH_TOOL_USE) {
+        if !facts.host_bash_allowed && (e.group == "bash" || crate::config::deerflow_use(&e.use_) == BASH_TOOL_USE) {
             let why =
                 if e.group == "bash" { "it is in group 'bash'" } else { "it uses deerflow.sandbox.tools:bash_tool" };
             explain_out(

@@ -355,7 +355,13 @@ impl EntryBuild<'_> {
             .config
             .tools
             .iter()
-            .map(|t| (t.name.clone(), t.use_.clone(), t.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+            .map(|t| {
+                (
+                    t.name.clone(),
+                    config::deerflow_use(&t.use_).into_owned(),
+                    t.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                )
+            })
             .collect();
         let extra = crate::community::tool_config(&listed.name, &extra, &entries);
         ConfigEntryState::Ready(Arc::new(ComponentTool::new(

@@ -16,7 +16,7 @@ pub use env::expand_env;
 pub use processes::{GrantPath, ProcessGrantConfig, ProcessNetwork};
 
 use crate::options::{ConfigSource, Environment};
-pub use uses::{resolve_use, ResolvedUse, BASH_TOOL_USE};
+pub use uses::{deerflow_use, resolve_use, ResolvedUse, BASH_TOOL_USE};
 
 // Each section's type lives in the crate (or module) that uses it; this module reads the file
 // and hands the typed sections out.

@@ -38,10 +38,26 @@ const DEERFLOW_SANDBOX_TOOLS: [(&str, &str); 6] = [
     ("deerflow.sandbox.tools:grep_tool", "grep"),
 ];
 
+/// The DeerFlow path a `use:` value names. toolhost's Python package is DeerFlow's door to
+/// toolhost: a DeerFlow config that loads a tool through it says `toolhost.deerflow:<tool>` (the
+/// sandbox tools and bash) or `toolhost.deerflow.<DeerFlow's own path>`
+/// (`toolhost.deerflow.community.tavily.tools:web_search_tool`), and means DeerFlow's tool, run
+/// here. Any other value is returned as it is.
+pub fn deerflow_use(use_: &str) -> std::borrow::Cow<'_, str> {
+    let use_ = use_.trim();
+    if let Some(attr) = use_.strip_prefix("toolhost.deerflow:") {
+        return format!("deerflow.sandbox.tools:{attr}").into();
+    }
+    match use_.strip_prefix("toolhost.deerflow.") {
+        Some(rest) => format!("deerflow.{rest}").into(),
+        None => use_.into(),
+    }
+}
+
 /// Resolve a `use:` value. `bundled` lists the bundled component names; relative file paths are
 /// taken from `base_dir`. The error text says what is known.
 pub fn resolve_use(use_: &str, bundled: &[&str], base_dir: &Path) -> Result<ResolvedUse, String> {
-    let use_ = use_.trim();
+    let use_ = &*deerflow_use(use_);
     if use_ == BASH_TOOL_USE {
         return Ok(ResolvedUse::HostBash);
     }
@@ -161,6 +177,26 @@ mod tests {
             ResolvedUse::NotBundled { module, hint: Some(_) } if module == "browser_automation"
         ));
         assert!(resolve_use("deerflow.sandbox.tools:nope_tool", B, base).unwrap_err().contains("ls_tool"));
+    }
+
+    #[test]
+    fn the_python_door_names_deerflow_tools() {
+        let base = Path::new("/cfg");
+        assert_eq!(resolve_use("toolhost.deerflow:bash_tool", B, base).unwrap(), ResolvedUse::HostBash);
+        assert_eq!(
+            resolve_use("toolhost.deerflow:read_file_tool", B, base).unwrap(),
+            resolve_use("deerflow.sandbox.tools:read_file_tool", B, base).unwrap()
+        );
+        assert_eq!(
+            resolve_use("toolhost.deerflow.sandbox.tools:grep_tool", B, base).unwrap(),
+            resolve_use("deerflow.sandbox.tools:grep_tool", B, base).unwrap()
+        );
+        assert_eq!(
+            resolve_use("toolhost.deerflow.community.tavily.tools:web_search_tool", B, base).unwrap(),
+            resolve_use("deerflow.community.tavily.tools:web_search_tool", B, base).unwrap()
+        );
+        assert!(resolve_use("toolhost.deerflow:nope_tool", B, base).unwrap_err().contains("nope_tool"));
+        assert_eq!(deerflow_use("hello"), "hello");
     }
 
     #[test]

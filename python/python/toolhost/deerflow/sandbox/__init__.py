@@ -1,0 +1,1 @@
+"""``toolhost.deerflow.sandbox.tools``: DeerFlow's ``deerflow.sandbox.tools`` run by toolhost."""
