@@ -1,5 +1,6 @@
 //! The library as an embedder uses it: a host from config text, the `Thread` handle and named
-//! `ToolCall`s, error kinds, no environment read behind the caller's back, `open` outside tokio,
+//! `ToolCall`s, error kinds, no environment read behind the caller's back (and the documented
+//! exceptions), `open` outside tokio,
 //! and the CLI's stdin / `@FILE` arguments.
 
 use std::path::Path;
@@ -104,7 +105,7 @@ async fn errors_have_kinds_and_keep_deerflows_text() {
 
 /// `$VAR`s and `capabilities.env` see the environment the caller passes, never the process's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_library_reads_no_process_environment() {
+async fn config_vars_and_component_env_see_the_given_environment_only() {
     // A variable of this process the host must not see (HOME, PATH are always set).
     let home = std::env::var("HOME").expect("HOME is set");
     let env_tool = format!(
@@ -121,6 +122,60 @@ async fn the_library_reads_no_process_environment() {
     let (text, err) = hostile::call(&host, "env", json!({"name": "GIVEN"})).await;
     assert!(!err && text.contains("given-value"), "{text}");
     hostile::assert_ok_still_works_named(&host, "read_file").await;
+}
+
+/// Every read of the process environment in library code (the host and every crate's `src/`,
+/// unit tests excluded) is one docs/embedding.md lists; a new one fails here until it is either
+/// taken from `HostOptions::env` or documented. (Host bash, MCP and ACP taking theirs from the
+/// given environment is tested with each: `crates/hostbash/tests/confinement.rs`,
+/// `crates/mcp/src/config.rs`, `crates/acp/src/process.rs`.)
+#[test]
+fn library_reads_the_process_environment_only_where_documented() {
+    // (file, what it reads): each is named in docs/embedding.md's statement.
+    const DOCUMENTED: [(&str, &str); 2] =
+        [("crates/core/src/env.rs", "Environment::from_process"), ("crates/builtins/src/present_files.rs", "HOME")];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut dirs = vec![root.join("host/src")];
+    for krate in std::fs::read_dir(root.join("crates")).unwrap() {
+        dirs.push(krate.unwrap().path().join("src"));
+    }
+    let mut files = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for e in entries {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() > 100, "the scan found the sources: {}", files.len());
+    let mut reads = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Unit tests may read what they like (CI markers, re-exec switches).
+        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
+        let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+        for (n, line) in code.lines().enumerate() {
+            if ["env::var(", "env::var_os(", "env::vars(", "env::vars_os("].iter().any(|r| line.contains(r)) {
+                reads.push((rel.clone(), n + 1, line.trim().to_string()));
+            }
+        }
+    }
+    let undocumented: Vec<_> = reads.iter().filter(|(f, ..)| !DOCUMENTED.iter().any(|(d, _)| d == f)).collect();
+    assert!(undocumented.is_empty(), "process environment read outside HostOptions::env: {undocumented:#?}");
+    for (file, what) in DOCUMENTED {
+        assert!(
+            reads.iter().any(|(f, ..)| f == file),
+            "{file} no longer reads {what}: drop it from the list and the doc"
+        );
+    }
+    let doc = std::fs::read_to_string(root.join("docs/embedding.md")).unwrap();
+    for needle in ["Environment::from_process()", "present_files", "TOOLHOST_MCP_CHILD", "TOOLHOST_REQUEST_STATE_KEY"] {
+        assert!(doc.contains(needle), "docs/embedding.md's environment statement names {needle}");
+    }
 }
 
 #[test]

@@ -24,10 +24,13 @@ fn host_with(tools_yaml: &str) -> Env {
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, format!("tools:\n{tools_yaml}")).unwrap();
     let data = dir.path().join("data");
-    let opts = HostOptions::new(config)
-        .data_dir(data.clone())
-        .cache_dir(Some(dir.path().join("cache")))
-        .env(toolhost::Environment::from_process());
+    let opts = HostOptions::new(config).data_dir(data.clone()).cache_dir(Some(dir.path().join("cache"))).env(
+        // This process's environment (PATH, HOME: what a component must not see unless
+        // granted) plus the test's variables, handed over here and never with `set_var`.
+        toolhost::Environment::from_process()
+            .with("TOOLHOST_TEST_SECRET", "do-not-leak")
+            .with("TOOLHOST_TEST_GRANTED", "granted-value"),
+    );
     let host = Toolhost::open_blocking(opts).unwrap();
     Env { _dir: dir, host, data }
 }
@@ -146,8 +149,6 @@ async fn reads_outside_the_sandbox_fail() {
 
 #[tokio::test]
 async fn host_env_is_invisible_unless_granted() {
-    std::env::set_var("TOOLHOST_TEST_SECRET", "do-not-leak");
-    std::env::set_var("TOOLHOST_TEST_GRANTED", "granted-value");
     let env = standard_host();
     let (text, err) = call(&env.host, "env", json!({"name": "TOOLHOST_TEST_SECRET"})).await;
     assert!(err && !text.contains("do-not-leak"), "{text}");

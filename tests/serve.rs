@@ -160,11 +160,20 @@ async fn deferred_tools_appear_after_tool_search_with_list_changed() {
     assert_eq!(r.is_error, Some(false), "{r:?}");
     assert!(text(&r).contains("served"), "{r:?}");
 
-    // A search that promotes nothing new sends no notification.
+    // A search that promotes nothing new sends no notification. Its would-be notification goes
+    // out before its response, so a later search that does promote is the barrier: once that
+    // one's notification is counted (and a request has gone round), a spurious one is too.
     let r = call(&c, "tool_search", json!({"query": "select:no_such_tool"})).await;
     assert_eq!(r.is_error, Some(false), "{r:?}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(client.list_changed.load(Ordering::SeqCst), 1);
+    let r = call(&c, "tool_search", json!({"query": "select:everything_get-sum"})).await;
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while client.list_changed.load(Ordering::SeqCst) < 2 {
+        assert!(std::time::Instant::now() < deadline, "the promoting search's notification never came");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(names(&c).await.contains(&"everything_get-sum".to_string()));
+    assert_eq!(client.list_changed.load(Ordering::SeqCst), 2, "one notification per promoting search");
     c.cancel().await.unwrap();
 }
 

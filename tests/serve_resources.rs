@@ -403,16 +403,24 @@ async fn failed_calls_send_log_messages_at_the_level_asked() {
     let s = setup();
     let client = Recorder::default();
     let c = session(&s, client.clone()).await;
-    // No level set: no messages.
+    // No level set: no messages. The failed read's message would go out before its response,
+    // so the first message that arrives after setting a level and failing again is the barrier:
+    // it must be that later call's.
     call(&c, "read_file", json!({"description": "r", "path": "/mnt/user-data/workspace/none.txt"})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(client.logs.lock().unwrap().is_empty());
 
     c.set_level(SetLevelRequestParams::new(LoggingLevel::Error)).await.unwrap();
     call(&c, "write_file", json!({"description": "w", "path": "/etc/passwd", "content": "x"})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_for("the write's error line", || {
+        client.logs.lock().unwrap().iter().any(|l| l["data"]["tool"] == "write_file")
+    })
+    .await;
     let logs = client.logs.lock().unwrap().clone();
+    assert_eq!(logs[0]["data"]["tool"], "write_file", "nothing logged before a level was set: {logs:?}");
     assert!(logs.iter().all(|l| l["level"] == "error"), "only errors at level error: {logs:?}");
+    assert!(
+        logs.iter().any(|l| l["level"] == "error" && l["data"]["tool"] == "write_file"),
+        "the failed write is logged at level error: {logs:?}"
+    );
 
     c.set_level(SetLevelRequestParams::new(LoggingLevel::Warning)).await.unwrap();
     let r = call(&c, "nope", json!({})).await;

@@ -472,6 +472,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 agent: agent.clone(),
                 filter: toolhost_serve::ToolFilter { only: tools.clone(), exclude: exclude.clone() },
                 limits: Default::default(),
+                // The server's own settings, read here so that the library reads no environment.
+                child_of_toolhost: std::env::var_os(toolhost_serve::CHILD_MARKER).is_some(),
+                state_key: std::env::var(toolhost_serve::mrtr::STATE_KEY_ENV).ok(),
             };
             let flags = LimitFlags {
                 max_sessions: *max_sessions,

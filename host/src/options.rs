@@ -2,9 +2,7 @@
 //! variable of its own accord: the environment a config's `$VAR`s and a tool's `capabilities.env`
 //! see is the one given here (the CLI passes its own; an embedder passes what it chooses).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Where the config comes from.
 #[derive(Debug, Clone)]
@@ -32,27 +30,7 @@ impl ConfigSource {
     }
 }
 
-/// The environment a host sees: `$VAR` in the config and `capabilities.env` grants read it.
-#[derive(Debug, Clone, Default)]
-pub struct Environment(Arc<BTreeMap<String, String>>);
-
-impl Environment {
-    /// An environment holding exactly `vars`.
-    pub fn new(vars: impl IntoIterator<Item = (String, String)>) -> Self {
-        Self(Arc::new(vars.into_iter().collect()))
-    }
-
-    /// This process's environment (what the CLI passes). Calling it is the embedder's choice:
-    /// the library never reads the environment by itself.
-    pub fn from_process() -> Self {
-        Self::new(std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))))
-    }
-
-    /// The value of `name`, if set.
-    pub fn get(&self, name: &str) -> Option<String> {
-        self.0.get(name).cloned()
-    }
-}
+pub use toolhost_core::Environment;
 
 /// How to open a host. Start from [`HostOptions::new`] (a config file) or
 /// [`HostOptions::from_yaml`] (config text) and set what differs from the defaults.

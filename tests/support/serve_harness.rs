@@ -400,3 +400,37 @@ pub fn cpu_seconds(pid: u32) -> f64 {
         stat.rsplit(')').next().unwrap().split_whitespace().skip(11).take(2).map(|x| x.parse().unwrap()).collect();
     (f[0] + f[1]) / 100.0
 }
+
+/// Wait until process `pid` has used `seconds` of CPU beyond `from` (a guest is computing), for
+/// at most `within`. Counting CPU seconds rather than a fraction of a wall-clock window holds on
+/// a loaded machine: a computing guest gets there, however slowly, and an idle one never does.
+pub fn wait_for_cpu(pid: u32, from: f64, seconds: f64, within: std::time::Duration) {
+    let deadline = std::time::Instant::now() + within;
+    while cpu_seconds(pid) - from < seconds {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{pid} used {:.2} s of CPU in {within:?}, not {seconds} s: nothing is computing",
+            cpu_seconds(pid) - from
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Wait until process `pid` has stopped computing: a quiet half second (under 0.05 s of CPU)
+/// within `within`, then the CPU it uses over the next two seconds. An idle process uses next to
+/// nothing however loaded the machine; a guest still computing on a loaded 2-core machine still
+/// gets a share of a core, well above the 0.1 s callers allow.
+pub fn settled_cpu(pid: u32, within: std::time::Duration) -> f64 {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let c0 = cpu_seconds(pid);
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        if cpu_seconds(pid) - c0 < 0.05 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{pid} kept computing for {within:?}");
+    }
+    let c0 = cpu_seconds(pid);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    cpu_seconds(pid) - c0
+}

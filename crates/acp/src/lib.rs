@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+pub use toolhost_core::Environment;
 use toolhost_core::{CallContext, Tool, ToolOutcome, ToolSource, ToolSpec};
 
 pub use mcp_servers::{AcpMcpServerConfig, McpServerError};
@@ -80,6 +81,9 @@ pub struct InvokeAcpAgentTool {
     /// How agents are started; `None`: as plain subprocesses (the crate on its own — the host
     /// always sets one).
     launch: Option<LaunchPolicy>,
+    /// The host environment: agents' `$VAR`s, what they inherit and a grant passes through
+    /// (default: empty; the tool reads no process environment).
+    env: Environment,
 }
 
 impl InvokeAcpAgentTool {
@@ -91,7 +95,25 @@ impl InvokeAcpAgentTool {
             group: None,
             source: ToolSource::Acp,
         };
-        Self { spec, agents, mcp_servers: Vec::new(), launch: None }
+        Self { spec, agents, mcp_servers: Vec::new(), launch: None, env: Environment::default() }
+    }
+
+    /// Take variables from `env` (the host's [`Environment`]).
+    pub fn with_env(mut self, env: Environment) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// One warning per `$VAR` in an agent's `env` that the environment does not set (it becomes
+    /// `""`), worded as the config's.
+    pub fn unset_variables(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for (name, agent) in &self.agents {
+            process::resolve_env(&agent.env, &self.env, &mut |var| {
+                warnings.push(format!("acp_agents.{name}.env: environment variable ${var} is not set; using \"\""))
+            });
+        }
+        warnings
     }
 
     /// Start agents as `policy` decides (confined, or refused with the reason).
@@ -147,9 +169,9 @@ fn string_arg(args: &Value, key: &str) -> Result<String, String> {
 }
 
 /// DeerFlow's `_format_invocation_error` for a command that could not be found.
-fn not_found_error(agent: &str, cmd: &str) -> String {
+fn not_found_error(agent: &str, cmd: &str, path: Option<&str>) -> String {
     let message = format!("Error invoking ACP agent '{agent}': Command '{cmd}' was not found on PATH.");
-    if cmd == "codex-acp" && process::on_path("codex") {
+    if cmd == "codex-acp" && process::on_path("codex", path) {
         return format!(
             "{message} The installed `codex` CLI does not speak ACP directly. Install a Codex ACP adapter (for \
              example `npx @zed-industries/codex-acp`) or update `acp_agents.codex.command` and `args` in config.yaml."
@@ -236,7 +258,7 @@ impl Tool for InvokeAcpAgentTool {
             }),
             None => Launch::Unconfined,
         };
-        let mut env = process::agent_environment(&config.env);
+        let mut env = process::agent_environment(&config.env, &self.env);
         let confined = match &launch {
             Launch::Refused(why) => return invocation_error(&format!("not started: {why}")),
             Launch::Unconfined => None,
@@ -248,7 +270,7 @@ impl Tool for InvokeAcpAgentTool {
                 match prepared {
                     Ok(p) => {
                         for key in &confiner.spec().env {
-                            if let Ok(v) = std::env::var(key) {
+                            if let Some(v) = self.env.get(key) {
                                 env.entry(key.clone()).or_insert(v);
                             }
                         }
@@ -262,7 +284,7 @@ impl Tool for InvokeAcpAgentTool {
         {
             Ok(spawned) => spawned,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return masked_error(not_found_error(&agent, &config.command))
+                return masked_error(not_found_error(&agent, &config.command, self.env.get("PATH").as_deref()))
             }
             Err(e) => return invocation_error(&e),
         };
@@ -340,10 +362,10 @@ mod tests {
     #[test]
     fn not_found_hints() {
         assert_eq!(
-            not_found_error("a", "nope"),
+            not_found_error("a", "nope", None),
             "Error invoking ACP agent 'a': Command 'nope' was not found on PATH. Install the agent binary or update \
              `acp_agents.a.command` in config.yaml."
         );
-        assert!(not_found_error("mcode", "mcode").contains("run `mcode login`"));
+        assert!(not_found_error("mcode", "mcode", None).contains("run `mcode login`"));
     }
 }

@@ -14,6 +14,7 @@ use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use toolhost_confine::process::{Prepared, TreeGuard};
+use toolhost_core::Environment;
 
 /// Variables every agent inherits from the host (the Python SDK's `DEFAULT_INHERITED_ENV_VARS`
 /// on POSIX); everything else must be configured in `env`, so host secrets do not leak.
@@ -23,32 +24,32 @@ const STDERR_TAIL_BYTES: usize = 2048;
 /// How long a finished agent gets to exit by itself after its stdin closes.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
-/// DeerFlow's env rule: a value starting with `$` names a host variable (unset → `""`).
-pub fn resolve_env(env: &IndexMap<String, String>) -> IndexMap<String, String> {
-    env.iter()
-        .map(|(k, v)| {
-            let value = match v.strip_prefix('$') {
-                Some(var) => std::env::var(var).unwrap_or_default(),
-                None => v.clone(),
-            };
-            (k.clone(), value)
-        })
-        .collect()
+/// DeerFlow's env rule ([`Environment::expand`], the config's): a value starting with `$` names
+/// a variable of the host environment `env`; an unset one becomes `""` and is reported to `unset`.
+pub fn resolve_env(
+    configured: &IndexMap<String, String>,
+    env: &Environment,
+    unset: &mut dyn FnMut(&str),
+) -> IndexMap<String, String> {
+    configured.iter().map(|(k, v)| (k.clone(), env.expand(v, unset).unwrap_or_else(|| v.clone()))).collect()
 }
 
-/// The environment the agent starts with: the inherited subset plus the configured values.
-pub fn agent_environment(configured: &IndexMap<String, String>) -> IndexMap<String, String> {
-    let mut env = IndexMap::new();
+/// The environment the agent starts with: the inherited subset of the host environment `env`
+/// plus the configured values (unset `$VAR`s are logged; the host warned about them at open).
+pub fn agent_environment(configured: &IndexMap<String, String>, env: &Environment) -> IndexMap<String, String> {
+    let mut out = IndexMap::new();
     for key in INHERITED_ENV_VARS {
         // Shell function exports (`() { …`) are skipped like the Python SDK does.
-        if let Ok(value) = std::env::var(key) {
+        if let Some(value) = env.get(key) {
             if !value.starts_with("()") {
-                env.insert(key.to_string(), value);
+                out.insert(key.to_string(), value);
             }
         }
     }
-    env.extend(resolve_env(configured));
-    env
+    out.extend(resolve_env(configured, env, &mut |name| {
+        tracing::debug!("ACP agent env: ${name} is not set; using \"\"")
+    }));
+    out
 }
 
 /// A running agent. Dropping it kills the process group.
@@ -150,11 +151,12 @@ impl Drop for AgentProcess {
     }
 }
 
-/// Whether `name` resolves to an executable on the host PATH (Python's `shutil.which`).
-pub fn on_path(name: &str) -> bool {
+/// Whether `name` resolves to an executable on `path` (the host environment's `PATH`; Python's
+/// `shutil.which`).
+pub fn on_path(name: &str, path: Option<&str>) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    let Some(path) = std::env::var_os("PATH") else { return false };
-    std::env::split_paths(&path).any(|dir| {
+    let Some(path) = path else { return false };
+    std::env::split_paths(path).any(|dir| {
         std::fs::metadata(dir.join(name)).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
     })
 }
@@ -164,31 +166,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dollar_values_come_from_the_host_env_and_unset_is_empty() {
-        std::env::set_var("TOOLHOST_ACP_UNIT_VAR", "from-host");
+    fn dollar_values_come_from_the_host_env_and_unset_is_empty_and_reported() {
+        let host = Environment::new([("TOOLHOST_ACP_UNIT_VAR", "from-host")]);
         let mut env = IndexMap::new();
         env.insert("A".to_string(), "$TOOLHOST_ACP_UNIT_VAR".to_string());
         env.insert("B".to_string(), "$TOOLHOST_ACP_UNIT_UNSET".to_string());
         env.insert("C".to_string(), "literal $X".to_string());
-        let out = resolve_env(&env);
+        let mut unset = Vec::new();
+        let out = resolve_env(&env, &host, &mut |n| unset.push(n.to_string()));
         assert_eq!(out["A"], "from-host");
         assert_eq!(out["B"], "");
         assert_eq!(out["C"], "literal $X");
+        assert_eq!(unset, ["TOOLHOST_ACP_UNIT_UNSET"]);
     }
 
     #[test]
     fn agent_environment_is_the_inherited_subset_plus_config() {
-        std::env::set_var("TOOLHOST_ACP_UNIT_SECRET", "s");
+        let host = Environment::new([("TOOLHOST_ACP_UNIT_SECRET", "s"), ("PATH", "/bin"), ("HOME", "/h")]);
         let mut configured = IndexMap::new();
         configured.insert("PATH".to_string(), "/custom".to_string());
-        let env = agent_environment(&configured);
+        let env = agent_environment(&configured, &host);
         assert!(!env.contains_key("TOOLHOST_ACP_UNIT_SECRET"));
+        assert_eq!(env["HOME"], "/h", "an inherited name comes from the host environment");
         assert_eq!(env["PATH"], "/custom", "configured values override inherited ones");
     }
 
     #[test]
     fn on_path_finds_sh_and_not_a_made_up_name() {
-        assert!(on_path("sh"));
-        assert!(!on_path("toolhost-acp-no-such-binary"));
+        assert!(on_path("sh", Some("/usr/local/bin:/usr/bin:/bin")));
+        assert!(!on_path("toolhost-acp-no-such-binary", Some("/usr/local/bin:/usr/bin:/bin")));
+        assert!(!on_path("sh", None), "no PATH in the host environment finds nothing");
     }
 }

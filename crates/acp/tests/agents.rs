@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
 use serde_json::{json, Value};
-use toolhost_acp::{AcpAgentConfig, AcpMcpServerConfig, InvokeAcpAgentTool};
+use toolhost_acp::{AcpAgentConfig, AcpMcpServerConfig, Environment, InvokeAcpAgentTool};
 use toolhost_core::{CallContext, ThreadFs, ThreadState, Tool, ToolOutcome};
 
 fn python() -> PathBuf {
@@ -24,8 +24,10 @@ fn agent(mode: &str) -> AcpAgentConfig {
     cfg
 }
 
+/// The tool for `agents`, seeing this process's environment (as under the CLI).
 fn tool(agents: Vec<(&str, AcpAgentConfig)>) -> InvokeAcpAgentTool {
     InvokeAcpAgentTool::new(agents.into_iter().map(|(n, c)| (n.to_string(), c)).collect::<IndexMap<_, _>>())
+        .with_env(Environment::from_process())
 }
 
 struct Thread {
@@ -65,8 +67,6 @@ async fn echo_agent_answers_and_writes_into_the_threads_acp_workspace() {
 
 #[tokio::test]
 async fn handshake_env_model_and_mcp_servers_reach_the_agent() {
-    std::env::set_var("TOOLHOST_ACP_TEST_TOKEN", "tok-123");
-    std::env::set_var("TOOLHOST_ACP_TEST_SECRET", "must-not-leak");
     let mut cfg = agent("handshake");
     cfg.env.insert("TOKEN".into(), "$TOOLHOST_ACP_TEST_TOKEN".into());
     cfg.env.insert("MISSING".into(), "$TOOLHOST_ACP_TEST_UNSET_VAR".into());
@@ -81,7 +81,16 @@ async fn handshake_env_model_and_mcp_servers_reach_the_agent() {
             ..Default::default()
         },
     ];
-    let tool = tool(vec![("hs", cfg.clone())]).with_mcp_servers(servers);
+    // The host environment the agent's `$VAR`s and inherited names come from: this process's
+    // (HOME, PATH) plus the test's, handed over here and never with `set_var`.
+    let host_env = Environment::from_process()
+        .with("TOOLHOST_ACP_TEST_TOKEN", "tok-123")
+        .with("TOOLHOST_ACP_TEST_SECRET", "must-not-leak");
+    let tool = tool(vec![("hs", cfg.clone())]).with_mcp_servers(servers).with_env(host_env.clone());
+    assert_eq!(
+        tool.unset_variables(),
+        ["acp_agents.hs.env: environment variable $TOOLHOST_ACP_TEST_UNSET_VAR is not set; using \"\""]
+    );
     let t = thread("t1");
     let out = invoke(&tool, &t, "hs", "x").await;
     assert_eq!(
@@ -96,7 +105,7 @@ async fn handshake_env_model_and_mcp_servers_reach_the_agent() {
         AcpMcpServerConfig { name: "broken".into(), transport: Some("sse".into()), ..Default::default() },
     ];
     cfg.model = None;
-    let tool = self::tool(vec![("hs", cfg)]).with_mcp_servers(bad);
+    let tool = self::tool(vec![("hs", cfg)]).with_mcp_servers(bad).with_env(host_env);
     let out = invoke(&tool, &t, "hs", "x").await;
     let text = out.text_content();
     assert!(text.contains(" mcp=[] model=None "), "{text}");

@@ -3,6 +3,7 @@
 //! `Command(update=…)`), thread state with DeerFlow's reducers, the thread directory layout and the thread filesystem layer through which host code touches thread files.
 
 pub mod client;
+pub mod env;
 pub mod paths;
 pub mod state;
 pub mod tempname;
@@ -14,6 +15,7 @@ pub mod usage;
 pub use client::{
     Client, ClientRequests, ElicitAction, Elicited, Role, Root, SamplingAnswer, SamplingMessage, SamplingRequest,
 };
+pub use env::Environment;
 pub use paths::{ThreadPaths, VIRTUAL_ACP, VIRTUAL_SKILLS, VIRTUAL_USER_DATA};
 pub use state::{StateUpdate, ThreadState};
 pub use threadfs::{DirHandle, FsError, SharedDir, SharedRoots, ThreadDir, ThreadFs, ThreadFsError, Threads};

@@ -28,6 +28,7 @@ use toolhost_net::NetGrant;
 pub use rewrite::Mapping;
 pub use run::CAPTURE_LIMIT_BYTES;
 pub use toolhost_confine::{confinement_status, harden_process, BashUser, ConfinementStatus};
+pub use toolhost_core::Environment;
 
 use dirs::{thread_dir, ThreadDir};
 use toolhost_confine::child::{ChildPlan, TreeSetup};
@@ -123,6 +124,9 @@ pub struct BashConfig {
     pub user: Option<BashUser>,
     /// `sandbox.bash_env`: host environment names passed through besides [`ENV_ALLOW`].
     pub env: Vec<String>,
+    /// The host environment those names are taken from (the host's [`Environment`]; default
+    /// empty). The tool reads no process environment.
+    pub host_env: Environment,
     /// `sandbox.bash_network`.
     pub network: BashNetwork,
     /// `sandbox.bash_max_file_size_mb` in bytes (RLIMIT_FSIZE); `None`: unlimited.
@@ -158,6 +162,7 @@ impl Default for BashConfig {
             shell: PathBuf::from("/bin/bash"),
             user: None,
             env: Vec::new(),
+            host_env: Environment::default(),
             network: BashNetwork::None,
             max_file_bytes: Some(DEFAULT_MAX_FILE_BYTES),
             tree: TreeMode::Auto,
@@ -352,9 +357,12 @@ impl BashTool {
                 None => name == *a,
             }) || self.config.env.iter().any(|e| e == name)
         };
-        let mut env: HashMap<String, String> = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        let mut env: HashMap<String, String> = self
+            .config
+            .host_env
+            .iter()
             .filter(|(k, _)| allowed(k))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         env.insert("PWD".into(), ctx.paths().workspace().to_string_lossy().into_owned());
         if self.config.confine == ConfineMode::Full {

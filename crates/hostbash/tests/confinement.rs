@@ -72,7 +72,6 @@ async fn a_hostile_script_plants_every_shape_and_changes_nothing_outside() {
     if !landlock() {
         return;
     }
-    std::env::set_var("TOOLHOST_HOSTILE_SECRET", "sk-hostile-host-secret-4242");
     let data = tempfile::tempdir().unwrap();
     let other = ctx(data.path(), "other");
     std::fs::write(other.paths().workspace().join("secret.txt"), "other-thread-secret").unwrap();
@@ -83,18 +82,25 @@ async fn a_hostile_script_plants_every_shape_and_changes_nothing_outside() {
     let before = fingerprint(&sentinel);
     let c = ctx(data.path(), "t1");
     let ws = c.paths().workspace();
-    std::env::set_var("TOOLHOST_HOSTILE_SENTINEL", &sentinel);
-    std::env::set_var("TOOLHOST_HOSTILE_REL_SENTINEL", relative(&ws, &sentinel));
-    std::env::set_var("TOOLHOST_HOSTILE_REL_OTHER", relative(&ws, &other.paths().workspace()));
-    // The command's parent is this process (the cgroup mechanism forks nothing in between).
-    std::env::set_var("TOOLHOST_HOSTILE_PARENT_ENVIRON", format!("/proc/{}/environ", std::process::id()));
-    std::env::set_var("TOOLHOST_HOSTILE_INIT_ENVIRON", "/proc/1/environ");
-    std::env::set_var("TOOLHOST_HOSTILE_SHADOW", "/etc/shadow-");
-    std::env::set_var("TOOLHOST_HOSTILE_GSHADOW", "/etc/gshadow");
-    std::env::set_var("TOOLHOST_HOSTILE_STATUS", "/proc/self/status");
+    let env = common::host_env(&[
+        // Not passed through: must not reach the command.
+        ("TOOLHOST_HOSTILE_SECRET", "sk-hostile-host-secret-4242".to_string()),
+        ("TOOLHOST_HOSTILE_SENTINEL", sentinel.display().to_string()),
+        ("TOOLHOST_HOSTILE_REL_SENTINEL", relative(&ws, &sentinel)),
+        ("TOOLHOST_HOSTILE_REL_OTHER", relative(&ws, &other.paths().workspace())),
+        // The command's parent is this process (the cgroup mechanism forks nothing in between).
+        ("TOOLHOST_HOSTILE_PARENT_ENVIRON", format!("/proc/{}/environ", std::process::id())),
+        ("TOOLHOST_HOSTILE_INIT_ENVIRON", "/proc/1/environ".to_string()),
+        ("TOOLHOST_HOSTILE_SHADOW", "/etc/shadow-".to_string()),
+        ("TOOLHOST_HOSTILE_GSHADOW", "/etc/gshadow".to_string()),
+        ("TOOLHOST_HOSTILE_STATUS", "/proc/self/status".to_string()),
+    ]);
     let names =
         ["SENTINEL", "REL_SENTINEL", "REL_OTHER", "PARENT_ENVIRON", "INIT_ENVIRON", "SHADOW", "GSHADOW", "STATUS"];
-    let t = tool(|c| c.env = names.iter().map(|n| format!("TOOLHOST_HOSTILE_{n}")).collect());
+    let t = tool(|c| {
+        c.env = names.iter().map(|n| format!("TOOLHOST_HOSTILE_{n}")).collect();
+        c.host_env = env;
+    });
     let mut script = HOSTILE.to_string();
     for n in names {
         script = script.replace(&format!("\"${n}\""), &format!("\"$TOOLHOST_HOSTILE_{n}\""));
@@ -140,13 +146,18 @@ async fn a_hostile_script_plants_every_shape_and_changes_nothing_outside() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_host_environment_is_an_allow_list() {
-    std::env::set_var("TOOLHOST_ENV_GH_PAT", "ghp-not-a-listed-name");
-    std::env::set_var("TOOLHOST_ENV_WEBHOOK", "https://hooks.example/secret-path");
-    std::env::set_var("TOOLHOST_ENV_LISTED", "listed-value");
-    std::env::set_var("LC_TOOLHOST_TEST", "lc-value");
+    let env = common::host_env(&[
+        ("TOOLHOST_ENV_GH_PAT", "ghp-not-a-listed-name"),
+        ("TOOLHOST_ENV_WEBHOOK", "https://hooks.example/secret-path"),
+        ("TOOLHOST_ENV_LISTED", "listed-value"),
+        ("LC_TOOLHOST_TEST", "lc-value"),
+    ]);
     let dir = tempfile::tempdir().unwrap();
     let c = ctx(dir.path(), "t1");
-    let t = tool(|c| c.env = vec!["TOOLHOST_ENV_LISTED".into()]);
+    let t = tool(|c| {
+        c.env = vec!["TOOLHOST_ENV_LISTED".into()];
+        c.host_env = env;
+    });
     let (text, _) = run(&t, &c, "env").await;
     // A deny-list would have let these through: their names look harmless.
     assert!(!text.contains("ghp-not-a-listed-name") && !text.contains("secret-path"), "{text}");
@@ -258,10 +269,12 @@ async fn unix_sockets_outside_the_thread_are_unreachable() {
     let path = outside.path().join("host.sock");
     let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
     listener.set_nonblocking(true).unwrap();
-    std::env::set_var("TOOLHOST_TEST_HOST_SOCKET", &path);
     let dir = tempfile::tempdir().unwrap();
     let c = ctx(dir.path(), "t1");
-    let t = tool(|c| c.env = vec!["TOOLHOST_TEST_HOST_SOCKET".into()]);
+    let t = tool(|c| {
+        c.env = vec!["TOOLHOST_TEST_HOST_SOCKET".into()];
+        c.host_env = common::host_env(&[("TOOLHOST_TEST_HOST_SOCKET", &path)]);
+    });
     let (text, _) = run(
         &t,
         &c,
@@ -305,11 +318,11 @@ async fn bash_user_runs_commands_as_that_user_without_capabilities() {
     std::fs::write(&sentinel, "sentinel-original").unwrap();
     std::fs::set_permissions(&sentinel, std::fs::Permissions::from_mode(0o666)).unwrap();
     let before = fingerprint(&sentinel);
-    std::env::set_var("TOOLHOST_USER_SENTINEL", &sentinel);
     let c = ctx(data.path(), "t1");
     let t = tool(|c| {
         c.user = Some(user);
         c.env = vec!["TOOLHOST_USER_SENTINEL".into()];
+        c.host_env = common::host_env(&[("TOOLHOST_USER_SENTINEL", &sentinel)]);
     });
     t.self_test().expect("the self-test passes as the bash user");
     let (text, status) = run(

@@ -19,7 +19,12 @@ fn ctx(data: &Path, thread: &str) -> CallContext {
 }
 
 fn tool(confine: ConfineMode) -> BashTool {
-    BashTool::new(BashConfig { allow_host_bash: true, confine, ..BashConfig::default() })
+    BashTool::new(BashConfig {
+        allow_host_bash: true,
+        confine,
+        host_env: common::host_env::<&str>(&[]),
+        ..BashConfig::default()
+    })
 }
 
 async fn run(tool: &BashTool, ctx: &CallContext, command: &str) -> (String, Status) {
@@ -146,14 +151,16 @@ async fn background_server_does_not_block_the_call() {
 
 #[tokio::test]
 async fn secret_env_vars_are_not_visible() {
-    std::env::set_var("TOOLHOST_TEST_API_KEY", "sk-secret-value");
-    std::env::set_var("TOOLHOST_TEST_PLAIN", "plain-value");
     let dir = tempfile::tempdir().expect("tempdir");
     let c = ctx(dir.path(), "t1");
     // The environment is an allow-list: a plain variable passes when sandbox.bash_env names it.
     let t = BashTool::new(BashConfig {
         allow_host_bash: true,
         env: vec!["TOOLHOST_TEST_PLAIN".into(), "TOOLHOST_TEST_API_KEY_UNLISTED".into()],
+        host_env: common::host_env(&[
+            ("TOOLHOST_TEST_API_KEY", "sk-secret-value"),
+            ("TOOLHOST_TEST_PLAIN", "plain-value"),
+        ]),
         ..BashConfig::default()
     });
     let (text, _) = run(&t, &c, "env").await;
@@ -181,15 +188,17 @@ async fn confined_command_cannot_escape_the_thread() {
     std::fs::write(other.paths().workspace().join("secret.txt"), "other-thread-secret").expect("write");
     let outside = tempfile::tempdir().expect("tempdir");
     let c = ctx(dir.path(), "t1");
+    // Absolute host paths are refused by the validator, so hand them over in variables it
+    // cannot see: confinement is what stops them.
     let t = BashTool::new(BashConfig {
         allow_host_bash: true,
         env: vec!["TOOLHOST_TEST_OTHER_FILE".into(), "TOOLHOST_TEST_OUTSIDE_FILE".into()],
+        host_env: common::host_env(&[
+            ("TOOLHOST_TEST_OTHER_FILE", other.paths().workspace().join("secret.txt")),
+            ("TOOLHOST_TEST_OUTSIDE_FILE", outside.path().join("escape.txt")),
+        ]),
         ..BashConfig::default()
     });
-    // Absolute host paths are refused by the validator, so hand them over in variables it
-    // cannot see: confinement is what stops them.
-    std::env::set_var("TOOLHOST_TEST_OTHER_FILE", other.paths().workspace().join("secret.txt"));
-    std::env::set_var("TOOLHOST_TEST_OUTSIDE_FILE", outside.path().join("escape.txt"));
     let (text, _) = run(&t, &c, "cat \"$TOOLHOST_TEST_OTHER_FILE\"").await;
     assert!(!text.contains("other-thread-secret"), "read another thread's file: {text}");
     assert!(text.contains("Permission denied"), "{text}");

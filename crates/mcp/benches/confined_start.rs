@@ -25,8 +25,8 @@ fn root() -> PathBuf {
 
 fn manager(python: &str, server: &str, policy: Option<LaunchPolicy>) -> McpManager {
     let doc = json!({"mcpServers": {"tiny": {"type": "stdio", "command": python, "args": [server]}}});
-    let cfg = config::parse_with_env(doc.to_string().as_bytes(), &|_: &str| None).expect("config");
-    let m = McpManager::new(ConfigSource::Fixed(cfg));
+    let cfg = config::parse_with_env(doc.to_string().as_bytes(), &Default::default(), &mut |_| {}).expect("config");
+    let m = McpManager::new(ConfigSource::Fixed(cfg)).with_env(toolhost_mcp::Environment::from_process());
     match policy {
         Some(p) => m.with_launch_policy(p),
         None => m,

@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use toolhost_core::Environment;
 
 /// Environment variable naming the config file explicitly (DeerFlow's).
 pub const CONFIG_PATH_ENV: &str = "DEER_FLOW_EXTENSIONS_CONFIG_PATH";
@@ -228,6 +229,8 @@ pub struct LoadedConfig {
     pub path: Option<PathBuf>,
     pub content_hash: String,
     pub config: ExtensionsConfig,
+    /// One warning per `$VAR` the environment does not set (it became `""`), as the config's.
+    pub warnings: Vec<String>,
 }
 
 /// Find the config file: `explicit`, else `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, else the default
@@ -259,25 +262,33 @@ pub fn deerflow_config_path(
 }
 
 /// Locate and load the config. `Ok` with an empty config and no path when no file was found.
-/// Read and parse one file, with `$VAR` values looked up through `lookup`.
-pub fn load_file_with_env(path: &Path, lookup: &dyn Fn(&str) -> Option<String>) -> Result<LoadedConfig, ConfigError> {
+/// Read and parse one file, with `$VAR` values looked up in `env`.
+pub fn load_file_with_env(path: &Path, env: &Environment) -> Result<LoadedConfig, ConfigError> {
     if !path.exists() {
         return Err(ConfigError::NotFound { path: path.to_path_buf(), origin: "given explicitly" });
     }
     let bytes = std::fs::read(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-    let config =
-        parse_with_env(&bytes, lookup).map_err(|message| ConfigError::Invalid { path: path.to_path_buf(), message })?;
-    Ok(LoadedConfig { path: Some(path.to_path_buf()), content_hash: hash_bytes(&bytes), config })
+    let mut warnings = Vec::new();
+    let config = parse_with_env(&bytes, env, &mut |name| {
+        warnings.push(format!("{}: environment variable ${name} is not set; using \"\"", path.display()))
+    })
+    .map_err(|message| ConfigError::Invalid { path: path.to_path_buf(), message })?;
+    Ok(LoadedConfig { path: Some(path.to_path_buf()), content_hash: hash_bytes(&bytes), config, warnings })
 }
 
-/// Parse file bytes: JSON, then `$VAR` expansion with `lookup`, then the typed model. The error
-/// is a message naming the offending field (`mcpServers.x.routing: unknown field ...`).
-pub fn parse_with_env(bytes: &[u8], lookup: &dyn Fn(&str) -> Option<String>) -> Result<ExtensionsConfig, String> {
+/// Parse file bytes: JSON, then `$VAR` expansion over `env` ([`Environment::expand`]; `unset`
+/// hears each variable not set), then the typed model. The error is a message naming the
+/// offending field (`mcpServers.x.routing: unknown field ...`).
+pub fn parse_with_env(
+    bytes: &[u8],
+    env: &Environment,
+    unset: &mut dyn FnMut(&str),
+) -> Result<ExtensionsConfig, String> {
     let mut value: Value = serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
     if !value.is_object() {
         return Err("the top level must be a JSON object".into());
     }
-    expand_env(&mut value, lookup);
+    env.expand_json(&mut value, unset);
     from_value(value)
 }
 
@@ -311,21 +322,6 @@ fn from_value(value: Value) -> Result<ExtensionsConfig, String> {
     Ok(config)
 }
 
-/// Replace every string value that starts with `$` by the environment variable it names
-/// (`""` when unset), recursively. Keys are left alone.
-pub fn expand_env(value: &mut Value, lookup: &dyn Fn(&str) -> Option<String>) {
-    match value {
-        Value::String(s) => {
-            if let Some(name) = s.strip_prefix('$') {
-                *s = lookup(name).unwrap_or_default();
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|v| expand_env(v, lookup)),
-        Value::Object(map) => map.values_mut().for_each(|v| expand_env(v, lookup)),
-        _ => {}
-    }
-}
-
 pub(crate) fn hash_bytes(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
@@ -340,7 +336,7 @@ mod tests {
 
     #[test]
     fn loads_deerflow_example_unchanged() {
-        let loaded = load_file_with_env(Path::new(EXAMPLE), &|_| None).expect("example loads");
+        let loaded = load_file_with_env(Path::new(EXAMPLE), &Environment::default()).expect("example loads");
         let c = &loaded.config;
         assert_eq!(c.mcp_interceptors, vec!["my_package.mcp.auth:build_auth_interceptor".to_string()]);
         let names: Vec<_> = c.mcp_servers.keys().cloned().collect();
@@ -362,10 +358,21 @@ mod tests {
     }
 
     #[test]
-    fn dollar_strings_expand_from_env_and_unset_is_empty() {
-        let mut v = json!({"a": "$HOME_X", "b": ["$MISSING", "plain", 3], "c": {"$KEY": "$HOME_X"}, "d": "a$B"});
-        expand_env(&mut v, &|n| (n == "HOME_X").then(|| "/h".to_string()));
-        assert_eq!(v, json!({"a": "/h", "b": ["", "plain", 3], "c": {"$KEY": "/h"}, "d": "a$B"}));
+    fn dollar_strings_expand_from_env_and_unset_is_empty_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("extensions_config.json");
+        let doc =
+            json!({"mcpServers": {"s": {"command": "$CMD_X", "args": ["$MISSING", "a$B"], "env": {"$KEY": "$CMD_X"}}}});
+        std::fs::write(&path, doc.to_string()).unwrap();
+        let loaded = load_file_with_env(&path, &Environment::new([("CMD_X", "/h")])).unwrap();
+        let s = &loaded.config.mcp_servers["s"];
+        assert_eq!(
+            (s.command.as_deref(), s.args.as_slice()),
+            (Some("/h"), ["".to_string(), "a$B".to_string()].as_slice())
+        );
+        assert_eq!(s.env.get("$KEY").map(String::as_str), Some("/h"));
+        assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+        assert!(loaded.warnings[0].contains("$MISSING is not set"), "{:?}", loaded.warnings);
     }
 
     #[test]
@@ -408,7 +415,7 @@ mod tests {
     }
 
     fn parse(bytes: &[u8]) -> Result<ExtensionsConfig, String> {
-        parse_with_env(bytes, &|_| None)
+        parse_with_env(bytes, &Environment::default(), &mut |_| {})
     }
 
     #[test]
@@ -456,7 +463,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("extensions_config.json");
         std::fs::write(&p, r#"{"mcpServers": {"s": {"routing": {"bogus": 1}}}}"#).unwrap();
-        let err = load_file_with_env(&p, &|_| None).unwrap_err().to_string();
+        let err = load_file_with_env(&p, &Environment::default()).unwrap_err().to_string();
         assert!(
             err.contains("extensions_config.json") && err.contains("mcpServers.s") && err.contains("bogus"),
             "{err}"

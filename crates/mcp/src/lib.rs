@@ -44,9 +44,8 @@ pub fn instance_id() -> &'static str {
 }
 
 pub use config::{ConfigError, ExtensionsConfig, McpServerConfig, Routing, RoutingMode, Transport};
-pub use manager::{
-    embedded_in_another_program, runs_this_binary, ConfigSource, EnvLookup, McpManager, McpTools, ServerReport,
-};
+pub use manager::{embedded_in_another_program, runs_this_binary, ConfigSource, McpManager, McpTools, ServerReport};
 pub use pool::SessionError;
 pub use session::ConnectError;
 pub use tool::{exposed_name, invalid_name_warning, is_valid_tool_name, McpTool};
+pub use toolhost_core::Environment;

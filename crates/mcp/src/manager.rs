@@ -16,9 +16,7 @@ use crate::pool::ServerRuntime;
 use crate::session::{ChangeSignal, ServerHandle};
 use crate::tool::{exposed_name, invalid_name_warning, is_valid_tool_name, McpTool};
 use toolhost_confine::process::{Launch, LaunchPolicy, LaunchRequest, ProcessKind};
-
-/// How `$VAR`s in the config are looked up (the environment the host was given).
-pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+use toolhost_core::Environment;
 
 /// Where the manager gets its config.
 #[derive(Clone)]
@@ -26,7 +24,7 @@ pub enum ConfigSource {
     /// One `extensions_config.json`, re-read on every [`McpManager::tools`] call; only a content
     /// change triggers rediscovery. (Finding the file the way DeerFlow does is
     /// [`config::deerflow_config_path`]'s job, done once by the caller.)
-    File { path: PathBuf, env: EnvLookup },
+    File(PathBuf),
     /// A config built in code (tests, embedders).
     Fixed(ExtensionsConfig),
 }
@@ -34,7 +32,7 @@ pub enum ConfigSource {
 impl std::fmt::Debug for ConfigSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ConfigSource::File { path, .. } => f.debug_struct("File").field("path", path).finish_non_exhaustive(),
+            ConfigSource::File(path) => f.debug_tuple("File").field(path).finish(),
             ConfigSource::Fixed(c) => f.debug_tuple("Fixed").field(c).finish(),
         }
     }
@@ -92,11 +90,27 @@ pub struct McpManager {
     /// How stdio servers are started; `None`: as plain subprocesses (the crate on its own —
     /// the host always sets one).
     launch: Option<LaunchPolicy>,
+    /// The environment: the config's `$VAR`s, the variables stdio servers inherit, a grant's
+    /// pass-through names and the `PATH` a command is looked up in (default: empty).
+    env: Environment,
 }
 
 impl McpManager {
     pub fn new(source: ConfigSource) -> Self {
-        Self { source, signal: Arc::new(ChangeSignal::new()), cache: Mutex::new(None), launch: None }
+        Self {
+            source,
+            signal: Arc::new(ChangeSignal::new()),
+            cache: Mutex::new(None),
+            launch: None,
+            env: Environment::default(),
+        }
+    }
+
+    /// Take variables from `env` (the host's [`Environment`]); the manager reads no process
+    /// environment.
+    pub fn with_env(mut self, env: Environment) -> Self {
+        self.env = env;
+        self
     }
 
     /// Start stdio servers as `policy` decides (confined, or refused with the reason).
@@ -117,9 +131,9 @@ impl McpManager {
         }
     }
 
-    /// Shorthand for [`ConfigSource::File`].
-    pub fn from_file(path: PathBuf, env: EnvLookup) -> Self {
-        Self::new(ConfigSource::File { path, env })
+    /// Shorthand for [`ConfigSource::File`] with `env`.
+    pub fn from_file(path: PathBuf, env: Environment) -> Self {
+        Self::new(ConfigSource::File(path)).with_env(env)
     }
 
     /// A counter that increases whenever a server reports `tools/list_changed` or the cache is
@@ -190,10 +204,15 @@ impl McpManager {
 
     fn read_config(&self) -> Result<LoadedConfig, ConfigError> {
         match &self.source {
-            ConfigSource::File { path, env } => config::load_file_with_env(path, &**env),
+            ConfigSource::File(path) => config::load_file_with_env(path, &self.env),
             ConfigSource::Fixed(c) => {
                 let bytes = serde_json::to_vec(c).unwrap_or_default();
-                Ok(LoadedConfig { path: None, content_hash: config::hash_bytes(&bytes), config: c.clone() })
+                Ok(LoadedConfig {
+                    path: None,
+                    content_hash: config::hash_bytes(&bytes),
+                    config: c.clone(),
+                    warnings: Vec::new(),
+                })
             }
         }
     }
@@ -219,7 +238,7 @@ impl McpManager {
         let mut pending = Vec::new();
         let mut failed: IndexMap<String, ServerState> = IndexMap::new();
         for (name, entry) in loaded.config.mcp_servers.iter().filter(|(_, e)| e.enabled) {
-            if let Some(me) = runs_this_binary(entry) {
+            if let Some(me) = runs_this_binary(entry, self.env.get("PATH").as_deref()) {
                 let reason = format!(
                     "its command is this toolhost ({}); serving it would start toolhost inside itself, again and \
                      again. Remove it from extensions_config.json (or point toolhost at another one with --extensions)",
@@ -230,8 +249,13 @@ impl McpManager {
             }
             let runtime = match old.remove(name).filter(|rt| rt.config() == entry) {
                 Some(rt) => rt,
-                None => match ServerHandle::new(name, entry.clone(), self.signal.clone(), self.launch_for(name, entry))
-                {
+                None => match ServerHandle::new(
+                    name,
+                    entry.clone(),
+                    self.signal.clone(),
+                    self.launch_for(name, entry),
+                    self.env.clone(),
+                ) {
                     Ok(handle) => Arc::new(ServerRuntime::new(handle)),
                     Err(e) => {
                         failed.insert(name.clone(), unusable(name, entry, e.to_string()));
@@ -273,8 +297,9 @@ pub fn embedded_in_another_program() {
 
 /// The path of this process's binary when a stdio server's command is that same file (by
 /// path, through links, or as a hard link): toolhost must never serve itself. Never, when the
-/// binary is a program that embeds toolhost ([`embedded_in_another_program`]).
-pub fn runs_this_binary(entry: &McpServerConfig) -> Option<std::path::PathBuf> {
+/// binary is a program that embeds toolhost ([`embedded_in_another_program`]). A bare command is
+/// looked up in the entry's own `PATH`, else `path` (the host environment's).
+pub fn runs_this_binary(entry: &McpServerConfig, path: Option<&str>) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::MetadataExt as _;
     if EMBEDDED.load(std::sync::atomic::Ordering::Relaxed) || !matches!(entry.transport(), Ok(Transport::Stdio)) {
         return None;
@@ -284,7 +309,7 @@ pub fn runs_this_binary(entry: &McpServerConfig) -> Option<std::path::PathBuf> {
         std::path::PathBuf::from(command)
     } else {
         // Looked up the way the child's spawn will: its own PATH when the entry sets one.
-        let path = entry.env.get("PATH").cloned().or_else(|| std::env::var("PATH").ok())?;
+        let path = entry.env.get("PATH").map(String::as_str).or(path)?;
         std::env::split_paths(&path).map(|dir| dir.join(command)).find(|p| p.is_file())?
     };
     let me = std::env::current_exe().ok()?;

@@ -23,6 +23,7 @@ use crate::exact::{ExactSchemas, StdioTransport};
 use crate::oauth::TokenSource;
 use crate::sse::SseClientTransport;
 use toolhost_confine::process::{Launch, TreeGuard};
+use toolhost_core::Environment;
 
 /// Variables a stdio server inherits from the host; everything else comes from its `env`. This
 /// is the Python MCP SDK's `get_default_environment()`, which DeerFlow relies on, so secrets in
@@ -154,6 +155,8 @@ pub(crate) struct ServerHandle {
     signal: Arc<ChangeSignal>,
     /// How a stdio server's process is started.
     launch: Launch,
+    /// The host environment: what a stdio server inherits and a grant passes through.
+    env: Environment,
 }
 
 impl ServerHandle {
@@ -163,6 +166,7 @@ impl ServerHandle {
         config: McpServerConfig,
         signal: Arc<ChangeSignal>,
         launch: Launch,
+        env: Environment,
     ) -> Result<Self, ConnectError> {
         let transport = config.transport().map_err(ConnectError::Config)?;
         match transport {
@@ -187,7 +191,7 @@ impl ServerHandle {
         if let (Transport::Stdio, Launch::Refused(why)) = (transport, &launch) {
             return Err(ConnectError::Confine(why.clone()));
         }
-        Ok(Self { name: name.to_string(), config, transport, tokens, signal, launch })
+        Ok(Self { name: name.to_string(), config, transport, tokens, signal, launch, env })
     }
 
     /// Open and initialize a session. `cwd` applies to stdio servers only (the thread workspace);
@@ -271,7 +275,7 @@ impl ServerHandle {
         let mut cmd = tokio::process::Command::new(&command);
         cmd.args(&self.config.args).env_clear();
         for key in INHERITED_ENV {
-            if let Some(v) = std::env::var_os(key) {
+            if let Some(v) = self.env.get(key) {
                 cmd.env(key, v);
             }
         }
@@ -283,7 +287,7 @@ impl ServerHandle {
                 // The grant's pass-through names, then the entry's own env, then the launch's
                 // home, tmp and proxy (which nothing configured may override).
                 for key in &confiner.spec().env {
-                    if let Some(v) = std::env::var_os(key) {
+                    if let Some(v) = self.env.get(key) {
                         cmd.env(key, v);
                     }
                 }

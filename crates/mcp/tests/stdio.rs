@@ -372,7 +372,7 @@ async fn config_file_cache_follows_content_not_mtime() {
     let file = dir.path().join("extensions_config.json");
     let write = |servers: Value| std::fs::write(&file, json!({ "mcpServers": servers }).to_string()).unwrap();
     write(json!({ "a": fault("ok", None, 20.0) }));
-    let mgr = McpManager::from_file(file.clone(), std::sync::Arc::new(|_: &str| None));
+    let mgr = McpManager::from_file(file.clone(), toolhost_mcp::Environment::from_process());
     let first = mgr.tools().await.unwrap();
     assert_eq!(first.config_path.as_deref(), Some(file.as_path()));
     let a_echo = find(&first.tools, "a_echo");
@@ -407,14 +407,14 @@ async fn config_file_cache_follows_content_not_mtime() {
     );
 
     // An explicit path that does not exist is an error on first use.
-    let missing = McpManager::from_file(dir.path().join("absent.json"), std::sync::Arc::new(|_: &str| None));
+    let missing = McpManager::from_file(dir.path().join("absent.json"), toolhost_mcp::Environment::from_process());
     let err = missing.tools().await.unwrap_err().to_string();
     assert!(err.contains("absent.json") && err.contains("does not exist"), "{err}");
 
     // The DeerFlow example loads as it is: every server is disabled, so no tools and no error.
     let example =
         concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/deerflow-configs/extensions_config.example.json");
-    let mgr = McpManager::from_file(example.into(), std::sync::Arc::new(|_: &str| None));
+    let mgr = McpManager::from_file(example.into(), toolhost_mcp::Environment::from_process());
     let set = mgr.tools().await.unwrap();
     assert!(set.tools.is_empty() && set.servers.is_empty());
     assert!(set.warnings.iter().any(|w| w.contains("my_package.mcp.auth:build_auth_interceptor")));

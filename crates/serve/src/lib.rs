@@ -122,6 +122,12 @@ pub struct ServeOptions {
     pub filter: ToolFilter,
     /// Sessions and thread expiry.
     pub limits: ServeConfig,
+    /// This server was started by another toolhost as one of its MCP servers (the CLI sets it
+    /// when [`CHILD_MARKER`] is in its environment): it starts no MCP servers of its own.
+    pub child_of_toolhost: bool,
+    /// The key that seals `requestState` (the CLI passes [`mrtr::STATE_KEY_ENV`]); `None`: a
+    /// fresh random one.
+    pub state_key: Option<String>,
 }
 
 /// The addresses `host:port` stands for (a host name may resolve to several).
@@ -174,14 +180,14 @@ pub async fn run(data_dir: &std::path::Path, host: HostOpening, mut opts: ServeO
             return Err(ServeError::InvalidThread(thread.clone()));
         }
     }
-    if std::env::var_os(CHILD_MARKER).is_some() && opts.request.include_mcp {
+    if opts.child_of_toolhost && opts.request.include_mcp {
         tracing::warn!(
             "started as an MCP server of another toolhost ({CHILD_MARKER} is set): not starting MCP servers of its \
              own, so that a config listing toolhost itself does not start toolhost again and again"
         );
         opts.request.include_mcp = false;
     }
-    let state_seal = Arc::new(mrtr::StateSeal::from_env().map_err(ServeError::StateKey)?);
+    let state_seal = Arc::new(mrtr::StateSeal::from_key(opts.state_key.take()).map_err(ServeError::StateKey)?);
     let keeper = ThreadKeeper::new(data_dir, opts.limits.thread_ttl());
     let (ready, opening) = tokio::sync::watch::channel(None);
     let opening = Opening(opening);

@@ -73,11 +73,12 @@ struct Carried {
 }
 
 impl StateSeal {
-    /// The key from [`STATE_KEY_ENV`], else a fresh random one.
-    pub fn from_env() -> Result<Self, String> {
-        match std::env::var(STATE_KEY_ENV) {
-            Ok(key) => Self::with_key(key.into_bytes()),
-            Err(_) => {
+    /// A seal with `key` (the value of [`STATE_KEY_ENV`] the front end read), else a fresh
+    /// random one.
+    pub fn from_key(key: Option<String>) -> Result<Self, String> {
+        match key {
+            Some(key) => Self::with_key(key.into_bytes()),
+            None => {
                 use ring::rand::SecureRandom as _;
                 let mut key = [0u8; 32];
                 ring::rand::SystemRandom::new()

@@ -612,3 +612,19 @@ macro_rules! export_tools {
 
 #[allow(unused_imports)]
 use wit::Guest as _;
+
+#[cfg(test)]
+mod tests {
+    /// DeerFlow's `sandbox:` defaults (`read_file_output_max_chars: 50000`,
+    /// `ls_output_max_chars: 20000`, `skills.container_path: /mnt/skills`); the host checks its
+    /// own copy against the same values.
+    #[test]
+    fn the_defaults_are_deerflows() {
+        let d = super::SandboxSettings::default();
+        assert_eq!(
+            (d.read_file_output_max_chars, d.ls_output_max_chars, d.skills_container_path.as_str()),
+            (50_000, 20_000, "/mnt/skills")
+        );
+        assert_eq!((d.write_file_max_bytes, d.mounts.len(), d.disabled_skills.len()), (None, 0, 0));
+    }
+}

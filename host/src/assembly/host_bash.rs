@@ -8,6 +8,7 @@ use toolhost_core::SharedRoots;
 
 use super::{ConfigEntryState, Extensions};
 use crate::config::AppConfig;
+use crate::options::Environment;
 
 /// The host bash tool for a config entry (`deerflow.sandbox.tools:bash_tool`). Assembly's gate
 /// decides whether it is offered; the tool itself refuses when host bash is not allowed.
@@ -15,6 +16,7 @@ pub fn host_bash(
     config: &AppConfig,
     shared: &SharedRoots,
     extensions: &Extensions,
+    env: &Environment,
     group: &str,
 ) -> Arc<toolhost_hostbash::BashTool> {
     let s = config.sandbox_or_default();
@@ -40,6 +42,7 @@ pub fn host_bash(
         shell: s.bash_shell.map(PathBuf::from).unwrap_or(defaults.shell),
         user: s.bash_user.map(|u| u.0),
         env: s.bash_env.into_iter().map(|e| e.0).collect(),
+        host_env: env.clone(),
         network: s.bash_network,
         max_file_bytes: s.bash_max_file_size_mb.bytes(),
         max_processes: s.bash_max_processes.or(defaults.max_processes),

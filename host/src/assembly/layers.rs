@@ -19,8 +19,7 @@ pub fn mcp_layer(
     env: Environment,
     launch: toolhost_confine::process::LaunchPolicy,
 ) -> Arc<dyn ToolLayer> {
-    let lookup: toolhost_mcp::EnvLookup = Arc::new(move |name: &str| env.get(name));
-    let manager = toolhost_mcp::McpManager::from_file(path.clone(), lookup).with_launch_policy(launch);
+    let manager = toolhost_mcp::McpManager::from_file(path.clone(), env).with_launch_policy(launch);
     Arc::new(McpLayer { manager: Arc::new(manager), path })
 }
 
@@ -97,6 +96,7 @@ impl ToolLayer for McpLayer {
 pub fn acp_layer(
     config: &AppConfig,
     extensions: &Extensions,
+    env: &Environment,
     launch: toolhost_confine::process::LaunchPolicy,
 ) -> Option<Arc<dyn ToolLayer>> {
     if config.acp_agents.is_empty() {
@@ -115,23 +115,29 @@ pub fn acp_layer(
             headers: s.headers.clone(),
         })
         .collect();
-    let tool: Arc<dyn Tool> = Arc::new(
-        toolhost_acp::InvokeAcpAgentTool::new(config.acp_agents.clone())
-            .with_mcp_servers(servers)
-            .with_launch_policy(launch),
-    );
-    Some(Arc::new(AcpLayer { tool }))
+    let tool = toolhost_acp::InvokeAcpAgentTool::new(config.acp_agents.clone())
+        .with_mcp_servers(servers)
+        .with_env(env.clone())
+        .with_launch_policy(launch);
+    let warnings = tool.unset_variables();
+    Some(Arc::new(AcpLayer { tool: Arc::new(tool), warnings }))
 }
 
 /// The ACP tool as an assembly layer.
 pub struct AcpLayer {
     tool: Arc<dyn Tool>,
+    /// Agents' `$VAR`s the environment does not set.
+    warnings: Vec<String>,
 }
 
 #[async_trait]
 impl ToolLayer for AcpLayer {
     fn kind(&self) -> LayerKind {
         LayerKind::Acp
+    }
+
+    async fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
     }
 
     async fn tools(&self) -> Vec<Arc<dyn Tool>> {

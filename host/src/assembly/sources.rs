@@ -37,9 +37,11 @@ impl Extensions {
     /// Read `path` (if any), with `$VAR`s from `env`.
     pub fn load(path: Option<&Path>, env: &Environment, problems: &mut Vec<Problem>) -> Self {
         let Some(path) = path else { return Extensions::None };
-        let lookup = |name: &str| env.get(name);
-        match toolhost_mcp::config::load_file_with_env(path, &lookup) {
-            Ok(loaded) => Extensions::Loaded(Box::new(loaded.config)),
+        match toolhost_mcp::config::load_file_with_env(path, env) {
+            Ok(loaded) => {
+                problems.extend(loaded.warnings.into_iter().map(Problem::warning));
+                Extensions::Loaded(Box::new(loaded.config))
+            }
             Err(e) => {
                 problems.push(Problem::error(e.to_string()));
                 Extensions::Invalid(e.to_string())
@@ -154,7 +156,7 @@ impl Sources {
         if let Some(path) = &opts.extensions {
             layers.push(super::layers::mcp_layer(path.clone(), opts.env.clone(), policy.as_launch_policy()));
         }
-        if let Some(acp) = super::layers::acp_layer(c, &extensions, policy.as_launch_policy()) {
+        if let Some(acp) = super::layers::acp_layer(c, &extensions, &opts.env, policy.as_launch_policy()) {
             layers.push(acp);
         }
         let children = child_reports(c, &extensions, &policy, problems);
@@ -267,7 +269,8 @@ impl EntryBuild<'_> {
         match resolved {
             ResolvedUse::NotBundled { module, hint } => Built::Entry(ConfigEntryState::NotBundled { module, hint }),
             ResolvedUse::HostBash => {
-                let tool = super::host_bash::host_bash(&self.config.config, self.shared, self.extensions, &tc.group);
+                let tool =
+                    super::host_bash::host_bash(&self.config.config, self.shared, self.extensions, self.env, &tc.group);
                 let (state, entry) = super::host_bash::host_bash_entry(&self.config.config, tool);
                 Built::HostBash(state, entry)
             }

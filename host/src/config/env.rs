@@ -1,5 +1,5 @@
-//! `$VAR` expansion, DeerFlow's rule: a string value that starts with `$` is replaced by the
-//! environment variable of that name; an unset one becomes `""`.
+//! `$VAR` expansion over the config's YAML: [`Environment::expand`] (DeerFlow's rule, the one
+//! `extensions_config.json` and ACP agents' `env` use too) applied to every string scalar.
 
 use crate::options::Environment;
 
@@ -9,13 +9,8 @@ use crate::options::Environment;
 pub fn expand_env(value: &mut serde_yaml::Value, env: &Environment, unset: &mut dyn FnMut(&str)) {
     match value {
         serde_yaml::Value::String(s) => {
-            if let Some(name) = s.strip_prefix('$') {
-                if !name.is_empty() {
-                    *s = env.get(name).unwrap_or_else(|| {
-                        unset(name);
-                        String::new()
-                    });
-                }
+            if let Some(v) = env.expand(s, unset) {
+                *s = v;
             }
         }
         serde_yaml::Value::Sequence(items) => items.iter_mut().for_each(|v| expand_env(v, env, unset)),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use toolhost_core::{CallContext, Status, ThreadFs, ThreadState, Tool};
-use toolhost_hostbash::{confinement_status, BashConfig, BashTool, ConfinementStatus};
+use toolhost_hostbash::{confinement_status, BashConfig, BashTool, ConfinementStatus, Environment};
 
 /// Whether Landlock confines commands here. Only where the kernel itself lacks it is that a
 /// visible skip; any other reason fails the test.
@@ -32,9 +32,16 @@ pub fn ctx(data: &Path, id: &str) -> CallContext {
     CallContext::new(Arc::new(fs), "call-1", Arc::new(ThreadState::default()))
 }
 
-/// A host-bash tool that is allowed to run, with `config` applied over the defaults.
+/// The host environment a test's tool sees: this process's (as under the CLI) plus `vars`.
+/// Tests hand variables over here, never with `set_var` (tests run in parallel and spawn).
+pub fn host_env<V: AsRef<std::ffi::OsStr>>(vars: &[(&str, V)]) -> Environment {
+    vars.iter().fold(Environment::from_process(), |env, (k, v)| env.with(*k, v.as_ref().to_string_lossy()))
+}
+
+/// A host-bash tool that is allowed to run, with `config` applied over the defaults (the host
+/// environment: this process's).
 pub fn tool(config: impl FnOnce(&mut BashConfig)) -> BashTool {
-    let mut c = BashConfig { allow_host_bash: true, ..BashConfig::default() };
+    let mut c = BashConfig { allow_host_bash: true, host_env: Environment::from_process(), ..BashConfig::default() };
     config(&mut c);
     BashTool::new(c)
 }

@@ -54,12 +54,13 @@ pub fn manager(servers: Value) -> McpManager {
 }
 
 /// Like [`manager`], with `$VAR` values taken from `vars` (not the process environment, which
-/// tests must not mutate while other tests spawn processes).
+/// tests must not mutate while other tests spawn processes). Servers inherit this process's
+/// `PATH`, `HOME` and the like, as under the CLI.
 pub fn manager_with_env(servers: Value, vars: &[(&str, &str)]) -> McpManager {
     let doc = json!({ "mcpServers": servers });
-    let lookup = |name: &str| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string());
-    let cfg = config::parse_with_env(doc.to_string().as_bytes(), &lookup).expect("test config parses");
-    McpManager::new(ConfigSource::Fixed(cfg))
+    let env = vars.iter().fold(toolhost_mcp::Environment::from_process(), |env, (k, v)| env.with(*k, *v));
+    let cfg = config::parse_with_env(doc.to_string().as_bytes(), &env, &mut |_| {}).expect("test config parses");
+    McpManager::new(ConfigSource::Fixed(cfg)).with_env(env)
 }
 
 pub fn ctx(data: &Path, thread: &str) -> CallContext {
