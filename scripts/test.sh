@@ -20,7 +20,7 @@ grep -qx 'artifacts: \["/mnt/user-data/outputs/hello.md"\]' <<<"$out"
 out=$(cargo run -q -p toolhost --example custom_tool)
 echo "$out"
 grep -qx 'word_count: 7 words' <<<"$out"
-# The Python package (python/): built with maturin in the dev profile against this target dir,
+# The Python package (python/): the extension the workspace build made, staged beside its sources,
 # tested with pytest in a venv of pinned versions (scripts/test-python.sh).
 bash scripts/test-python.sh
 cargo test --manifest-path guest-tools/Cargo.toml --workspace --exclude hostile --target-dir target/guest-native
