@@ -836,21 +836,22 @@ mod tests {
         assert_eq!(verdict(&CLEAN.replace("PIDS: 2", "PIDS: 140"), "", false).unwrap().len(), 2);
     }
 
-    #[test]
-    fn the_self_test_proves_the_confinement_with_one_small_exec() {
+    /// A confiner for one of the tests below (no network), with the tempdir its home is in;
+    /// `None` (the test skips) where Landlock is unavailable, which fails in CI.
+    fn confiner_without_network(name: &str, command: &str, args: Vec<String>) -> Option<(Confiner, tempfile::TempDir)> {
         if let ConfinementStatus::Unavailable { reason } = ruleset::confinement_status() {
             if std::env::var_os("CI").is_some() {
                 panic!("Landlock is unavailable in CI: {reason}");
             }
             eprintln!("skipped: Landlock is unavailable here ({reason})");
-            return;
+            return None;
         }
         let dir = tempfile::tempdir().unwrap();
         let confiner = Confiner::new(ProcessSpec {
-            label: "probe".into(),
-            setting: "toolhost.mcp_servers.probe".into(),
-            command: "/bin/cat".into(),
-            args: Vec::new(),
+            label: name.into(),
+            setting: format!("toolhost.mcp_servers.{name}"),
+            command: command.into(),
+            args,
             path_env: None,
             env: Vec::new(),
             home: dir.path().join("home"),
@@ -858,6 +859,12 @@ mod tests {
             user: None,
         })
         .unwrap();
+        Some((confiner, dir))
+    }
+
+    #[test]
+    fn the_self_test_proves_the_confinement_with_one_small_exec() {
+        let Some((confiner, dir)) = confiner_without_network("probe", "/bin/cat", Vec::new()) else { return };
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let started = std::time::Instant::now();
         let proven = rt.block_on(confiner.self_test()).unwrap();
@@ -886,26 +893,9 @@ mod tests {
 
     #[test]
     fn a_supervisor_does_not_keep_toolhost_memory() {
-        if let ConfinementStatus::Unavailable { reason } = ruleset::confinement_status() {
-            if std::env::var_os("CI").is_some() {
-                panic!("Landlock is unavailable in CI: {reason}");
-            }
-            eprintln!("skipped: Landlock is unavailable here ({reason})");
+        let Some((confiner, _home)) = confiner_without_network("sleeper", "/bin/sleep", vec!["30".into()]) else {
             return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let confiner = Confiner::new(ProcessSpec {
-            label: "sleeper".into(),
-            setting: "toolhost.mcp_servers.sleeper".into(),
-            command: "/bin/sleep".into(),
-            args: vec!["30".into()],
-            path_env: None,
-            env: Vec::new(),
-            home: dir.path().join("home"),
-            grants: Grants { network: Network::None, ..Grants::default() },
-            user: None,
-        })
-        .unwrap();
+        };
         // 128 MiB of toolhost's heap, written before and after the fork.
         let mut heap = vec![1u8; 128 << 20];
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -948,26 +938,7 @@ mod tests {
 
     #[test]
     fn a_command_that_exits_at_once_is_always_seen_to_exit() {
-        if let ConfinementStatus::Unavailable { reason } = ruleset::confinement_status() {
-            if std::env::var_os("CI").is_some() {
-                panic!("Landlock is unavailable in CI: {reason}");
-            }
-            eprintln!("skipped: Landlock is unavailable here ({reason})");
-            return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let confiner = Confiner::new(ProcessSpec {
-            label: "true".into(),
-            setting: "toolhost.mcp_servers.true".into(),
-            command: "/bin/true".into(),
-            args: Vec::new(),
-            path_env: None,
-            env: Vec::new(),
-            home: dir.path().join("home"),
-            grants: Grants { network: Network::None, ..Grants::default() },
-            user: None,
-        })
-        .unwrap();
+        let Some((confiner, _home)) = confiner_without_network("true", "/bin/true", Vec::new()) else { return };
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         // The command often exits before its supervisor is ready to hear of it: the supervisor
         // must still see it (a lost SIGCHLD left the supervisor, and the caller, waiting for
